@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs everything hacrl needs on a Debian machine that has Node 20 and apt, then builds the project.
+# Debian packages: a C toolchain for the native addon, and the BLAS libraries it loads at run time
+# (oneDNN, BLIS, OpenBLAS: it uses the fastest present). Safe to run again: it installs only what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(build-essential python3 libdnnl-dev libblis-dev libopenblas-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# node-gyp must build against the headers of the running Node (never download them: the network may be closed).
+node_prefix="$(dirname "$(dirname "$(command -v node)")")"
+if [ -f "$node_prefix/include/node/node_api.h" ]; then
+  export npm_config_nodedir="$node_prefix"
+fi
+
+npm ci --no-audit --no-fund
+npm run build

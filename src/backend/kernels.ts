@@ -1,0 +1,214 @@
+/**
+ * The compute contract every backend implements: the native addon (C over a real BLAS) and the pure-TypeScript
+ * fallback. All arrays are row-major float32 (token ids and positions are Int32Array). Kernels never allocate their
+ * outputs: the caller passes them, so hot loops reuse buffers. Arguments are validated once, in `engine.ts`, before
+ * a backend is called; backends may assume valid shapes.
+ *
+ * Shapes use these letters: B batch, T sequence length, Hq query heads, Hkv key/value heads (Hq % Hkv == 0, grouped
+ * query attention), D head dimension, V vocabulary size, S cache capacity in positions.
+ */
+
+/** Float32 data; all kernels read and write through plain typed arrays (zero-copy into the native addon). */
+export type F32 = Float32Array;
+/** Token ids, positions and per-row offsets. */
+export type I32 = Int32Array;
+
+/** A matrix operand of sgemm: a typed array, the element offset of its first element and its leading dimension. */
+export interface MatrixRef {
+  /** Backing storage. */
+  data: F32;
+  /** Index of element (0,0) in `data`; default 0. */
+  offset?: number;
+  /** Distance in elements between consecutive rows as stored (before any transpose); default: the stored width. */
+  ld?: number;
+}
+
+/** Arguments of a (possibly batched, strided) matrix multiply: C = alpha·op(A)·op(B) + beta·C. */
+export interface GemmArgs {
+  /** op(A) = Aᵀ when true; A is stored [k×m] then. Default false. */
+  transA?: boolean;
+  /** op(B) = Bᵀ when true; B is stored [n×k] then. Default false. */
+  transB?: boolean;
+  /** Rows of op(A) and of C. */
+  m: number;
+  /** Columns of op(B) and of C. */
+  n: number;
+  /** Columns of op(A) = rows of op(B). */
+  k: number;
+  /** Scale of the product; default 1. */
+  alpha?: number;
+  /** Scale of the existing C (0 overwrites, 1 accumulates); default 0. */
+  beta?: number;
+  a: MatrixRef;
+  b: MatrixRef;
+  c: MatrixRef;
+  /** Number of independent products; default 1. */
+  batch?: number;
+  /** Element distance between consecutive A / B / C matrices of a batch; default 0 (0 for A or B broadcasts it). */
+  strideA?: number;
+  strideB?: number;
+  strideC?: number;
+  /** Threads for this call; default 0 = chosen from the problem size (small decode-sized products run on one). */
+  threads?: number;
+}
+
+/** Geometry of a batch of attention heads laid out as [B, T, H, D] (the natural output of x·W for a row-major x). */
+export interface AttentionShape {
+  batch: number;
+  /** Query positions per sequence. */
+  seqLen: number;
+  queryHeads: number;
+  kvHeads: number;
+  headDim: number;
+  /** Multiplier of q·k; default 1/sqrt(headDim). */
+  scale?: number;
+}
+
+/** Everything a backend provides. Every method is synchronous and writes only into the arrays it is given. */
+export interface Kernels {
+  /** "native" or "typescript". */
+  readonly name: string;
+  /** Human-readable description of the matrix-multiply library and kernel in use, e.g. "oneDNN 2.6.3 avx512_core". */
+  readonly blas: string;
+
+  /** C = alpha·op(A)·op(B) + beta·C, batched and strided (see GemmArgs). */
+  gemm(args: GemmArgs): void;
+
+  /** out[r,:] = x[r,:] / sqrt(mean(x[r,:]²) + eps) · weight; also stores invRms[r] for the backward. x,out: [rows,dim]. */
+  rmsNorm(x: F32, weight: F32, out: F32, invRms: F32, rows: number, dim: number, eps: number): void;
+  /** dx = ∂L/∂x (overwritten), dWeight += ∂L/∂weight (accumulated), from dy and the saved invRms. */
+  rmsNormBackward(dy: F32, x: F32, weight: F32, invRms: F32, dx: F32, dWeight: F32, rows: number, dim: number): void;
+
+  /** out = (x − mean)/sqrt(var + eps) · weight + bias per row (biased variance); stores mean[r] and rstd[r]. */
+  layerNorm(x: F32, weight: F32, bias: F32, out: F32, mean: F32, rstd: F32, rows: number, dim: number, eps: number): void;
+  /** dx overwritten; dWeight and dBias accumulated. */
+  layerNormBackward(
+    dy: F32,
+    x: F32,
+    weight: F32,
+    mean: F32,
+    rstd: F32,
+    dx: F32,
+    dWeight: F32,
+    dBias: F32,
+    rows: number,
+    dim: number,
+  ): void;
+
+  /** Row-wise softmax of x into out ([rows,dim]); out may be x. */
+  softmax(x: F32, out: F32, rows: number, dim: number): void;
+  /** Row-wise log-softmax of x into out; out may be x. */
+  logSoftmax(x: F32, out: F32, rows: number, dim: number): void;
+  /**
+   * Log-probability of one target per row without materialising the log-softmax: logProb[r] = x[r,t_r] − lse[r],
+   * where lse[r] = log Σ exp(x[r,:]) is stored for the backward. With `entropy` given, also entropy[r] = −Σ p·log p.
+   * Rows whose target is negative are ignored (logProb 0, lse still computed).
+   */
+  gatherLogProbs(logits: F32, targets: I32, logProb: F32, lse: F32, rows: number, vocab: number, entropy?: F32): void;
+  /**
+   * dLogits[r,:] = dLogProb[r]·(onehot(t_r) − softmax(x[r,:])), overwriting dLogits (may alias logits: the
+   * memory-light path for large vocabularies). Rows with a negative target get zero gradient.
+   */
+  gatherLogProbsBackward(
+    logits: F32,
+    targets: I32,
+    lse: F32,
+    dLogProb: F32,
+    dLogits: F32,
+    rows: number,
+    vocab: number,
+  ): void;
+
+  /**
+   * Rotary position embedding in place on x laid out [rows, heads, headDim] (Hugging Face "rotate_half" pairing:
+   * element i pairs with i + headDim/2). position[r] indexes the tables cos/sin, each [maxPos, headDim/2].
+   * inverse = true rotates by −angle (that is the backward).
+   */
+  rope(x: F32, positions: I32, cos: F32, sin: F32, rows: number, heads: number, headDim: number, inverse: boolean): void;
+
+  /** out = silu(gate)·up elementwise (length n). */
+  swiglu(gate: F32, up: F32, out: F32, n: number): void;
+  /** dGate, dUp overwritten from dy. */
+  swigluBackward(dy: F32, gate: F32, up: F32, dGate: F32, dUp: F32, n: number): void;
+  /** out = gelu(x), tanh approximation (GPT-2's "gelu_new"). */
+  gelu(x: F32, out: F32, n: number): void;
+  /** dx overwritten from dy. */
+  geluBackward(dy: F32, x: F32, dx: F32, n: number): void;
+
+  /**
+   * Causal self-attention for training. q: [B,T,Hq,D]; k, v: [B,T,Hkv,D]; out: [B,T,Hq,D]; lse: [B,Hq,T] saved for
+   * the backward. keyStart (optional, [B]): keys at positions < keyStart[b] are masked (left padding); a query whose
+   * every key is masked gets out = 0.
+   */
+  attention(q: F32, k: F32, v: F32, out: F32, lse: F32, shape: AttentionShape, keyStart?: I32): void;
+  /** Gradients of attention: dq, dk, dv overwritten (same layouts as q, k, v). Recomputes probabilities from lse. */
+  attentionBackward(
+    dOut: F32,
+    q: F32,
+    k: F32,
+    v: F32,
+    out: F32,
+    lse: F32,
+    dq: F32,
+    dk: F32,
+    dv: F32,
+    shape: AttentionShape,
+    keyStart?: I32,
+  ): void;
+  /**
+   * One decoding step against a KV cache. q: [B,Hq,D] (one new token per sequence, already rotated); kCache, vCache:
+   * [B,Hkv,S,D] holding positions 0..length-1 (the new token's key and value already written); out: [B,Hq,D].
+   * keyStart (optional, [B]) masks cache positions < keyStart[b].
+   */
+  attentionDecode(
+    q: F32,
+    kCache: F32,
+    vCache: F32,
+    out: F32,
+    batch: number,
+    queryHeads: number,
+    kvHeads: number,
+    headDim: number,
+    capacity: number,
+    length: number,
+    scale: number,
+    keyStart?: I32,
+  ): void;
+
+  /**
+   * One AdamW step in place (PyTorch's formulation): p ← p·(1 − lr·wd); m ← β1·m + (1−β1)·g; v ← β2·v + (1−β2)·g²;
+   * p ← p − (lr/(1−β1^t))·m / (sqrt(v)/sqrt(1−β2^t) + eps). step t starts at 1.
+   */
+  adamw(
+    param: F32,
+    grad: F32,
+    m: F32,
+    v: F32,
+    n: number,
+    lr: number,
+    beta1: number,
+    beta2: number,
+    eps: number,
+    weightDecay: number,
+    step: number,
+  ): void;
+
+  /** out[r,:] = x[r,:] + bias (bias has length dim); out may be x. */
+  addBias(x: F32, bias: F32, out: F32, rows: number, dim: number): void;
+  /** dBias[j] += Σ_r dy[r,j]. */
+  sumRows(dy: F32, dBias: F32, rows: number, dim: number): void;
+  /** y[i] += alpha·x[i] for i < n. */
+  axpy(alpha: number, x: F32, y: F32, n: number): void;
+  /** out[i] = a[i]·b[i] for i < n; out may alias a or b. */
+  mul(a: F32, b: F32, out: F32, n: number): void;
+  /** x[i] *= alpha for i < n. */
+  scale(x: F32, alpha: number, n: number): void;
+  /** Σ x[i]² over i < n, accumulated in float64. */
+  sumSquares(x: F32, n: number): number;
+  /** True when no element of x[0..n) is NaN or ±Infinity. */
+  allFinite(x: F32, n: number): boolean;
+  /** out[r,:] = table[ids[r],:] for r < rows (an embedding lookup); ids must be in [0, tableRows). */
+  embedding(table: F32, ids: I32, out: F32, rows: number, dim: number): void;
+  /** dTable[ids[r],:] += dOut[r,:] (accumulated; ids may repeat). */
+  embeddingBackward(dOut: F32, ids: I32, dTable: F32, rows: number, dim: number): void;
+}

@@ -1,0 +1,336 @@
+/**
+ * Differentiable ops over Tensor: each runs one fused kernel forward and records a hand-written backward on the tape.
+ * Backward passes accumulate into input gradients (so a tensor used twice receives both contributions).
+ */
+import type { AttentionShape, F32, I32 } from '../backend/kernels.js';
+import type { Ctx } from './tape.js';
+import { Tensor } from './tensor.js';
+
+function tracking(ctx: Ctx, ...inputs: (Tensor | undefined)[]): boolean {
+  return ctx.tape !== null && inputs.some((t) => t?.requiresGrad === true);
+}
+
+function shapeError(op: string, message: string): never {
+  throw new Error(`${op}: ${message}`);
+}
+
+/**
+ * Runs a kernel that OVERWRITES a gradient-shaped output and adds the result into t's gradient: directly when t has
+ * no gradient yet (the common case, no copy), through a scratch buffer otherwise.
+ */
+function accumulate(ctx: Ctx, t: Tensor, write: (dst: F32) => void): void {
+  if (!t.requiresGrad) return;
+  if (t.grad === null) {
+    write(t.ensureGrad());
+    return;
+  }
+  const scratch = new Float32Array(t.size);
+  write(scratch);
+  ctx.k.axpy(1, scratch, t.grad, t.size);
+}
+
+/** Gradient buffer of t when it needs one, else a throw-away buffer of the same size (kernels always write one). */
+function gradOrScratch(t: Tensor): F32 {
+  return t.requiresGrad ? t.ensureGrad() : new Float32Array(t.size);
+}
+
+/** y = x·Wᵀ + b, the Hugging Face Linear layout: x [..., in], W [out, in], b [out]; y [..., out]. */
+export function linear(ctx: Ctx, x: Tensor, w: Tensor, bias?: Tensor): Tensor {
+  const [outF, inF] = w.shape as [number, number];
+  if (w.shape.length !== 2) shapeError('linear', `weight must be 2-D [out, in], got [${w.shape.join(',')}]`);
+  if (x.lastDim !== inF) shapeError('linear', `input [${x.shape.join(',')}] does not end in ${inF} = weight [${outF},${inF}]`);
+  if (bias && bias.size !== outF) shapeError('linear', `bias has ${bias.size} elements, weight has ${outF} outputs`);
+  const rows = x.rows;
+  const y = new Float32Array(rows * outF);
+  ctx.k.gemm({ transB: true, m: rows, n: outF, k: inF, a: { data: x.data }, b: { data: w.data }, c: { data: y } });
+  if (bias) ctx.k.addBias(y, bias.data, y, rows, outF);
+  const out = new Tensor(y, [...x.shape.slice(0, -1), outF], tracking(ctx, x, w, bias));
+  if (out.requiresGrad)
+    ctx.tape!.record(() => {
+      const dy = out.grad;
+      if (!dy) return;
+      if (x.requiresGrad)
+        ctx.k.gemm({ m: rows, n: inF, k: outF, a: { data: dy }, b: { data: w.data }, c: { data: x.ensureGrad() }, beta: 1 });
+      if (w.requiresGrad)
+        ctx.k.gemm({
+          transA: true,
+          m: outF,
+          n: inF,
+          k: rows,
+          a: { data: dy },
+          b: { data: x.data },
+          c: { data: w.ensureGrad() },
+          beta: 1,
+        });
+      if (bias?.requiresGrad) ctx.k.sumRows(dy, bias.ensureGrad(), rows, outF);
+    });
+  return out;
+}
+
+/** Elementwise a + b (same shapes): the residual connection. */
+export function add(ctx: Ctx, a: Tensor, b: Tensor): Tensor {
+  if (a.size !== b.size) shapeError('add', `shapes [${a.shape.join(',')}] and [${b.shape.join(',')}] differ`);
+  const y = Float32Array.from(a.data);
+  ctx.k.axpy(1, b.data, y, y.length);
+  const out = new Tensor(y, a.shape, tracking(ctx, a, b));
+  if (out.requiresGrad)
+    ctx.tape!.record(() => {
+      const dy = out.grad;
+      if (!dy) return;
+      for (const t of [a, b]) if (t.requiresGrad) ctx.k.axpy(1, dy, t.ensureGrad(), dy.length);
+    });
+  return out;
+}
+
+/** Elementwise a·b (same shapes). */
+export function mul(ctx: Ctx, a: Tensor, b: Tensor): Tensor {
+  if (a.size !== b.size) shapeError('mul', `shapes [${a.shape.join(',')}] and [${b.shape.join(',')}] differ`);
+  const y = new Float32Array(a.size);
+  ctx.k.mul(a.data, b.data, y, y.length);
+  const out = new Tensor(y, a.shape, tracking(ctx, a, b));
+  if (out.requiresGrad)
+    ctx.tape!.record(() => {
+      const dy = out.grad;
+      if (!dy) return;
+      accumulate(ctx, a, (d) => ctx.k.mul(dy, b.data, d, dy.length));
+      accumulate(ctx, b, (d) => ctx.k.mul(dy, a.data, d, dy.length));
+    });
+  return out;
+}
+
+/** RMSNorm over the last dimension with a learned scale (Llama, Qwen; Qwen3's per-head q/k norm on [..., D]). */
+export function rmsNorm(ctx: Ctx, x: Tensor, weight: Tensor, eps: number): Tensor {
+  const dim = x.lastDim;
+  const rows = x.rows;
+  if (weight.size !== dim) shapeError('rmsNorm', `weight has ${weight.size} elements, input ends in ${dim}`);
+  const y = new Float32Array(x.size);
+  const invRms = new Float32Array(rows);
+  ctx.k.rmsNorm(x.data, weight.data, y, invRms, rows, dim, eps);
+  const out = new Tensor(y, x.shape, tracking(ctx, x, weight));
+  if (out.requiresGrad)
+    ctx.tape!.record(() => {
+      const dy = out.grad;
+      if (!dy) return;
+      const dWeight = gradOrScratch(weight);
+      if (x.requiresGrad) accumulate(ctx, x, (dx) => ctx.k.rmsNormBackward(dy, x.data, weight.data, invRms, dx, dWeight, rows, dim));
+      else ctx.k.rmsNormBackward(dy, x.data, weight.data, invRms, new Float32Array(x.size), dWeight, rows, dim);
+    });
+  return out;
+}
+
+/** LayerNorm over the last dimension with scale and bias (GPT-2). */
+export function layerNorm(ctx: Ctx, x: Tensor, weight: Tensor, bias: Tensor, eps: number): Tensor {
+  const dim = x.lastDim;
+  const rows = x.rows;
+  if (weight.size !== dim || bias.size !== dim)
+    shapeError('layerNorm', `weight/bias have ${weight.size}/${bias.size} elements, input ends in ${dim}`);
+  const y = new Float32Array(x.size);
+  const mean = new Float32Array(rows);
+  const rstd = new Float32Array(rows);
+  ctx.k.layerNorm(x.data, weight.data, bias.data, y, mean, rstd, rows, dim, eps);
+  const out = new Tensor(y, x.shape, tracking(ctx, x, weight, bias));
+  if (out.requiresGrad)
+    ctx.tape!.record(() => {
+      const dy = out.grad;
+      if (!dy) return;
+      const dW = gradOrScratch(weight);
+      const dB = gradOrScratch(bias);
+      const run = (dx: F32): void => ctx.k.layerNormBackward(dy, x.data, weight.data, mean, rstd, dx, dW, dB, rows, dim);
+      if (x.requiresGrad) accumulate(ctx, x, run);
+      else run(new Float32Array(x.size));
+    });
+  return out;
+}
+
+/**
+ * Rotary position embedding of x viewed as [rows, heads, headDim]; positions[r] picks the row of the cos/sin tables
+ * ([maxPos, headDim/2] each). Returns a rotated copy.
+ */
+export function rope(ctx: Ctx, x: Tensor, positions: I32, cos: F32, sin: F32, heads: number, headDim: number): Tensor {
+  const rows = x.size / (heads * headDim);
+  if (!Number.isInteger(rows)) shapeError('rope', `input of ${x.size} elements is not a whole number of [${heads}×${headDim}] rows`);
+  const y = Float32Array.from(x.data);
+  ctx.k.rope(y, positions, cos, sin, rows, heads, headDim, false);
+  const out = new Tensor(y, x.shape, tracking(ctx, x));
+  if (out.requiresGrad)
+    ctx.tape!.record(() => {
+      const dy = out.grad;
+      if (!dy) return;
+      accumulate(ctx, x, (dx) => {
+        dx.set(dy);
+        ctx.k.rope(dx, positions, cos, sin, rows, heads, headDim, true);
+      });
+    });
+  return out;
+}
+
+/** silu(gate)·up, the SwiGLU activation of Llama/Qwen MLPs. */
+export function swiglu(ctx: Ctx, gate: Tensor, up: Tensor): Tensor {
+  if (gate.size !== up.size) shapeError('swiglu', `gate [${gate.shape.join(',')}] and up [${up.shape.join(',')}] differ`);
+  const y = new Float32Array(gate.size);
+  ctx.k.swiglu(gate.data, up.data, y, y.length);
+  const out = new Tensor(y, gate.shape, tracking(ctx, gate, up));
+  if (out.requiresGrad)
+    ctx.tape!.record(() => {
+      const dy = out.grad;
+      if (!dy) return;
+      const n = dy.length;
+      if (gate.grad === null && up.grad === null) {
+        ctx.k.swigluBackward(dy, gate.data, up.data, gradOrScratch(gate), gradOrScratch(up), n);
+        return;
+      }
+      const dGate = new Float32Array(n);
+      const dUp = new Float32Array(n);
+      ctx.k.swigluBackward(dy, gate.data, up.data, dGate, dUp, n);
+      if (gate.requiresGrad) ctx.k.axpy(1, dGate, gate.ensureGrad(), n);
+      if (up.requiresGrad) ctx.k.axpy(1, dUp, up.ensureGrad(), n);
+    });
+  return out;
+}
+
+/** GELU, tanh approximation (GPT-2's MLP). */
+export function gelu(ctx: Ctx, x: Tensor): Tensor {
+  const y = new Float32Array(x.size);
+  ctx.k.gelu(x.data, y, y.length);
+  const out = new Tensor(y, x.shape, tracking(ctx, x));
+  if (out.requiresGrad)
+    ctx.tape!.record(() => {
+      const dy = out.grad;
+      if (dy) accumulate(ctx, x, (dx) => ctx.k.geluBackward(dy, x.data, dx, dy.length));
+    });
+  return out;
+}
+
+/**
+ * Causal grouped-query self-attention. q: [B·T, Hq·D], k and v: [B·T, Hkv·D] (row-major [B,T,H,D]); returns
+ * [B·T, Hq·D]. keyStart[b] masks the first keys of sequence b (left padding).
+ */
+export function attention(ctx: Ctx, q: Tensor, k: Tensor, v: Tensor, shape: AttentionShape, keyStart?: I32): Tensor {
+  const { batch, seqLen, queryHeads, kvHeads, headDim } = shape;
+  if (q.size !== batch * seqLen * queryHeads * headDim || k.size !== batch * seqLen * kvHeads * headDim || v.size !== k.size)
+    shapeError(
+      'attention',
+      `q [${q.shape.join(',')}], k [${k.shape.join(',')}], v [${v.shape.join(',')}] do not match ` +
+        `[B=${batch},T=${seqLen}] with ${queryHeads} query and ${kvHeads} key/value heads of ${headDim}`,
+    );
+  const y = new Float32Array(q.size);
+  const lse = new Float32Array(batch * queryHeads * seqLen);
+  ctx.k.attention(q.data, k.data, v.data, y, lse, shape, keyStart);
+  const out = new Tensor(y, q.shape, tracking(ctx, q, k, v));
+  if (out.requiresGrad)
+    ctx.tape!.record(() => {
+      const dy = out.grad;
+      if (!dy) return;
+      const fresh = [q, k, v].every((t) => t.grad === null);
+      const dq = fresh ? gradOrScratch(q) : new Float32Array(q.size);
+      const dk = fresh ? gradOrScratch(k) : new Float32Array(k.size);
+      const dv = fresh ? gradOrScratch(v) : new Float32Array(v.size);
+      ctx.k.attentionBackward(dy, q.data, k.data, v.data, y, lse, dq, dk, dv, shape, keyStart);
+      if (fresh) return;
+      for (const [t, d] of [[q, dq], [k, dk], [v, dv]] as const) if (t.requiresGrad) ctx.k.axpy(1, d, t.ensureGrad(), d.length);
+    });
+  return out;
+}
+
+/** Rows of an embedding table [V, d] picked by ids: [ids.length, d]. */
+export function embedding(ctx: Ctx, table: Tensor, ids: I32): Tensor {
+  const dim = table.lastDim;
+  const y = new Float32Array(ids.length * dim);
+  ctx.k.embedding(table.data, ids, y, ids.length, dim);
+  const out = new Tensor(y, [ids.length, dim], tracking(ctx, table));
+  if (out.requiresGrad)
+    ctx.tape!.record(() => {
+      const dy = out.grad;
+      if (dy) ctx.k.embeddingBackward(dy, ids, table.ensureGrad(), ids.length, dim);
+    });
+  return out;
+}
+
+/** Per-token results of the language-model head. */
+export interface TokenLogProbs {
+  /** log π(target) per row, differentiable: [rows]. */
+  logProb: Tensor;
+  /** Entropy of the predicted distribution per row (nats), not differentiated; present when asked for. */
+  entropy: Float32Array | null;
+}
+
+/**
+ * The language-model head fused with the log-probability of each row's target: logits = h·Wᵀ [rows, V] are computed
+ * `chunkRows` rows at a time and never kept, so memory stays O(chunkRows·V) for any vocabulary; the backward
+ * recomputes each chunk's logits (one extra matmul) instead of storing rows·V floats. Targets < 0 are ignored rows.
+ */
+export function lmHeadLogProbs(
+  ctx: Ctx,
+  hidden: Tensor,
+  weight: Tensor,
+  targets: I32,
+  options: { entropy?: boolean; chunkRows?: number } = {},
+): TokenLogProbs {
+  const [vocab, dim] = weight.shape as [number, number];
+  const rows = hidden.rows;
+  if (hidden.lastDim !== dim) shapeError('lmHeadLogProbs', `hidden ends in ${hidden.lastDim}, the head expects ${dim}`);
+  if (targets.length !== rows) shapeError('lmHeadLogProbs', `${targets.length} targets for ${rows} rows`);
+  const chunk = Math.max(1, options.chunkRows ?? Math.max(1, Math.floor((1 << 22) / Math.max(1, vocab))));
+  const logProb = new Float32Array(rows);
+  const lse = new Float32Array(rows);
+  const entropy = options.entropy ? new Float32Array(rows) : null;
+  const logits = new Float32Array(Math.min(chunk, rows) * vocab);
+  const chunkLogits = (r0: number, n: number): F32 => {
+    const view = logits.subarray(0, n * vocab);
+    ctx.k.gemm({ transB: true, m: n, n: vocab, k: dim, a: { data: hidden.data, offset: r0 * dim }, b: { data: weight.data }, c: { data: view } });
+    return view;
+  };
+  for (let r0 = 0; r0 < rows; r0 += chunk) {
+    const n = Math.min(chunk, rows - r0);
+    ctx.k.gatherLogProbs(
+      chunkLogits(r0, n),
+      targets.subarray(r0, r0 + n),
+      logProb.subarray(r0, r0 + n),
+      lse.subarray(r0, r0 + n),
+      n,
+      vocab,
+      entropy?.subarray(r0, r0 + n),
+    );
+  }
+  const out = new Tensor(logProb, [rows], tracking(ctx, hidden, weight));
+  if (out.requiresGrad)
+    ctx.tape!.record(() => {
+      const dy = out.grad;
+      if (!dy) return;
+      const dHidden = hidden.requiresGrad ? hidden.ensureGrad() : null;
+      const dWeight = weight.requiresGrad ? weight.ensureGrad() : null;
+      for (let r0 = 0; r0 < rows; r0 += chunk) {
+        const n = Math.min(chunk, rows - r0);
+        const z = chunkLogits(r0, n);
+        ctx.k.gatherLogProbsBackward(z, targets.subarray(r0, r0 + n), lse.subarray(r0, r0 + n), dy.subarray(r0, r0 + n), z, n, vocab);
+        if (dHidden)
+          ctx.k.gemm({ m: n, n: dim, k: vocab, a: { data: z }, b: { data: weight.data }, c: { data: dHidden, offset: r0 * dim }, beta: 1 });
+        if (dWeight)
+          ctx.k.gemm({
+            transA: true,
+            m: vocab,
+            n: dim,
+            k: n,
+            a: { data: z },
+            b: { data: hidden.data, offset: r0 * dim },
+            c: { data: dWeight },
+            beta: 1,
+          });
+      }
+    });
+  return { logProb: out, entropy };
+}
+
+/** Σ_i w_i·x_i as a one-element tensor: how a loss written over per-token values (RL objectives, SFT) enters autograd. */
+export function weightedSum(ctx: Ctx, x: Tensor, weights: F32): Tensor {
+  if (weights.length !== x.size) shapeError('weightedSum', `${weights.length} weights for ${x.size} values`);
+  let s = 0;
+  for (let i = 0; i < x.size; i++) s += weights[i]! * x.data[i]!;
+  const out = new Tensor(Float32Array.of(s), [1], tracking(ctx, x));
+  if (out.requiresGrad)
+    ctx.tape!.record(() => {
+      const dy = out.grad;
+      if (dy) ctx.k.axpy(dy[0]!, weights, x.ensureGrad(), x.size);
+    });
+  return out;
+}

@@ -1,0 +1,45 @@
+import type { Kernels } from '../backend/kernels.js';
+import type { Tensor } from './tensor.js';
+
+/**
+ * Records the backward closures of the ops of one forward pass, in order, and runs them in reverse. Ops are coarse
+ * (a fused kernel each) so the tape stays short: a transformer layer records about a dozen entries.
+ */
+export class Tape {
+  private readonly steps: (() => void)[] = [];
+
+  /** Appends the backward of an op just computed. */
+  record(backward: () => void): void {
+    this.steps.push(backward);
+  }
+
+  /** Number of recorded ops. */
+  get length(): number {
+    return this.steps.length;
+  }
+
+  /**
+   * Back-propagates from `output`: its gradient is `seed` (default all ones, i.e. d(sum output)), then every recorded
+   * op runs its backward, last first. The tape is emptied so the activations it held can be reclaimed.
+   */
+  backward(output: Tensor, seed?: Float32Array): void {
+    const g = output.ensureGrad();
+    if (seed) {
+      if (seed.length !== g.length)
+        throw new Error(`backward: seed has ${seed.length} elements, the output has ${g.length}`);
+      g.set(seed);
+    } else g.fill(1);
+    while (this.steps.length > 0) this.steps.pop()!();
+  }
+
+  /** Drops every recorded op without running it (an inference pass that recorded by mistake, or an aborted step). */
+  clear(): void {
+    this.steps.length = 0;
+  }
+}
+
+/** What every op needs: the kernels to compute with, and the tape to record on (null: no gradients, inference). */
+export interface Ctx {
+  readonly k: Kernels;
+  readonly tape: Tape | null;
+}

@@ -1,0 +1,72 @@
+/**
+ * A dense float32 tensor: data in row-major order, a shape, and (for values that need gradients) a gradient buffer
+ * allocated on first use. Views made by `reshape` share both the data and the gradient of their base.
+ */
+export class Tensor {
+  /** Row-major values. */
+  readonly data: Float32Array;
+  /** Dimensions; their product equals data.length. */
+  readonly shape: readonly number[];
+  /** Whether gradients flow into this tensor (parameters and everything computed from them). */
+  readonly requiresGrad: boolean;
+  private ownGrad: Float32Array | null = null;
+  private readonly base: Tensor | null;
+
+  constructor(data: Float32Array, shape: readonly number[], requiresGrad = false, base: Tensor | null = null) {
+    const size = shape.reduce((a, b) => a * b, 1);
+    if (size !== data.length)
+      throw new Error(`Tensor: shape [${shape.join(',')}] needs ${size} elements, the data has ${data.length}`);
+    this.data = data;
+    this.shape = shape;
+    this.requiresGrad = requiresGrad;
+    this.base = base;
+  }
+
+  /** A tensor of zeros. */
+  static zeros(shape: readonly number[], requiresGrad = false): Tensor {
+    return new Tensor(new Float32Array(shape.reduce((a, b) => a * b, 1)), shape, requiresGrad);
+  }
+
+  /** Number of elements. */
+  get size(): number {
+    return this.data.length;
+  }
+
+  /** The gradient accumulated so far, or null before any backward pass reached this tensor. */
+  get grad(): Float32Array | null {
+    return this.base ? this.base.grad : this.ownGrad;
+  }
+
+  /** The gradient buffer, allocated (zero) on first use. */
+  ensureGrad(): Float32Array {
+    if (this.base) return this.base.ensureGrad();
+    this.ownGrad ??= new Float32Array(this.data.length);
+    return this.ownGrad;
+  }
+
+  /** Forgets the gradient (parameters between optimizer steps). */
+  zeroGrad(): void {
+    if (this.base) this.base.zeroGrad();
+    else this.ownGrad?.fill(0);
+  }
+
+  /** Drops the gradient buffer so its memory can be reclaimed. */
+  releaseGrad(): void {
+    if (!this.base) this.ownGrad = null;
+  }
+
+  /** The same elements under another shape (same order); shares data and gradient. */
+  reshape(shape: readonly number[]): Tensor {
+    return new Tensor(this.data, shape, this.requiresGrad, this.base ?? this);
+  }
+
+  /** Size of the last dimension. */
+  get lastDim(): number {
+    return this.shape[this.shape.length - 1] ?? 1;
+  }
+
+  /** Product of all dimensions but the last (the number of rows of a row-wise op). */
+  get rows(): number {
+    return this.size / Math.max(1, this.lastDim);
+  }
+}
