@@ -102,7 +102,11 @@ function fusedCases(): FusedCase[] {
   const att = new Float32Array(batch * heads * headDim);
   const f = 4;
   return [
-    { name: `rmsNorm [${rows}×${dim}]`, bytes: 2 * f * rows * dim, run: (k) => k.rmsNorm(x, w, out, r1, rows, dim, 1e-6) },
+    {
+      name: `rmsNorm [${rows}×${dim}]`,
+      bytes: 2 * f * rows * dim,
+      run: (k) => k.rmsNorm(x, w, out, r1, rows, dim, 1e-6),
+    },
     {
       name: `layerNorm [${rows}×${dim}]`,
       bytes: 2 * f * rows * dim,
@@ -175,7 +179,10 @@ function main(): void {
     const auto = gemmGflops(native, s, 0);
     row.gflops_auto = round(auto);
     const tsBig = s.m * s.n * s.k > 3e8;
-    const ts = quick && tsBig ? null : gemmGflops(typescriptKernels, tsBig ? { ...s, m: Math.max(1, Math.floor(s.m / 8)) } : s, 1);
+    const ts =
+      quick && tsBig
+        ? null
+        : gemmGflops(typescriptKernels, tsBig ? { ...s, m: Math.max(1, Math.floor(s.m / 8)) } : s, 1);
     row.typescript_gflops = ts === null ? null : round(ts, 2);
     gemmRows.push(row);
     log(
@@ -208,10 +215,14 @@ function main(): void {
       typescript_gbs: round(tsGbs, 2),
       speedup_vs_typescript: round(gbs / tsGbs),
     });
-    log(`  ${c.name.padEnd(42)} ${String(round(gbs)).padStart(6)} GB/s (${round(gbs / bestBandwidth, 2)})   TypeScript ${round(tsGbs, 2)} GB/s`);
+    log(
+      `  ${c.name.padEnd(42)} ${String(round(gbs)).padStart(6)} GB/s (${round(gbs / bestBandwidth, 2)})   TypeScript ${round(tsGbs, 2)} GB/s`,
+    );
   }
   const att = attentionTraining(native);
-  log(`\nattention training [B=8,T=256,H=8,D=64]: forward ${round(att.forward)} GFLOP/s, backward ${round(att.backward)} GFLOP/s`);
+  log(
+    `\nattention training [B=8,T=256,H=8,D=64]: forward ${round(att.forward)} GFLOP/s, backward ${round(att.backward)} GFLOP/s`,
+  );
 
   if (json)
     console.log(

@@ -12,7 +12,9 @@ function find(dir) {
 }
 
 const only = process.argv.slice(2);
-const files = find('dist/test').filter((f) => only.length === 0 || only.some((o) => f.includes(o))).sort();
+const files = find('dist/test')
+  .filter((f) => only.length === 0 || only.some((o) => f.includes(o)))
+  .sort();
 if (files.length === 0) {
   console.error('no test files found under dist/test (did the build run?)');
   process.exit(1);

@@ -36,7 +36,12 @@ function attentionChecks(op: string, s: AttentionShape): { q: number; kv: number
   dims(op, { batch: b, seqLen: t, queryHeads: hq, kvHeads: hkv, headDim: d });
   if (hkv === 0 || hq % hkv !== 0) fail(op, `queryHeads ${hq} must be a positive multiple of kvHeads ${hkv}`);
   if (s.scale !== undefined) finite(op, 'scale', s.scale);
-  return { q: b * t * hq * d, kv: b * t * hkv * d, lse: b * hq * t, shape: `[B=${b},T=${t},Hq=${hq},Hkv=${hkv},D=${d}]` };
+  return {
+    q: b * t * hq * d,
+    kv: b * t * hkv * d,
+    lse: b * hq * t,
+    shape: `[B=${b},T=${t},Hq=${hq},Hkv=${hkv},D=${d}]`,
+  };
 }
 
 function keyStartCheck(op: string, keyStart: I32 | undefined, batch: number, limit: number): void {
@@ -116,14 +121,29 @@ export class Engine implements Kernels {
     const op = 'rmsNormBackward';
     dims(op, { rows, dim });
     const s = `[rows=${rows},dim=${dim}]`;
-    for (const [n, a] of [['dy', dy], ['x', x], ['dx', dx]] as const) need(op, n, a, rows * dim, s);
+    for (const [n, a] of [
+      ['dy', dy],
+      ['x', x],
+      ['dx', dx],
+    ] as const)
+      need(op, n, a, rows * dim, s);
     need(op, 'weight', weight, dim, s);
     need(op, 'dWeight', dWeight, dim, s);
     need(op, 'invRms', invRms, rows, s);
     this.backend.rmsNormBackward(dy, x, weight, invRms, dx, dWeight, rows, dim);
   }
 
-  layerNorm(x: F32, weight: F32, bias: F32, out: F32, mean: F32, rstd: F32, rows: number, dim: number, eps: number): void {
+  layerNorm(
+    x: F32,
+    weight: F32,
+    bias: F32,
+    out: F32,
+    mean: F32,
+    rstd: F32,
+    rows: number,
+    dim: number,
+    eps: number,
+  ): void {
     const op = 'layerNorm';
     dims(op, { rows, dim });
     const s = `[rows=${rows},dim=${dim}]`;
@@ -152,8 +172,18 @@ export class Engine implements Kernels {
     const op = 'layerNormBackward';
     dims(op, { rows, dim });
     const s = `[rows=${rows},dim=${dim}]`;
-    for (const [n, a] of [['dy', dy], ['x', x], ['dx', dx]] as const) need(op, n, a, rows * dim, s);
-    for (const [n, a] of [['weight', weight], ['dWeight', dWeight], ['dBias', dBias]] as const) need(op, n, a, dim, s);
+    for (const [n, a] of [
+      ['dy', dy],
+      ['x', x],
+      ['dx', dx],
+    ] as const)
+      need(op, n, a, rows * dim, s);
+    for (const [n, a] of [
+      ['weight', weight],
+      ['dWeight', dWeight],
+      ['dBias', dBias],
+    ] as const)
+      need(op, n, a, dim, s);
     need(op, 'mean', mean, rows, s);
     need(op, 'rstd', rstd, rows, s);
     this.backend.layerNormBackward(dy, x, weight, mean, rstd, dx, dWeight, dBias, rows, dim);
@@ -212,7 +242,16 @@ export class Engine implements Kernels {
     idsCheck(op, targets, rows, vocab, 'target');
   }
 
-  rope(x: F32, positions: I32, cos: F32, sin: F32, rows: number, heads: number, headDim: number, inverse: boolean): void {
+  rope(
+    x: F32,
+    positions: I32,
+    cos: F32,
+    sin: F32,
+    rows: number,
+    heads: number,
+    headDim: number,
+    inverse: boolean,
+  ): void {
     const op = 'rope';
     dims(op, { rows, heads, headDim });
     if (headDim % 2 !== 0) fail(op, `headDim ${headDim} must be even`);
@@ -281,8 +320,20 @@ export class Engine implements Kernels {
   ): void {
     const op = 'attentionBackward';
     const c = attentionChecks(op, shape);
-    for (const [n, a] of [['dOut', dOut], ['q', q], ['out', out], ['dq', dq]] as const) need(op, n, a, c.q, c.shape);
-    for (const [n, a] of [['k', k], ['v', v], ['dk', dk], ['dv', dv]] as const) need(op, n, a, c.kv, c.shape);
+    for (const [n, a] of [
+      ['dOut', dOut],
+      ['q', q],
+      ['out', out],
+      ['dq', dq],
+    ] as const)
+      need(op, n, a, c.q, c.shape);
+    for (const [n, a] of [
+      ['k', k],
+      ['v', v],
+      ['dk', dk],
+      ['dv', dv],
+    ] as const)
+      need(op, n, a, c.kv, c.shape);
     need(op, 'lse', lse, c.lse, c.shape);
     keyStartCheck(op, keyStart, shape.batch, shape.seqLen);
     this.backend.attentionBackward(dOut, q, k, v, out, lse, dq, dk, dv, shape, keyStart);
@@ -314,7 +365,20 @@ export class Engine implements Kernels {
     need(op, 'kCache', kCache, batch * kvHeads * capacity * headDim, s);
     need(op, 'vCache', vCache, batch * kvHeads * capacity * headDim, s);
     keyStartCheck(op, keyStart, batch, length);
-    this.backend.attentionDecode(q, kCache, vCache, out, batch, queryHeads, kvHeads, headDim, capacity, length, scale, keyStart);
+    this.backend.attentionDecode(
+      q,
+      kCache,
+      vCache,
+      out,
+      batch,
+      queryHeads,
+      kvHeads,
+      headDim,
+      capacity,
+      length,
+      scale,
+      keyStart,
+    );
   }
 
   adamw(
@@ -334,7 +398,8 @@ export class Engine implements Kernels {
     dims(op, { n, step });
     if (step < 1) fail(op, `step must be ≥ 1, got ${step}`);
     for (const [name, x] of Object.entries({ lr, beta1, beta2, eps, weightDecay })) finite(op, name, x);
-    if (!(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1)) fail(op, `betas must be in [0, 1), got ${beta1}, ${beta2}`);
+    if (!(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1))
+      fail(op, `betas must be in [0, 1), got ${beta1}, ${beta2}`);
     this.elementwise(op, { param, grad, m, v }, n);
     if (!this.backend.allFinite(grad, n)) fail(op, `the gradient has NaN or infinite values (n=${n}); skip this step`);
     this.backend.adamw(param, grad, m, v, n, lr, beta1, beta2, eps, weightDecay, step);

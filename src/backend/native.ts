@@ -23,8 +23,13 @@ export type NativeKernels = Kernels & NativeExtras;
 
 const here = dirname(fileURLToPath(import.meta.url));
 
-/** The addon's path: build/Release of the package root (two or three levels above this file, built or not). */
+/**
+ * The addon's path: HACRL_ADDON_PATH when set (a prebuilt addon elsewhere), else build/Release of the package root
+ * (two or three levels above this file, compiled or not).
+ */
 function addonPath(): string | null {
+  const override = process.env.HACRL_ADDON_PATH;
+  if (override) return existsSync(override) ? override : null;
   for (const up of ['../..', '../../..']) {
     const p = join(here, up, 'build', 'Release', 'hacrl_native.node');
     if (existsSync(p)) return p;
@@ -44,18 +49,75 @@ function wrap(addon: Addon, blas: string): NativeKernels {
     gemm(args: GemmArgs): void {
       const g = resolveGemm(args);
       addon.gemmRaw!(
-        g.transA, g.transB, g.m, g.n, g.k, g.alpha, g.a, g.aOff, g.lda, g.b, g.bOff, g.ldb, g.beta, g.c, g.cOff, g.ldc,
-        g.batch, g.strideA, g.strideB, g.strideC, g.threads,
+        g.transA,
+        g.transB,
+        g.m,
+        g.n,
+        g.k,
+        g.alpha,
+        g.a,
+        g.aOff,
+        g.lda,
+        g.b,
+        g.bOff,
+        g.ldb,
+        g.beta,
+        g.c,
+        g.cOff,
+        g.ldc,
+        g.batch,
+        g.strideA,
+        g.strideB,
+        g.strideC,
+        g.threads,
       );
     },
     attention(q: F32, kk: F32, v: F32, out: F32, lse: F32, s: AttentionShape, keyStart?: I32): void {
-      addon.attention!(q, kk, v, out, lse, s.batch, s.seqLen, s.queryHeads, s.kvHeads, s.headDim, attentionScale(s), keyStart);
+      addon.attention!(
+        q,
+        kk,
+        v,
+        out,
+        lse,
+        s.batch,
+        s.seqLen,
+        s.queryHeads,
+        s.kvHeads,
+        s.headDim,
+        attentionScale(s),
+        keyStart,
+      );
     },
     attentionBackward(
-      dOut: F32, q: F32, kk: F32, v: F32, out: F32, lse: F32, dq: F32, dk: F32, dv: F32, s: AttentionShape, keyStart?: I32,
+      dOut: F32,
+      q: F32,
+      kk: F32,
+      v: F32,
+      out: F32,
+      lse: F32,
+      dq: F32,
+      dk: F32,
+      dv: F32,
+      s: AttentionShape,
+      keyStart?: I32,
     ): void {
       addon.attentionBackward!(
-        dOut, q, kk, v, out, lse, dq, dk, dv, s.batch, s.seqLen, s.queryHeads, s.kvHeads, s.headDim, attentionScale(s), keyStart,
+        dOut,
+        q,
+        kk,
+        v,
+        out,
+        lse,
+        dq,
+        dk,
+        dv,
+        s.batch,
+        s.seqLen,
+        s.queryHeads,
+        s.kvHeads,
+        s.headDim,
+        attentionScale(s),
+        keyStart,
       );
     },
   });
@@ -69,7 +131,10 @@ export function attentionScale(s: AttentionShape): number {
 /** Loads the native addon, or returns the reason it could not be loaded. */
 export function loadNative(): { kernels: NativeKernels } | { error: string } {
   const path = addonPath();
-  if (!path) return { error: 'build/Release/hacrl_native.node not found (run `npm run build:native`)' };
+  if (!path)
+    return {
+      error: `${process.env.HACRL_ADDON_PATH ?? 'build/Release/hacrl_native.node'} not found (run \`npm run build:native\`)`,
+    };
   try {
     const addon = createRequire(import.meta.url)(path) as Addon;
     if (!addon.init || !addon.gemmRaw) return { error: 'the addon is incomplete; rebuild with `npm run build:native`' };

@@ -78,8 +78,12 @@ export function runSmoke(json: boolean): void {
     console.log(`hacrl engine smoke run`);
     console.log(`  backend        ${result.backend}`);
     console.log(`  matmul library ${result.blas}`);
-    console.log(`  cpu            ${result.cpu} (${result.threads} threads; OPENBLAS_CORETYPE=${result.openblas_coretype ?? 'unset'})`);
-    console.log(`  512³ sgemm     ${result.gemm512_gflops} GFLOP/s, max error ${(err / scale).toExponential(2)} relative to the TypeScript backend`);
+    console.log(
+      `  cpu            ${result.cpu} (${result.threads} threads; OPENBLAS_CORETYPE=${result.openblas_coretype ?? 'unset'})`,
+    );
+    console.log(
+      `  512³ sgemm     ${result.gemm512_gflops} GFLOP/s, max error ${(err / scale).toExponential(2)} relative to the TypeScript backend`,
+    );
     console.log(`  tiny LM step   Σ log p = ${result.tiny_step_logprob_sum}, ‖∇W‖ = ${result.tiny_step_grad_norm}`);
     console.log(result.ok ? 'smoke run passed' : 'smoke run FAILED');
   }

@@ -38,7 +38,8 @@ function gradOrScratch(t: Tensor): F32 {
 export function linear(ctx: Ctx, x: Tensor, w: Tensor, bias?: Tensor): Tensor {
   const [outF, inF] = w.shape as [number, number];
   if (w.shape.length !== 2) shapeError('linear', `weight must be 2-D [out, in], got [${w.shape.join(',')}]`);
-  if (x.lastDim !== inF) shapeError('linear', `input [${x.shape.join(',')}] does not end in ${inF} = weight [${outF},${inF}]`);
+  if (x.lastDim !== inF)
+    shapeError('linear', `input [${x.shape.join(',')}] does not end in ${inF} = weight [${outF},${inF}]`);
   if (bias && bias.size !== outF) shapeError('linear', `bias has ${bias.size} elements, weight has ${outF} outputs`);
   const rows = x.rows;
   const y = new Float32Array(rows * outF);
@@ -50,7 +51,15 @@ export function linear(ctx: Ctx, x: Tensor, w: Tensor, bias?: Tensor): Tensor {
       const dy = out.grad;
       if (!dy) return;
       if (x.requiresGrad)
-        ctx.k.gemm({ m: rows, n: inF, k: outF, a: { data: dy }, b: { data: w.data }, c: { data: x.ensureGrad() }, beta: 1 });
+        ctx.k.gemm({
+          m: rows,
+          n: inF,
+          k: outF,
+          a: { data: dy },
+          b: { data: w.data },
+          c: { data: x.ensureGrad() },
+          beta: 1,
+        });
       if (w.requiresGrad)
         ctx.k.gemm({
           transA: true,
@@ -112,7 +121,8 @@ export function rmsNorm(ctx: Ctx, x: Tensor, weight: Tensor, eps: number): Tenso
       const dy = out.grad;
       if (!dy) return;
       const dWeight = gradOrScratch(weight);
-      if (x.requiresGrad) accumulate(ctx, x, (dx) => ctx.k.rmsNormBackward(dy, x.data, weight.data, invRms, dx, dWeight, rows, dim));
+      if (x.requiresGrad)
+        accumulate(ctx, x, (dx) => ctx.k.rmsNormBackward(dy, x.data, weight.data, invRms, dx, dWeight, rows, dim));
       else ctx.k.rmsNormBackward(dy, x.data, weight.data, invRms, new Float32Array(x.size), dWeight, rows, dim);
     });
   return out;
@@ -135,7 +145,8 @@ export function layerNorm(ctx: Ctx, x: Tensor, weight: Tensor, bias: Tensor, eps
       if (!dy) return;
       const dW = gradOrScratch(weight);
       const dB = gradOrScratch(bias);
-      const run = (dx: F32): void => ctx.k.layerNormBackward(dy, x.data, weight.data, mean, rstd, dx, dW, dB, rows, dim);
+      const run = (dx: F32): void =>
+        ctx.k.layerNormBackward(dy, x.data, weight.data, mean, rstd, dx, dW, dB, rows, dim);
       if (x.requiresGrad) accumulate(ctx, x, run);
       else run(new Float32Array(x.size));
     });
@@ -148,7 +159,8 @@ export function layerNorm(ctx: Ctx, x: Tensor, weight: Tensor, bias: Tensor, eps
  */
 export function rope(ctx: Ctx, x: Tensor, positions: I32, cos: F32, sin: F32, heads: number, headDim: number): Tensor {
   const rows = x.size / (heads * headDim);
-  if (!Number.isInteger(rows)) shapeError('rope', `input of ${x.size} elements is not a whole number of [${heads}×${headDim}] rows`);
+  if (!Number.isInteger(rows))
+    shapeError('rope', `input of ${x.size} elements is not a whole number of [${heads}×${headDim}] rows`);
   const y = Float32Array.from(x.data);
   ctx.k.rope(y, positions, cos, sin, rows, heads, headDim, false);
   const out = new Tensor(y, x.shape, tracking(ctx, x));
@@ -166,7 +178,8 @@ export function rope(ctx: Ctx, x: Tensor, positions: I32, cos: F32, sin: F32, he
 
 /** silu(gate)·up, the SwiGLU activation of Llama/Qwen MLPs. */
 export function swiglu(ctx: Ctx, gate: Tensor, up: Tensor): Tensor {
-  if (gate.size !== up.size) shapeError('swiglu', `gate [${gate.shape.join(',')}] and up [${up.shape.join(',')}] differ`);
+  if (gate.size !== up.size)
+    shapeError('swiglu', `gate [${gate.shape.join(',')}] and up [${up.shape.join(',')}] differ`);
   const y = new Float32Array(gate.size);
   ctx.k.swiglu(gate.data, up.data, y, y.length);
   const out = new Tensor(y, gate.shape, tracking(ctx, gate, up));
@@ -207,7 +220,11 @@ export function gelu(ctx: Ctx, x: Tensor): Tensor {
  */
 export function attention(ctx: Ctx, q: Tensor, k: Tensor, v: Tensor, shape: AttentionShape, keyStart?: I32): Tensor {
   const { batch, seqLen, queryHeads, kvHeads, headDim } = shape;
-  if (q.size !== batch * seqLen * queryHeads * headDim || k.size !== batch * seqLen * kvHeads * headDim || v.size !== k.size)
+  if (
+    q.size !== batch * seqLen * queryHeads * headDim ||
+    k.size !== batch * seqLen * kvHeads * headDim ||
+    v.size !== k.size
+  )
     shapeError(
       'attention',
       `q [${q.shape.join(',')}], k [${k.shape.join(',')}], v [${v.shape.join(',')}] do not match ` +
@@ -227,7 +244,12 @@ export function attention(ctx: Ctx, q: Tensor, k: Tensor, v: Tensor, shape: Atte
       const dv = fresh ? gradOrScratch(v) : new Float32Array(v.size);
       ctx.k.attentionBackward(dy, q.data, k.data, v.data, y, lse, dq, dk, dv, shape, keyStart);
       if (fresh) return;
-      for (const [t, d] of [[q, dq], [k, dk], [v, dv]] as const) if (t.requiresGrad) ctx.k.axpy(1, d, t.ensureGrad(), d.length);
+      for (const [t, d] of [
+        [q, dq],
+        [k, dk],
+        [v, dv],
+      ] as const)
+        if (t.requiresGrad) ctx.k.axpy(1, d, t.ensureGrad(), d.length);
     });
   return out;
 }
@@ -277,7 +299,15 @@ export function lmHeadLogProbs(
   const logits = new Float32Array(Math.min(chunk, rows) * vocab);
   const chunkLogits = (r0: number, n: number): F32 => {
     const view = logits.subarray(0, n * vocab);
-    ctx.k.gemm({ transB: true, m: n, n: vocab, k: dim, a: { data: hidden.data, offset: r0 * dim }, b: { data: weight.data }, c: { data: view } });
+    ctx.k.gemm({
+      transB: true,
+      m: n,
+      n: vocab,
+      k: dim,
+      a: { data: hidden.data, offset: r0 * dim },
+      b: { data: weight.data },
+      c: { data: view },
+    });
     return view;
   };
   for (let r0 = 0; r0 < rows; r0 += chunk) {
@@ -302,9 +332,25 @@ export function lmHeadLogProbs(
       for (let r0 = 0; r0 < rows; r0 += chunk) {
         const n = Math.min(chunk, rows - r0);
         const z = chunkLogits(r0, n);
-        ctx.k.gatherLogProbsBackward(z, targets.subarray(r0, r0 + n), lse.subarray(r0, r0 + n), dy.subarray(r0, r0 + n), z, n, vocab);
+        ctx.k.gatherLogProbsBackward(
+          z,
+          targets.subarray(r0, r0 + n),
+          lse.subarray(r0, r0 + n),
+          dy.subarray(r0, r0 + n),
+          z,
+          n,
+          vocab,
+        );
         if (dHidden)
-          ctx.k.gemm({ m: n, n: dim, k: vocab, a: { data: z }, b: { data: weight.data }, c: { data: dHidden, offset: r0 * dim }, beta: 1 });
+          ctx.k.gemm({
+            m: n,
+            n: dim,
+            k: vocab,
+            a: { data: z },
+            b: { data: weight.data },
+            c: { data: dHidden, offset: r0 * dim },
+            beta: 1,
+          });
         if (dWeight)
           ctx.k.gemm({
             transA: true,
@@ -333,4 +379,28 @@ export function weightedSum(ctx: Ctx, x: Tensor, weights: F32): Tensor {
       if (dy) ctx.k.axpy(dy[0]!, weights, x.ensureGrad(), x.size);
     });
   return out;
+}
+
+/** Splits x [..., Σwidths] into consecutive column blocks (GPT-2's fused q/k/v projection). */
+export function splitColumns(ctx: Ctx, x: Tensor, widths: number[]): Tensor[] {
+  const total = x.lastDim;
+  if (widths.reduce((a, b) => a + b, 0) !== total)
+    shapeError('splitColumns', `widths ${widths.join('+')} do not add up to the last dimension ${total}`);
+  const rows = x.rows;
+  let start = 0;
+  return widths.map((w) => {
+    const from = start;
+    start += w;
+    const y = new Float32Array(rows * w);
+    for (let r = 0; r < rows; r++) y.set(x.data.subarray(r * total + from, r * total + from + w), r * w);
+    const out = new Tensor(y, [...x.shape.slice(0, -1), w], tracking(ctx, x));
+    if (out.requiresGrad)
+      ctx.tape!.record(() => {
+        const dy = out.grad;
+        if (!dy) return;
+        const dx = x.ensureGrad();
+        for (let r = 0; r < rows; r++) ctx.k.axpy(1, dy.subarray(r * w, (r + 1) * w), dx.subarray(r * total + from), w);
+      });
+    return out;
+  });
 }

@@ -1,0 +1,184 @@
+/**
+ * Batched sampling with a KV cache: prompts are left-padded to a common length, prefilled in one forward pass, then
+ * decoded one token per step for every sequence still running.
+ */
+import type { Kernels } from '../backend/kernels.js';
+import { Rng } from '../util/rng.js';
+import { KVCache } from './kv-cache.js';
+import type { Transformer } from './transformer.js';
+
+/** Sampling settings. */
+export interface SamplingOptions {
+  /** Most tokens generated per sequence; default 256. */
+  maxNewTokens?: number;
+  /** Softmax temperature; 0 = greedy (argmax). Default 1. */
+  temperature?: number;
+  /** Nucleus sampling: keep the smallest set of tokens whose probability reaches topP; default 1 (off). */
+  topP?: number;
+  /** Keep only the topK most likely tokens; default 0 (off). */
+  topK?: number;
+  /** Token ids that end a sequence (kept as its last token); default none. */
+  stopTokens?: readonly number[];
+  /** Strings that end a sequence; the text is cut before the match (needs `decode`); default none. */
+  stopStrings?: readonly string[];
+  /** Turns ids into text: needed for `text` and for stop strings. */
+  decode?: (ids: number[]) => string;
+  /** Seed of the sampling RNG (used when `rng` is not given); default 0. */
+  seed?: number;
+  /** A generator to draw from (its state advances: exact resume of a training run). */
+  rng?: Rng;
+}
+
+/** Why a sequence ended. */
+export type FinishReason = 'stop_token' | 'stop_string' | 'length';
+
+/** One generated continuation. */
+export interface Generation {
+  /** Generated token ids (including a stop token if one ended the sequence). */
+  ids: number[];
+  /**
+   * log π(token) of each generated token under the model's own distribution at temperature 1 with no top-k/top-p
+   * truncation (the policy log-probs RL needs), in nats.
+   */
+  logProbs: number[];
+  /** The decoded text (cut before a stop string), when `decode` was given; '' otherwise. */
+  text: string;
+  finishReason: FinishReason;
+}
+
+/** log Σ exp(row), stable. */
+function logSumExp(row: Float32Array): number {
+  let max = -Infinity;
+  for (const x of row) if (x > max) max = x;
+  let sum = 0;
+  for (const x of row) sum += Math.exp(x - max);
+  return max + Math.log(sum);
+}
+
+/** Draws a token from one row of logits under temperature, top-k and top-p. */
+export function sampleToken(
+  row: Float32Array,
+  o: Required<Pick<SamplingOptions, 'temperature' | 'topK' | 'topP'>>,
+  rng: Rng,
+): number {
+  if (o.temperature === 0) {
+    let best = 0;
+    for (let i = 1; i < row.length; i++) if (row[i]! > row[best]!) best = i;
+    return best;
+  }
+  const truncate = o.topK > 0 || o.topP < 1;
+  // Candidates sorted by logit only when truncation needs an order; otherwise the full vocabulary in index order.
+  let order: number[] | Int32Array;
+  if (truncate) {
+    order = Array.from({ length: row.length }, (_, i) => i).sort((a, b) => row[b]! - row[a]! || a - b);
+    if (o.topK > 0) order = order.slice(0, o.topK);
+  } else order = Int32Array.from({ length: row.length }, (_, i) => i);
+  let max = -Infinity;
+  for (const i of order) max = Math.max(max, row[i]!);
+  const weights = new Float64Array(order.length);
+  let total = 0;
+  for (let j = 0; j < order.length; j++) total += weights[j] = Math.exp((row[order[j]!]! - max) / o.temperature);
+  let keep = order.length;
+  if (o.topP < 1) {
+    let acc = 0;
+    for (let j = 0; j < order.length; j++) {
+      acc += weights[j]! / total;
+      if (acc >= o.topP) {
+        keep = j + 1;
+        break;
+      }
+    }
+    total = 0;
+    for (let j = 0; j < keep; j++) total += weights[j]!;
+  }
+  let u = rng.next() * total;
+  for (let j = 0; j < keep; j++) {
+    u -= weights[j]!;
+    if (u < 0) return order[j]!;
+  }
+  return order[keep - 1]!;
+}
+
+function validate(o: SamplingOptions): void {
+  const bad = (msg: string): never => {
+    throw new Error(`sampling: ${msg}`);
+  };
+  if (o.temperature !== undefined && !(o.temperature >= 0)) bad(`temperature must be ≥ 0, got ${o.temperature}`);
+  if (o.topP !== undefined && !(o.topP > 0 && o.topP <= 1)) bad(`topP must be in (0, 1], got ${o.topP}`);
+  if (o.topK !== undefined && !(Number.isInteger(o.topK) && o.topK >= 0))
+    bad(`topK must be an integer ≥ 0, got ${o.topK}`);
+  if (o.maxNewTokens !== undefined && !(Number.isInteger(o.maxNewTokens) && o.maxNewTokens >= 1))
+    bad(`maxNewTokens must be an integer ≥ 1, got ${o.maxNewTokens}`);
+  if (o.stopStrings?.length && !o.decode) bad('stopStrings need a decode function (a tokenizer)');
+}
+
+/** Continues every prompt (token ids) with sampled tokens; same seed, same prompts, same results. */
+export function generate(
+  model: Transformer,
+  k: Kernels,
+  prompts: readonly (readonly number[])[],
+  options: SamplingOptions = {},
+): Generation[] {
+  validate(options);
+  const o = { temperature: options.temperature ?? 1, topK: options.topK ?? 0, topP: options.topP ?? 1 };
+  const maxNew = options.maxNewTokens ?? 256;
+  const rng = options.rng ?? new Rng(options.seed ?? 0);
+  const stops = new Set(options.stopTokens ?? []);
+  const batch = prompts.length;
+  if (batch === 0) return [];
+  if (prompts.some((p) => p.length === 0)) throw new Error('sampling: every prompt needs at least one token');
+  const promptLen = Math.max(...prompts.map((p) => p.length));
+  const capacity = promptLen + maxNew;
+  if (model.cfg.position.kind === 'learned' && capacity > model.cfg.maxPositions)
+    throw new Error(
+      `sampling: prompt ${promptLen} + ${maxNew} new tokens exceed the model's ${model.cfg.maxPositions} positions`,
+    );
+  const keyStart = Int32Array.from(prompts, (p) => promptLen - p.length);
+  const ids = new Int32Array(batch * promptLen);
+  prompts.forEach((p, b) => ids.set(p, b * promptLen + keyStart[b]!));
+  const cache = new KVCache(model.cfg.layers, batch, model.cfg.kvHeads, model.cfg.headDim, capacity, keyStart);
+  const hidden = model.forward({ k, tape: null }, { ids, batch, seqLen: promptLen, keyStart }, cache);
+  const dim = model.cfg.hidden;
+  const lastRows = new Float32Array(batch * dim);
+  for (let b = 0; b < batch; b++)
+    lastRows.set(hidden.data.subarray(((b + 1) * promptLen - 1) * dim, (b + 1) * promptLen * dim), b * dim);
+  let logits = model.logits(k, lastRows, batch);
+
+  const out: Generation[] = prompts.map(() => ({ ids: [], logProbs: [], text: '', finishReason: 'length' }));
+  const running = new Array<boolean>(batch).fill(true);
+  const vocab = model.cfg.vocabSize;
+  const next = new Int32Array(batch);
+  for (let step = 0; step < maxNew; step++) {
+    for (let b = 0; b < batch; b++) {
+      if (!running[b]) continue;
+      const row = logits.subarray(b * vocab, (b + 1) * vocab);
+      const token = sampleToken(row, o, rng);
+      const g = out[b]!;
+      g.ids.push(token);
+      g.logProbs.push(row[token]! - logSumExp(row));
+      next[b] = token;
+      if (stops.has(token)) {
+        g.finishReason = 'stop_token';
+        running[b] = false;
+      } else if (options.stopStrings?.length && options.decode) {
+        const text = options.decode(g.ids);
+        if (options.stopStrings.some((s) => text.includes(s))) {
+          g.finishReason = 'stop_string';
+          running[b] = false;
+        }
+      }
+    }
+    if (!running.includes(true) || step === maxNew - 1) break;
+    // Finished sequences keep feeding their last token so the batch stays aligned; their outputs are ignored.
+    logits = model.logits(k, model.decodeStep(k, next, cache), batch);
+  }
+  if (options.decode)
+    for (const g of out) {
+      g.text = options.decode(g.ids);
+      if (g.finishReason === 'stop_string') {
+        const cut = Math.min(...options.stopStrings!.map((s) => g.text.indexOf(s)).filter((i) => i >= 0));
+        g.text = g.text.slice(0, cut);
+      }
+    }
+  return out;
+}

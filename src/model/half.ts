@@ -1,0 +1,47 @@
+// 16-bit float conversions. They are tiny bit manipulations, so no library is needed: the results are written
+// through a Uint32Array view of the output so every value (subnormals, infinities, NaN payloads) is exact.
+
+/** Converts IEEE-754 binary16 values (raw bits) to float32, exactly (every half is representable in float32). */
+export function f16ToF32(src: Uint16Array, out: Float32Array = new Float32Array(src.length)): Float32Array {
+  const bits = new Uint32Array(out.buffer, out.byteOffset, out.length);
+  for (let i = 0; i < src.length; i++) {
+    const h = src[i]!;
+    const sign = (h & 0x8000) << 16;
+    const exp = (h >> 10) & 0x1f;
+    let mant = h & 0x3ff;
+    if (exp === 0x1f) {
+      bits[i] = (sign | 0x7f800000 | (mant << 13)) >>> 0;
+    } else if (exp !== 0) {
+      bits[i] = (sign | ((exp + 112) << 23) | (mant << 13)) >>> 0;
+    } else if (mant === 0) {
+      bits[i] = sign >>> 0;
+    } else {
+      // A half subnormal is a normal float32: shift the mantissa up until its leading 1 is the implicit bit.
+      let e = 113;
+      while ((mant & 0x400) === 0) {
+        mant <<= 1;
+        e--;
+      }
+      bits[i] = (sign | (e << 23) | ((mant & 0x3ff) << 13)) >>> 0;
+    }
+  }
+  return out;
+}
+
+/** Converts bfloat16 values (raw bits) to float32, exactly: a bfloat16 is the top half of a float32. */
+export function bf16ToF32(src: Uint16Array, out: Float32Array = new Float32Array(src.length)): Float32Array {
+  const bits = new Uint32Array(out.buffer, out.byteOffset, out.length);
+  for (let i = 0; i < src.length; i++) bits[i] = (src[i]! << 16) >>> 0;
+  return out;
+}
+
+/** Rounds float32 values to bfloat16 bits, to nearest with ties to even (as PyTorch does); NaN stays a quiet NaN. */
+export function f32ToBf16(src: Float32Array, out: Uint16Array = new Uint16Array(src.length)): Uint16Array {
+  const bits = new Uint32Array(src.buffer, src.byteOffset, src.length);
+  for (let i = 0; i < src.length; i++) {
+    const b = bits[i]!;
+    if ((b & 0x7f800000) === 0x7f800000 && (b & 0x7fffff) !== 0) out[i] = (b >>> 16) | 0x40;
+    else out[i] = (b + 0x7fff + ((b >>> 16) & 1)) >>> 16;
+  }
+  return out;
+}

@@ -1,0 +1,310 @@
+/**
+ * One decoder-only transformer for the Llama, Qwen2, Qwen3 and GPT-2 families, configured by a TransformerConfig.
+ * Parameters live under their Hugging Face names; every linear weight is held as [out, in] (GPT-2's Conv1D weights
+ * are transposed when read and written, see weights.ts). The same block code serves training (full sequences, on the
+ * tape), prefill and one-token decoding against a KV cache: only the attention step differs.
+ */
+import type { Kernels } from '../backend/kernels.js';
+import {
+  add,
+  attention,
+  embedding,
+  gelu,
+  layerNorm,
+  linear,
+  lmHeadLogProbs,
+  rmsNorm,
+  rope,
+  swiglu,
+  splitColumns,
+} from '../tensor/ops.js';
+import type { Ctx } from '../tensor/tape.js';
+import { Tensor } from '../tensor/tensor.js';
+import type { TransformerConfig } from './hf-config.js';
+import { ropeTables } from './rope.js';
+import type { KVCache } from './kv-cache.js';
+import { hfWeightNames } from './weight-names.js';
+
+/** Names of one block's parameters (Hugging Face naming, per family). */
+interface BlockNames {
+  norm1: string;
+  norm2: string;
+  q?: string;
+  k?: string;
+  v?: string;
+  qkv?: string;
+  o: string;
+  qNorm?: string;
+  kNorm?: string;
+  gate?: string;
+  up: string;
+  down: string;
+}
+
+function blockNames(cfg: TransformerConfig, i: number): BlockNames {
+  if (cfg.family === 'gpt2') {
+    const p = `transformer.h.${i}.`;
+    return {
+      norm1: `${p}ln_1`,
+      norm2: `${p}ln_2`,
+      qkv: `${p}attn.c_attn`,
+      o: `${p}attn.c_proj`,
+      up: `${p}mlp.c_fc`,
+      down: `${p}mlp.c_proj`,
+    };
+  }
+  const p = `model.layers.${i}.`;
+  return {
+    norm1: `${p}input_layernorm`,
+    norm2: `${p}post_attention_layernorm`,
+    q: `${p}self_attn.q_proj`,
+    k: `${p}self_attn.k_proj`,
+    v: `${p}self_attn.v_proj`,
+    o: `${p}self_attn.o_proj`,
+    ...(cfg.qkNorm ? { qNorm: `${p}self_attn.q_norm`, kNorm: `${p}self_attn.k_norm` } : {}),
+    gate: `${p}mlp.gate_proj`,
+    up: `${p}mlp.up_proj`,
+    down: `${p}mlp.down_proj`,
+  };
+}
+
+/** Names of the parameters outside the blocks. */
+function outerNames(cfg: TransformerConfig): { embed: string; positions?: string; finalNorm: string; head: string } {
+  if (cfg.family === 'gpt2')
+    return {
+      embed: 'transformer.wte.weight',
+      positions: 'transformer.wpe.weight',
+      finalNorm: 'transformer.ln_f',
+      head: cfg.tiedEmbeddings ? 'transformer.wte.weight' : 'lm_head.weight',
+    };
+  return {
+    embed: 'model.embed_tokens.weight',
+    finalNorm: 'model.norm',
+    head: cfg.tiedEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight',
+  };
+}
+
+/** Every parameter's name and shape in our layout: Hugging Face's, with GPT-2's Conv1D weights as [out, in]. */
+export function parameterShapes(cfg: TransformerConfig): Map<string, number[]> {
+  return new Map(hfWeightNames(cfg).map((w) => [w.name, w.transposed ? [w.shape[1]!, w.shape[0]!] : w.shape]));
+}
+
+/** How one forward pass attends: the training/prefill path over whole sequences, or a decoding step over a cache. */
+type Attend = (layer: number, q: Tensor, k: Tensor, v: Tensor) => Tensor;
+
+/** The rows of a forward pass: B sequences of T tokens, right- or left-padded. */
+export interface Batch {
+  /** Token ids, [batch·seqLen] row-major. */
+  ids: Int32Array;
+  batch: number;
+  seqLen: number;
+  /**
+   * Per sequence, the index of its first real token (left padding before it is masked out of attention and its
+   * positions start there); default all 0. Right padding needs nothing: causal attention never looks ahead.
+   */
+  keyStart?: Int32Array;
+}
+
+/** A transformer with its parameters. */
+export class Transformer {
+  readonly cfg: TransformerConfig;
+  /** Parameters by Hugging Face name, linear weights as [out, in]. */
+  readonly params: Map<string, Tensor>;
+  private rotary: { cos: Float32Array; sin: Float32Array; maxPos: number } | null = null;
+
+  constructor(cfg: TransformerConfig, params: Map<string, Tensor>) {
+    this.cfg = cfg;
+    const want = parameterShapes(cfg);
+    for (const [name, shape] of want) {
+      const t = params.get(name);
+      if (!t)
+        throw new Error(`missing tensor "${name}" (expected shape [${shape.join(', ')}]) for a ${cfg.family} model`);
+      if (t.shape.length !== shape.length || t.shape.some((s, i) => s !== shape[i]))
+        throw new Error(`tensor "${name}" has shape [${t.shape.join(', ')}], the config needs [${shape.join(', ')}]`);
+    }
+    for (const name of params.keys())
+      if (!want.has(name)) throw new Error(`unexpected tensor "${name}" for a ${cfg.family} model with this config`);
+    if (cfg.activation !== 'silu' && cfg.gatedMlp)
+      throw new Error(`gated MLPs are supported with silu only (got ${cfg.activation})`);
+    if (!cfg.gatedMlp && cfg.activation !== 'gelu_new' && cfg.activation !== 'gelu_pytorch_tanh')
+      throw new Error(`non-gated MLPs are supported with the tanh GELU only (gelu_new), got ${cfg.activation}`);
+    this.params = params;
+  }
+
+  /** Parameter by name. */
+  p(name: string): Tensor {
+    const t = this.params.get(name);
+    if (!t) throw new Error(`no parameter "${name}"`);
+    return t;
+  }
+
+  /** Total number of parameters (a tied head counted once). */
+  get numParameters(): number {
+    let n = 0;
+    for (const t of this.params.values()) n += t.size;
+    return n;
+  }
+
+  private optional(name: string): Tensor | undefined {
+    return this.params.get(name);
+  }
+
+  /** cos/sin tables covering positions [0, needed), grown on demand. */
+  private rotaryTables(needed: number): { cos: Float32Array; sin: Float32Array } {
+    if (!this.rotary || this.rotary.maxPos < needed) {
+      const maxPos = Math.max(needed, this.rotary ? 2 * this.rotary.maxPos : 256);
+      this.rotary = { ...ropeTables(this.cfg, maxPos), maxPos };
+    }
+    return this.rotary;
+  }
+
+  private norm(ctx: Ctx, x: Tensor, name: string): Tensor {
+    const w = this.p(`${name}.weight`);
+    if (this.cfg.norm.kind === 'rmsnorm') return rmsNorm(ctx, x, w, this.cfg.norm.eps);
+    return layerNorm(ctx, x, w, this.p(`${name}.bias`), this.cfg.norm.eps);
+  }
+
+  private lin(ctx: Ctx, x: Tensor, name: string): Tensor {
+    return linear(ctx, x, this.p(`${name}.weight`), this.optional(`${name}.bias`));
+  }
+
+  /** One block: pre-norm attention and MLP, each with a residual connection. positions: [rows]. */
+  private block(ctx: Ctx, i: number, x: Tensor, positions: Int32Array, attend: Attend): Tensor {
+    const { heads, kvHeads, headDim } = this.cfg;
+    const n = blockNames(this.cfg, i);
+    const h = this.norm(ctx, x, n.norm1);
+    let q: Tensor;
+    let k: Tensor;
+    let v: Tensor;
+    if (n.qkv)
+      [q, k, v] = splitColumns(ctx, this.lin(ctx, h, n.qkv), [heads * headDim, kvHeads * headDim, kvHeads * headDim]);
+    else [q, k, v] = [this.lin(ctx, h, n.q!), this.lin(ctx, h, n.k!), this.lin(ctx, h, n.v!)];
+    if (n.qNorm) {
+      q = rmsNorm(ctx, q.reshape([q.size / headDim, headDim]), this.p(`${n.qNorm}.weight`), this.cfg.norm.eps);
+      k = rmsNorm(ctx, k.reshape([k.size / headDim, headDim]), this.p(`${n.kNorm}.weight`), this.cfg.norm.eps);
+    }
+    if (this.cfg.position.kind === 'rope') {
+      const { cos, sin } = this.rotaryTables(Math.max(...positions) + 1);
+      q = rope(ctx, q, positions, cos, sin, heads, headDim);
+      k = rope(ctx, k, positions, cos, sin, kvHeads, headDim);
+    }
+    const a = attend(
+      i,
+      q.reshape([positions.length, heads * headDim]),
+      k.reshape([positions.length, kvHeads * headDim]),
+      v,
+    );
+    const x2 = add(ctx, x, this.lin(ctx, a, n.o));
+    const h2 = this.norm(ctx, x2, n.norm2);
+    const act = this.cfg.gatedMlp
+      ? swiglu(ctx, this.lin(ctx, h2, n.gate!), this.lin(ctx, h2, n.up))
+      : gelu(ctx, this.lin(ctx, h2, n.up));
+    return add(ctx, x2, this.lin(ctx, act, n.down));
+  }
+
+  /** Token (+ learned position) embeddings of the rows. */
+  private embed(ctx: Ctx, ids: Int32Array, positions: Int32Array): Tensor {
+    const outer = outerNames(this.cfg);
+    const x = embedding(ctx, this.p(outer.embed), ids);
+    if (!outer.positions) return x;
+    const maxPos = this.cfg.maxPositions;
+    for (const pos of positions)
+      if (pos >= maxPos) throw new Error(`position ${pos} exceeds the learned position table (${maxPos} positions)`);
+    return add(ctx, x, embedding(ctx, this.p(outer.positions), positions));
+  }
+
+  private hiddenStates(ctx: Ctx, ids: Int32Array, positions: Int32Array, attend: Attend): Tensor {
+    let x = this.embed(ctx, ids, positions);
+    for (let i = 0; i < this.cfg.layers; i++) x = this.block(ctx, i, x, positions, attend);
+    return this.norm(ctx, x, outerNames(this.cfg).finalNorm);
+  }
+
+  /** The language-model head weight [V, hidden]. */
+  get head(): Tensor {
+    return this.p(outerNames(this.cfg).head);
+  }
+
+  /**
+   * Final hidden states [B·T, hidden] of whole sequences (training and scoring). With a cache, also stores every
+   * layer's keys and values into it (prefill).
+   */
+  forward(ctx: Ctx, b: Batch, cache?: KVCache): Tensor {
+    const { batch, seqLen } = b;
+    if (b.ids.length !== batch * seqLen)
+      throw new Error(`forward: ${b.ids.length} ids for batch ${batch} × seqLen ${seqLen}`);
+    const positions = batchPositions(batch, seqLen, b.keyStart);
+    const shape = { batch, seqLen, queryHeads: this.cfg.heads, kvHeads: this.cfg.kvHeads, headDim: this.cfg.headDim };
+    const hidden = this.hiddenStates(ctx, b.ids, positions, (layer, q, k, v) => {
+      cache?.writeSequence(layer, k.data, v.data, seqLen);
+      return attention(ctx, q, k, v, shape, b.keyStart);
+    });
+    cache?.setLength(seqLen);
+    return hidden;
+  }
+
+  /**
+   * log π(next token) for every position: targets[r] is the token after row r (negative: ignored row). Returns the
+   * per-row log-probs (differentiable) and, when asked, the entropy of each row's distribution.
+   */
+  tokenLogProbs(ctx: Ctx, b: Batch, targets: Int32Array, options: { entropy?: boolean } = {}) {
+    return lmHeadLogProbs(ctx, this.forward(ctx, b), this.head, targets, options);
+  }
+
+  /** Logits [rows, V] of the given hidden rows (no gradient; sampling). */
+  logits(k: Kernels, hidden: Float32Array, rows: number): Float32Array {
+    const { vocabSize: vocab, hidden: dim } = this.cfg;
+    const out = new Float32Array(rows * vocab);
+    k.gemm({
+      transB: true,
+      m: rows,
+      n: vocab,
+      k: dim,
+      a: { data: hidden },
+      b: { data: this.head.data },
+      c: { data: out },
+    });
+    return out;
+  }
+
+  /**
+   * One decoding step: each sequence's next token `ids[b]` at the cache's current length; appends its keys and
+   * values to the cache and returns the final hidden states [B, hidden]. No gradients.
+   */
+  decodeStep(k: Kernels, ids: Int32Array, cache: KVCache): Float32Array {
+    const ctx: Ctx = { k, tape: null };
+    const t = cache.length;
+    const positions = Int32Array.from(ids, (_, b) => t - (cache.keyStart?.[b] ?? 0));
+    const { heads, kvHeads, headDim } = this.cfg;
+    const x = this.hiddenStates(ctx, ids, positions, (layer, q, kk, v) => {
+      cache.writeStep(layer, kk.data, v.data);
+      const out = new Float32Array(q.size);
+      k.attentionDecode(
+        q.data,
+        cache.k[layer]!,
+        cache.v[layer]!,
+        out,
+        ids.length,
+        heads,
+        kvHeads,
+        headDim,
+        cache.capacity,
+        t + 1,
+        1 / Math.sqrt(headDim),
+        cache.keyStart ?? undefined,
+      );
+      return new Tensor(out, q.shape);
+    });
+    cache.advance();
+    return x.data;
+  }
+}
+
+/** Position of every row: t − keyStart[b] (0 on left padding). */
+export function batchPositions(batch: number, seqLen: number, keyStart?: Int32Array): Int32Array {
+  const positions = new Int32Array(batch * seqLen);
+  for (let b = 0; b < batch; b++) {
+    const start = keyStart?.[b] ?? 0;
+    for (let t = 0; t < seqLen; t++) positions[b * seqLen + t] = Math.max(0, t - start);
+  }
+  return positions;
+}

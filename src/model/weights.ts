@@ -1,0 +1,90 @@
+/**
+ * Moving a Transformer's parameters to and from a Hugging Face checkpoint folder (config.json, model.safetensors or
+ * shards, generation_config.json), and fresh random initialisation for agents trained here from scratch.
+ */
+import { mkdir } from 'node:fs/promises';
+import { readCheckpoint, writeCheckpoint } from './checkpoint.js';
+import { readHfConfig, writeHfConfig, type TransformerConfig } from './hf-config.js';
+import { Tensor } from '../tensor/tensor.js';
+import { Rng } from '../util/rng.js';
+import { Transformer } from './transformer.js';
+import { hfWeightNames } from './weight-names.js';
+
+/** [rows, cols] → [cols, rows]. */
+function transpose(data: Float32Array, rows: number, cols: number): Float32Array {
+  const out = new Float32Array(data.length);
+  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) out[c * rows + r] = data[r * cols + c]!;
+  return out;
+}
+
+/**
+ * Builds the model from checkpoint tensors (as read from safetensors, already float32): names are matched with their
+ * published aliases, GPT-2's Conv1D weights are transposed to [out, in], and non-parameter buffers are ignored.
+ * A missing or mis-shaped tensor raises an error naming it.
+ */
+export function modelFromTensors(
+  cfg: TransformerConfig,
+  tensors: ReadonlyMap<string, { readonly shape: readonly number[]; readonly data: unknown }>,
+  source = 'checkpoint',
+): Transformer {
+  const params = new Map<string, Tensor>();
+  for (const w of hfWeightNames(cfg)) {
+    const found = [w.name, ...w.aliases].map((n) => tensors.get(n)).find((t) => t !== undefined);
+    if (!found) throw new Error(`${source}: missing tensor "${w.name}" (shape [${w.shape.join(', ')}])`);
+    if (found.shape.length !== w.shape.length || found.shape.some((s, i) => s !== w.shape[i]))
+      throw new Error(
+        `${source}: tensor "${w.name}" has shape [${found.shape.join(', ')}], the config needs [${w.shape.join(', ')}]`,
+      );
+    if (!(found.data instanceof Float32Array)) throw new Error(`${source}: tensor "${w.name}" is not floating point`);
+    const data = w.transposed ? transpose(found.data, w.shape[0]!, w.shape[1]!) : found.data.slice();
+    const shape = w.transposed ? [w.shape[1]!, w.shape[0]!] : w.shape;
+    params.set(w.name, new Tensor(data, shape, true));
+  }
+  return new Transformer(cfg, params);
+}
+
+/** The model's tensors under their Hugging Face names and layouts, ready to write. */
+export function tensorsForCheckpoint(model: Transformer): [string, { shape: number[]; data: Float32Array }][] {
+  return hfWeightNames(model.cfg).map((w) => {
+    const t = model.p(w.name);
+    return [w.name, { shape: w.shape, data: w.transposed ? transpose(t.data, w.shape[1]!, w.shape[0]!) : t.data }];
+  });
+}
+
+/** Loads config.json and the weights of a Hugging Face checkpoint folder. */
+export async function loadModel(dir: string): Promise<Transformer> {
+  const cfg = await readHfConfig(dir);
+  return modelFromTensors(cfg, await readCheckpoint(dir), dir);
+}
+
+/** Writes config.json and model.safetensors (atomically, float32) so the folder is a Hugging Face checkpoint. */
+export async function saveModel(
+  dir: string,
+  model: Transformer,
+  options: { maxShardBytes?: number } = {},
+): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  await writeHfConfig(dir, model.cfg);
+  await writeCheckpoint(dir, tensorsForCheckpoint(model), options);
+}
+
+/**
+ * Fresh weights, GPT-2 style: linear and embedding weights N(0, 0.02²), output projections of each residual branch
+ * scaled by 1/sqrt(2·layers) so the residual stream keeps its scale with depth, biases 0, norm scales 1.
+ */
+export function initModel(cfg: TransformerConfig, seed: number, std = 0.02): Transformer {
+  const rng = new Rng(seed);
+  const params = new Map<string, Tensor>();
+  const residualOut = /(o_proj|attn\.c_proj|down_proj|mlp\.c_proj)\.weight$/;
+  for (const w of hfWeightNames(cfg)) {
+    const shape = w.transposed ? [w.shape[1]!, w.shape[0]!] : w.shape;
+    const data = new Float32Array(shape.reduce((a, b) => a * b, 1));
+    if (/(norm|ln_\d|ln_f)[^.]*\.weight$/.test(w.name)) data.fill(1);
+    else if (!w.name.endsWith('.bias')) {
+      const s = residualOut.test(w.name) ? std / Math.sqrt(2 * cfg.layers) : std;
+      for (let i = 0; i < data.length; i++) data[i] = rng.normal() * s;
+    }
+    params.set(w.name, new Tensor(data, shape, true));
+  }
+  return new Transformer(cfg, params);
+}

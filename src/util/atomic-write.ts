@@ -1,0 +1,61 @@
+import { randomBytes } from 'node:crypto';
+import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+
+/** What writeFileAtomic accepts: text (UTF-8), bytes, or a list of byte chunks written one after another. */
+export type AtomicData = string | Uint8Array | readonly Uint8Array[];
+
+/**
+ * Writes `data` to `path` so that readers see either the old file or the whole new one, never a partial file:
+ * the bytes go to a temporary file in the same folder (rename is only atomic within one file system), which is
+ * fsynced, renamed over the target, and then the folder is fsynced so the rename itself survives a crash.
+ */
+export async function writeFileAtomic(path: string, data: AtomicData): Promise<void> {
+  const dir = dirname(path);
+  const tmp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
+  const chunks = typeof data === 'string' ? [Buffer.from(data, 'utf8')] : data instanceof Uint8Array ? [data] : data;
+  let renamed = false;
+  try {
+    const fh = await open(tmp, 'wx', 0o644);
+    try {
+      for (const chunk of chunks) await writeAll(fh, chunk);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await rename(tmp, path);
+    renamed = true;
+    await fsyncDir(dir);
+  } finally {
+    if (!renamed) await unlink(tmp).catch(() => undefined);
+  }
+}
+
+/** Writes `value` as JSON (2-space indent unless `indent` says otherwise, trailing newline) atomically. */
+export async function writeJsonAtomic(path: string, value: unknown, indent: number = 2): Promise<void> {
+  await writeFileAtomic(path, JSON.stringify(value, null, indent) + '\n');
+}
+
+// FileHandle.write may write fewer bytes than asked (large buffers, signals), so loop until all are out.
+async function writeAll(fh: FileHandle, chunk: Uint8Array): Promise<void> {
+  let off = 0;
+  while (off < chunk.byteLength) {
+    const { bytesWritten } = await fh.write(chunk, off, chunk.byteLength - off);
+    off += bytesWritten;
+  }
+}
+
+// Some platforms (Windows, some network file systems) cannot open or fsync a directory; the rename has still
+// happened there, only its durability across a power cut is weaker, so those specific refusals are not errors.
+async function fsyncDir(dir: string): Promise<void> {
+  let fh: FileHandle | undefined;
+  try {
+    fh = await open(dir, 'r');
+    await fh.sync();
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code !== 'EISDIR' && code !== 'EPERM' && code !== 'EINVAL' && code !== 'EACCES') throw e;
+  } finally {
+    await fh?.close();
+  }
+}

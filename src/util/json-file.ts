@@ -1,0 +1,39 @@
+import { access, readFile } from 'node:fs/promises';
+import { z } from 'zod';
+
+/** Validates `value` with a zod schema; the error names `what` (a file, usually) and every failing field. */
+export function parseWith<S extends z.ZodType>(schema: S, value: unknown, what: string): z.output<S> {
+  const r = schema.safeParse(value);
+  if (!r.success) throw new Error(`${what} is invalid:\n${z.prettifyError(r.error)}`);
+  return r.data;
+}
+
+/** Reads and parses a JSON file; errors name the file (missing, unreadable or not JSON). */
+export async function readJsonFile(path: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (e) {
+    throw new Error(`cannot read ${path}: ${(e as Error).message}`);
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (e) {
+    throw new Error(`${path} is not valid JSON: ${(e as Error).message}`);
+  }
+}
+
+/** Reads a JSON file and validates it with `schema`; errors name the file. */
+export async function readJsonWith<S extends z.ZodType>(path: string, schema: S): Promise<z.output<S>> {
+  return parseWith(schema, await readJsonFile(path), path);
+}
+
+/** True when `path` exists (any kind of file). */
+export async function pathExists(path: string): Promise<boolean> {
+  try {
+    await access(path);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,127 @@
+// Sampling with the KV cache against full forward passes, determinism under a seed, padding, stops and truncation.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { engine } from '../src/backend/engine.js';
+import { generate, sampleToken } from '../src/model/generate.js';
+import { scoreResponses } from '../src/model/score.js';
+import type { Transformer } from '../src/model/transformer.js';
+import { Rng } from '../src/util/rng.js';
+import { CONFIGS, testModel } from './tiny-models.js';
+
+const k = engine();
+
+/** Greedy continuation computed the slow way: a full forward pass over the whole sequence for every new token. */
+function greedyWithoutCache(model: Transformer, prompt: number[], steps: number): number[] {
+  const seq = [...prompt];
+  for (let s = 0; s < steps; s++) {
+    const hidden = model.forward({ k, tape: null }, { ids: Int32Array.from(seq), batch: 1, seqLen: seq.length });
+    const last = hidden.data.subarray((seq.length - 1) * model.cfg.hidden);
+    const logits = model.logits(k, last, 1);
+    let best = 0;
+    for (let i = 1; i < logits.length; i++) if (logits[i]! > logits[best]!) best = i;
+    seq.push(best);
+  }
+  return seq.slice(prompt.length);
+}
+
+const prompts = [
+  [5, 17, 3, 44, 9],
+  [12, 8],
+  [60, 61, 62, 63, 64, 65, 66, 67],
+];
+
+for (const family of ['qwen3', 'gpt2', 'llama']) {
+  describe(`sampling (${family})`, () => {
+    const model = testModel(CONFIGS[family]!, 11);
+
+    test('greedy decoding with the KV cache equals full forward passes, for left-padded prompts in one batch', () => {
+      const batched = generate(model, k, prompts, { temperature: 0, maxNewTokens: 6 });
+      for (const [i, p] of prompts.entries()) assert.deepEqual(batched[i]!.ids, greedyWithoutCache(model, p, 6), `prompt ${i}`);
+    });
+
+    test('returned log-probs are the model’s own (temperature 1) and match scoring the same tokens', () => {
+      const gens = generate(model, k, prompts, { temperature: 0.7, maxNewTokens: 5, seed: 3 });
+      const scored = scoreResponses(
+        model,
+        k,
+        prompts.map((p, i) => ({ prompt: p, response: gens[i]!.ids })),
+      );
+      for (const [i, g] of gens.entries())
+        for (const [j, lp] of g.logProbs.entries()) assert.ok(Math.abs(lp - scored[i]![j]!) < 1e-4, `row ${i} token ${j}: ${lp} vs ${scored[i]![j]}`);
+    });
+  });
+}
+
+describe('sampling controls', () => {
+  const model = testModel(CONFIGS.qwen3!, 5);
+
+  test('same seed, same tokens; another seed, other tokens', () => {
+    const a = generate(model, k, prompts, { temperature: 1, maxNewTokens: 12, seed: 42 });
+    const b = generate(model, k, prompts, { temperature: 1, maxNewTokens: 12, seed: 42 });
+    const c = generate(model, k, prompts, { temperature: 1, maxNewTokens: 12, seed: 43 });
+    assert.deepEqual(
+      a.map((g) => g.ids),
+      b.map((g) => g.ids),
+    );
+    assert.notDeepEqual(
+      a.map((g) => g.ids),
+      c.map((g) => g.ids),
+    );
+  });
+
+  test('stop tokens end each sequence on its own; the rest run to the length limit', () => {
+    const free = generate(model, k, prompts, { temperature: 0, maxNewTokens: 8 });
+    const stopAt = free[0]!.ids[2]!;
+    const gens = generate(model, k, prompts, { temperature: 0, maxNewTokens: 8, stopTokens: [stopAt] });
+    const first = free[0]!.ids.indexOf(stopAt);
+    assert.deepEqual(gens[0]!.ids, free[0]!.ids.slice(0, first + 1));
+    assert.equal(gens[0]!.finishReason, 'stop_token');
+    for (const [i, g] of gens.entries()) {
+      const at = free[i]!.ids.indexOf(stopAt);
+      assert.deepEqual(g.ids, at < 0 ? free[i]!.ids : free[i]!.ids.slice(0, at + 1), `sequence ${i}`);
+      assert.equal(g.finishReason, at < 0 ? 'length' : 'stop_token');
+    }
+  });
+
+  test('stop strings cut the text before the match', () => {
+    const decode = (ids: number[]): string => ids.map((i) => String.fromCharCode(97 + (i % 26))).join('');
+    const free = generate(model, k, [prompts[0]!], { temperature: 0, maxNewTokens: 10, decode });
+    const stop = free[0]!.text.slice(3, 5);
+    const g = generate(model, k, [prompts[0]!], { temperature: 0, maxNewTokens: 10, decode, stopStrings: [stop] })[0]!;
+    assert.equal(g.finishReason, 'stop_string');
+    assert.equal(g.text, free[0]!.text.slice(0, free[0]!.text.indexOf(stop)));
+  });
+
+  test('top-k 1 and a tiny top-p are greedy; top-k never picks outside the k best', () => {
+    const greedy = generate(model, k, prompts, { temperature: 0, maxNewTokens: 6 }).map((g) => g.ids);
+    assert.deepEqual(
+      generate(model, k, prompts, { temperature: 1, topK: 1, maxNewTokens: 6, seed: 9 }).map((g) => g.ids),
+      greedy,
+    );
+    assert.deepEqual(
+      generate(model, k, prompts, { temperature: 1, topP: 1e-6, maxNewTokens: 6, seed: 9 }).map((g) => g.ids),
+      greedy,
+    );
+    const row = Float32Array.of(0.1, 3, -1, 2.5, 0, 2.9);
+    const rng = new Rng(1);
+    const seen = new Set<number>();
+    for (let i = 0; i < 400; i++) seen.add(sampleToken(row, { temperature: 2, topK: 3, topP: 1 }, rng));
+    assert.deepEqual([...seen].sort(), [1, 3, 5]);
+  });
+
+  test('sampling frequencies follow the softmax at the temperature', () => {
+    const row = Float32Array.of(0, Math.log(3));
+    const rng = new Rng(7);
+    let ones = 0;
+    const n = 20000;
+    for (let i = 0; i < n; i++) ones += sampleToken(row, { temperature: 1, topK: 0, topP: 1 }, rng);
+    assert.ok(Math.abs(ones / n - 0.75) < 0.015, `P(token 1) = ${ones / n}, expected 0.75`);
+  });
+
+  test('bad settings are refused with what to change', () => {
+    assert.throws(() => generate(model, k, prompts, { temperature: -1 }), /temperature must be ≥ 0/);
+    assert.throws(() => generate(model, k, prompts, { topP: 0 }), /topP must be in \(0, 1\]/);
+    assert.throws(() => generate(model, k, prompts, { stopStrings: ['x'] }), /stopStrings need a decode function/);
+    assert.throws(() => generate(model, k, [[]]), /every prompt needs at least one token/);
+  });
+});
