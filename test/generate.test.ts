@@ -36,7 +36,8 @@ for (const family of ['qwen3', 'gpt2', 'llama']) {
 
     test('greedy decoding with the KV cache equals full forward passes, for left-padded prompts in one batch', () => {
       const batched = generate(model, k, prompts, { temperature: 0, maxNewTokens: 6 });
-      for (const [i, p] of prompts.entries()) assert.deepEqual(batched[i]!.ids, greedyWithoutCache(model, p, 6), `prompt ${i}`);
+      for (const [i, p] of prompts.entries())
+        assert.deepEqual(batched[i]!.ids, greedyWithoutCache(model, p, 6), `prompt ${i}`);
     });
 
     test('returned log-probs are the model’s own (temperature 1) and match scoring the same tokens', () => {
@@ -47,7 +48,8 @@ for (const family of ['qwen3', 'gpt2', 'llama']) {
         prompts.map((p, i) => ({ prompt: p, response: gens[i]!.ids })),
       );
       for (const [i, g] of gens.entries())
-        for (const [j, lp] of g.logProbs.entries()) assert.ok(Math.abs(lp - scored[i]![j]!) < 1e-4, `row ${i} token ${j}: ${lp} vs ${scored[i]![j]}`);
+        for (const [j, lp] of g.logProbs.entries())
+          assert.ok(Math.abs(lp - scored[i]![j]!) < 1e-4, `row ${i} token ${j}: ${lp} vs ${scored[i]![j]}`);
     });
   });
 }

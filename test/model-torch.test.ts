@@ -7,24 +7,20 @@
  * (< 1e-4), i.e. relative to the largest gradient entry of that tensor.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, describe, test } from 'node:test';
 import { Engine } from '../src/backend/engine.js';
 import { availableBackends } from '../src/backend/select.js';
-import { readSafetensors } from '../src/model/safetensors.js';
 import { Transformer } from '../src/model/transformer.js';
 import { loadModel, saveModel, tensorsForCheckpoint } from '../src/model/weights.js';
 import { Tape } from '../src/tensor/tape.js';
 import { Tensor } from '../src/tensor/tensor.js';
 import { mulberry32, randInt, relError, uniform } from './helpers.js';
+import { requireTorch, runTorchReference } from './torch-reference.js';
 import { CONFIGS, testModel, VOCAB } from './tiny-models.js';
 
-const PYTHON = '/usr/bin/python3';
-const SCRIPT = fileURLToPath(new URL('../../test/torch/reference_model.py', import.meta.url));
 const LOGIT_TOL = 1e-4;
 const GRAD_TOL = 1e-4;
 
@@ -33,7 +29,6 @@ const SEQ = 7;
 /** Row 1 is left-padded by two tokens. */
 const KEY_START = Int32Array.of(0, 2);
 const PAD_ID = 0;
-
 
 /** The batch both sides run: random tokens, padding before KEY_START, next-token targets and signed weights. */
 interface Inputs {
@@ -73,16 +68,6 @@ interface Result {
   grads: Map<string, Float32Array>;
 }
 
-/** Fails, with how to fix it, when /usr/bin/python3 has no torch: CI installs it, and a skipped check proves nothing. */
-function requireTorch(): void {
-  const r = spawnSync(PYTHON, ['-c', 'import torch, numpy'], { encoding: 'utf8' });
-  if (r.status !== 0)
-    assert.fail(
-      `the PyTorch reference needs ${PYTHON} with torch and numpy: install the Debian package python3-torch ` +
-        `(apt-get install python3-torch). ${r.error?.message ?? r.stderr}`,
-    );
-}
-
 /** Runs the PyTorch reference on the checkpoint in `dir`. */
 async function torchReference(dir: string, inputs: Inputs): Promise<Result> {
   const input = join(dir, 'input.json');
@@ -93,10 +78,7 @@ async function torchReference(dir: string, inputs: Inputs): Promise<Result> {
     targets: nested(inputs.targets),
     weights: nested(inputs.weights),
   };
-  await writeFile(input, JSON.stringify(json));
-  const r = spawnSync(PYTHON, [SCRIPT, join(dir, 'model'), input, output], { encoding: 'utf8' });
-  assert.equal(r.status, 0, `reference_model.py failed: ${r.error?.message ?? r.stderr}`);
-  const { tensors } = await readSafetensors(output);
+  const tensors = await runTorchReference(join(dir, 'model'), json, input, output);
   const grads = new Map<string, Float32Array>();
   let logits: Float32Array | undefined;
   for (const [name, t] of tensors) {

@@ -80,7 +80,17 @@ export interface Kernels {
   rmsNormBackward(dy: F32, x: F32, weight: F32, invRms: F32, dx: F32, dWeight: F32, rows: number, dim: number): void;
 
   /** out = (x − mean)/sqrt(var + eps) · weight + bias per row (biased variance); stores mean[r] and rstd[r]. */
-  layerNorm(x: F32, weight: F32, bias: F32, out: F32, mean: F32, rstd: F32, rows: number, dim: number, eps: number): void;
+  layerNorm(
+    x: F32,
+    weight: F32,
+    bias: F32,
+    out: F32,
+    mean: F32,
+    rstd: F32,
+    rows: number,
+    dim: number,
+    eps: number,
+  ): void;
   /** dx overwritten; dWeight and dBias accumulated. */
   layerNormBackward(
     dy: F32,
@@ -124,7 +134,16 @@ export interface Kernels {
    * element i pairs with i + headDim/2). position[r] indexes the tables cos/sin, each [maxPos, headDim/2].
    * inverse = true rotates by −angle (that is the backward).
    */
-  rope(x: F32, positions: I32, cos: F32, sin: F32, rows: number, heads: number, headDim: number, inverse: boolean): void;
+  rope(
+    x: F32,
+    positions: I32,
+    cos: F32,
+    sin: F32,
+    rows: number,
+    heads: number,
+    headDim: number,
+    inverse: boolean,
+  ): void;
 
   /** out = silu(gate)·up elementwise (length n). */
   swiglu(gate: F32, up: F32, out: F32, n: number): void;

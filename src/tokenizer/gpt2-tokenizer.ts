@@ -2,7 +2,7 @@
 // equivalent Hugging Face tokenizer.json so a GPT-2 folder we write is a complete HF checkpoint.
 import { Tiktoken } from 'js-tiktoken/lite';
 import gpt2Ranks from 'js-tiktoken/ranks/gpt2';
-import { BYTE_TO_CHAR, byteLevelTokenizerJson } from './byte-level.js';
+import { byteLevelString, byteLevelTokenizerJson } from './byte-level.js';
 import { ChatTemplate } from './chat-template.js';
 import { tokenizerConfigJson, writeTokenizerFiles } from './tokenizer-files.js';
 import {
@@ -73,11 +73,7 @@ function parseRanks(): string[] {
   for (const line of gpt2Ranks.bpe_ranks.split('\n')) {
     if (!line) continue;
     const [, first, ...toks] = line.split(' ');
-    toks.forEach((t, i) => {
-      let s = '';
-      for (const b of Buffer.from(t, 'base64')) s += BYTE_TO_CHAR[b]!;
-      tokens[Number(first) + i] = s;
-    });
+    toks.forEach((t, i) => (tokens[Number(first) + i] = byteLevelString(Buffer.from(t, 'base64'))));
   }
   return tokens;
 }

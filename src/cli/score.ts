@@ -1,0 +1,69 @@
+import { z } from 'zod';
+import { engine } from '../backend/engine.js';
+import { scoreResponses } from '../model/score.js';
+import { loadModel } from '../model/weights.js';
+import { loadTokenizer } from '../tokenizer/load.js';
+import { assertVocabCompatible, checkIds, type Tokenizer } from '../tokenizer/tokenizer.js';
+import { readJsonl, writeJsonl } from '../util/jsonl.js';
+
+const ids = z.array(z.number().int().nonnegative());
+/** A row to score: text (tokenized with the model folder's tokenizer) or token ids. */
+const ScoreRow = z.union([
+  z.object({ prompt_ids: ids.min(1, 'prompt_ids needs at least one token'), response_ids: ids }),
+  z.object({ prompt: z.string().min(1, 'prompt must not be empty'), response: z.string() }),
+]);
+type ScoreRow = z.output<typeof ScoreRow>;
+
+/** Options of `hacrl score`. */
+export interface ScoreOptions {
+  /** Checkpoint folder (config.json, model.safetensors, tokenizer files for text rows). */
+  model: string;
+  /** JSONL rows: {prompt, response} text or {prompt_ids, response_ids}. */
+  input: string;
+  /** Output JSONL path; default: standard output. */
+  output?: string;
+  /** Sequences per forward pass; default 16. */
+  batchSize: number;
+  /** Let the tokenizer add its special tokens (e.g. a BOS) to the prompt; default false. */
+  addSpecialTokens: boolean;
+}
+
+function tokenize(
+  row: ScoreRow,
+  tok: Tokenizer | null,
+  addSpecialTokens: boolean,
+): { prompt: number[]; response: number[] } {
+  if ('prompt_ids' in row) return { prompt: row.prompt_ids, response: row.response_ids };
+  if (!tok) throw new Error('text rows need a tokenizer in the model folder');
+  // Prompt and response are encoded apart so the response's tokens are exactly those the response alone encodes to.
+  return { prompt: tok.encode(row.prompt, { addSpecialTokens }), response: tok.encode(row.response) };
+}
+
+/**
+ * `hacrl score`: per-token log-probs (nats, temperature 1) of each row's response given its prompt. Writes one JSON
+ * object per input row: {token_logprobs, response_ids, sum_logprob}.
+ */
+export async function runScore(o: ScoreOptions): Promise<void> {
+  const rows = await readJsonl(o.input, ScoreRow);
+  const model = await loadModel(o.model);
+  const needsText = rows.some((r) => !('prompt_ids' in r));
+  const tok = needsText ? await loadTokenizer(o.model) : null;
+  if (tok) assertVocabCompatible(tok, model.cfg.vocabSize);
+  const items = rows.map((r, i) => {
+    const item = tokenize(r, tok, o.addSpecialTokens);
+    try {
+      checkIds([...item.prompt, ...item.response], model.cfg.vocabSize);
+    } catch (e) {
+      throw new Error(`${o.input}: row ${i + 1}: ${(e as Error).message}`);
+    }
+    return item;
+  });
+  const scores = scoreResponses(model, engine(), items, o.batchSize);
+  const out = scores.map((lp, i) => ({
+    token_logprobs: lp,
+    response_ids: items[i]!.response,
+    sum_logprob: lp.reduce((a, b) => a + b, 0),
+  }));
+  if (o.output) await writeJsonl(o.output, out);
+  else for (const r of out) console.log(JSON.stringify(r));
+}

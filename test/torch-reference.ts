@@ -1,0 +1,35 @@
+// Running the independent PyTorch implementation (test/torch/reference_model.py, Debian's python3-torch).
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { readSafetensors } from '../src/model/safetensors.js';
+
+const PYTHON = '/usr/bin/python3';
+const SCRIPT = fileURLToPath(new URL('../../test/torch/reference_model.py', import.meta.url));
+
+/** Fails, with how to fix it, when /usr/bin/python3 has no torch: CI installs it, and a skipped check proves nothing. */
+export function requireTorch(): void {
+  const r = spawnSync(PYTHON, ['-c', 'import torch, numpy'], { encoding: 'utf8' });
+  if (r.status !== 0)
+    assert.fail(
+      `the PyTorch reference needs ${PYTHON} with torch and numpy: install the Debian package python3-torch ` +
+        `(apt-get install python3-torch). ${r.error?.message ?? r.stderr}`,
+    );
+}
+
+/**
+ * Runs the reference on the checkpoint in `modelDir` for `input` ({ids, key_start?, targets, weights}, nested
+ * [B][T] arrays), writing it to `inputPath` and the result to `outputPath`; returns `logits` and the gradients.
+ */
+export async function runTorchReference(
+  modelDir: string,
+  input: Record<string, unknown>,
+  inputPath: string,
+  outputPath: string,
+): Promise<Map<string, { data: unknown }>> {
+  await writeFile(inputPath, JSON.stringify(input));
+  const r = spawnSync(PYTHON, [SCRIPT, modelDir, inputPath, outputPath], { encoding: 'utf8' });
+  assert.equal(r.status, 0, `reference_model.py failed: ${r.error?.message ?? r.stderr}`);
+  return (await readSafetensors(outputPath)).tensors;
+}
