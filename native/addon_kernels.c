@@ -307,6 +307,8 @@ static void do_attention_decode(call_t *c) {
   int64_t d = size_at(c, 7, "headDim"), cap = size_at(c, 8, "capacity"), len = size_at(c, 9, "length");
   double scale = number_at(c, 10, "scale");
   heads_divide(c, hq, hkv);
+  fits_int(c, "batch·queryHeads", product(c, b, hq));
+  fits_int(c, "queryHeads·headDim", product(c, hq, d));
   if (ok(c) && len > cap) fail(c, "length %lld exceeds the cache capacity %lld", (long long)len, (long long)cap);
   const int32_t *ks = key_start_at(c, 11, b, len);
   int64_t nq = product3(c, b, hq, d), ncache = product3(c, product(c, b, hkv), cap, d);

@@ -409,6 +409,35 @@ void hx_gelu_backward(const float *dy, const float *x, float *dx, int64_t n) {
 }
 
 /* ---------------------------------------------------------------------------------------------------------------- */
+/* Attention tasks: one per (sequence, head or head group), each thread with its own scratch floats.                */
+
+/* Everything an attention task reads and writes; kernels leave the fields they do not use NULL. */
+typedef struct {
+  hx_attn_shape s;
+  const float *q, *k, *v, *out, *lse, *dout;
+  float *w_out, *w_lse, *dq, *dk, *dv;
+  int64_t capacity, length; /* decode only */
+} attn_job;
+
+typedef void (*attn_task)(const attn_job *job, int64_t i, float *scratch);
+
+/* Runs task(job, i, scratch) for i < n on nt threads. One thread runs outside any OpenMP region: inside one, even a
+ * region of a single thread, hx_sgemm's choice of library threads would apply to that region's private copy of the
+ * OpenMP settings and the BLAS would open nested teams on every call. */
+static int run_tasks(int nt, int64_t n, size_t per, attn_task task, const attn_job *job) {
+  float *scratch = malloc((size_t)nt * per * sizeof *scratch);
+  if (!scratch) return -1;
+  if (nt == 1) {
+    for (int64_t i = 0; i < n; i++) task(job, i, scratch);
+  } else {
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t i = 0; i < n; i++) task(job, i, scratch + (size_t)omp_get_thread_num() * per);
+  }
+  free(scratch);
+  return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------------------------- */
 /* Training attention. Each (sequence, head) is processed in blocks of QB query rows: scores against the keys the
  * block can see (causal, from keyStart) come from one BLAS product, so the causal half above the diagonal is skipped
  * except inside the block itself. Query rows before keyStart see no key: out = 0, lse = −inf, zero gradients.      */
@@ -422,16 +451,17 @@ typedef struct {
   float scale;
 } head_view;
 
-static head_view head_at(const hx_attn_shape *s, const float *q, const float *k, const float *v, int b, int h) {
+static head_view head_at(const attn_job *j, int b, int h) {
+  const hx_attn_shape *s = &j->s;
   int g = h / (s->q_heads / s->kv_heads);
   int64_t qo = ((int64_t)b * s->seq * s->q_heads + h) * s->head_dim;
   int64_t ko = ((int64_t)b * s->seq * s->kv_heads + g) * s->head_dim;
-  head_view hv = {q + qo, k + ko, v + ko, s->q_heads * s->head_dim, s->kv_heads * s->head_dim, s->head_dim, s->seq,
-                  s->key_start ? s->key_start[b] : 0, s->scale};
+  head_view hv = {j->q + qo, j->k + ko, j->v + ko, s->q_heads * s->head_dim, s->kv_heads * s->head_dim, s->head_dim,
+                  s->seq, s->key_start ? s->key_start[b] : 0, s->scale};
   return hv;
 }
 
-/* The offset of head (b, h) in an array laid out like q (ld = heads·D). */
+/* The offset of head (b, h) in an array laid out [batch, seq, heads, D]. */
 static int64_t head_offset(const hx_attn_shape *s, int heads, int b, int h) {
   return ((int64_t)b * s->seq * heads + h) * s->head_dim;
 }
@@ -455,15 +485,19 @@ static float causal_softmax_row(float *s, int valid, int nk) {
   return (float)(m + log(sum));
 }
 
-static void attend_head(const head_view *hv, float *out, float *lse, float *S) {
-  zero_rows(out, hv->ks, hv->ldq, hv->d);
-  for (int i = 0; i < hv->ks; i++) lse[i] = -INFINITY;
-  for (int i0 = hv->ks; i0 < hv->seq; i0 += QB) {
-    int i1 = i0 + QB < hv->seq ? i0 + QB : hv->seq, rows = i1 - i0, nk = i1 - hv->ks;
-    block_scores(hv, i0, rows, nk, S);
-    for (int r = 0; r < rows; r++) lse[i0 + r] = causal_softmax_row(S + (int64_t)r * nk, i0 + r - hv->ks + 1, nk);
-    hx_sgemm(0, 0, rows, hv->d, nk, 1.0f, S, nk, hv->v + (int64_t)hv->ks * hv->ldk, hv->ldk, 0.0f,
-             out + (int64_t)i0 * hv->ldq, hv->ldq, 1);
+/* Task i = b·q_heads + h. */
+static void attend_head(const attn_job *j, int64_t i, float *S) {
+  int b = (int)(i / j->s.q_heads), h = (int)(i % j->s.q_heads);
+  head_view hv = head_at(j, b, h);
+  float *out = j->w_out + head_offset(&j->s, j->s.q_heads, b, h), *lse = j->w_lse + i * hv.seq;
+  zero_rows(out, hv.ks, hv.ldq, hv.d);
+  for (int t = 0; t < hv.ks; t++) lse[t] = -INFINITY;
+  for (int i0 = hv.ks; i0 < hv.seq; i0 += QB) {
+    int i1 = i0 + QB < hv.seq ? i0 + QB : hv.seq, rows = i1 - i0, nk = i1 - hv.ks;
+    block_scores(&hv, i0, rows, nk, S);
+    for (int r = 0; r < rows; r++) lse[i0 + r] = causal_softmax_row(S + (int64_t)r * nk, i0 + r - hv.ks + 1, nk);
+    hx_sgemm(0, 0, rows, hv.d, nk, 1.0f, S, nk, hv.v + (int64_t)hv.ks * hv.ldk, hv.ldk, 0.0f,
+             out + (int64_t)i0 * hv.ldq, hv.ldq, 1);
   }
 }
 
@@ -472,112 +506,99 @@ static int attention_threads(const hx_attn_shape *s) {
 }
 
 int hx_attention(const float *q, const float *k, const float *v, float *out, float *lse, const hx_attn_shape *s) {
-  int nt = attention_threads(s), pairs = s->batch * s->q_heads;
-  size_t per = (size_t)QB * (size_t)s->seq + 1;
-  float *scratch = malloc((size_t)nt * per * sizeof *scratch);
-  if (!scratch) return -1;
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int p = 0; p < pairs; p++) {
-    int b = p / s->q_heads, h = p % s->q_heads;
-    head_view hv = head_at(s, q, k, v, b, h);
-    attend_head(&hv, out + head_offset(s, s->q_heads, b, h), lse + (int64_t)p * s->seq,
-                scratch + (size_t)omp_get_thread_num() * per);
-  }
-  free(scratch);
-  return 0;
+  attn_job j = {.s = *s, .q = q, .k = k, .v = v, .w_out = out, .w_lse = lse};
+  return run_tasks(attention_threads(s), (int64_t)s->batch * s->q_heads, (size_t)QB * s->seq + 1, attend_head, &j);
 }
 
 /* Gradients of one query head, flash-attention style: P = exp(S − lse) is recomputed per block, then
- * dV += Pᵀ·dO, dP = dO·Vᵀ, dS = P∘(dP − rowsum(dO∘O)), dQ = scale·dS·K, dK += scale·dSᵀ·Q. dk and dv belong to the
- * kv head, shared by the query heads of its group, which the caller processes on the same thread. */
-static void attend_head_backward(const head_view *hv, const float *dout, const float *out, const float *lse, float *dq,
-                                 float *dk, float *dv, float *P, float *dP) {
-  int ldq = hv->ldq, ldk = hv->ldk;
-  const float *kk = hv->k + (int64_t)hv->ks * ldk, *vk = hv->v + (int64_t)hv->ks * ldk;
-  float *dkk = dk + (int64_t)hv->ks * ldk, *dvk = dv + (int64_t)hv->ks * ldk;
-  zero_rows(dq, hv->ks, ldq, hv->d);
-  for (int i0 = hv->ks; i0 < hv->seq; i0 += QB) {
-    int i1 = i0 + QB < hv->seq ? i0 + QB : hv->seq, rows = i1 - i0, nk = i1 - hv->ks;
-    const float *dob = dout + (int64_t)i0 * ldq, *qb = hv->q + (int64_t)i0 * ldq;
-    block_scores(hv, i0, rows, nk, P);
+ * dV += Pᵀ·dO, dP = dO·Vᵀ, dS = P∘(dP − rowsum(dO∘O)), dQ = scale·dS·K, dK += scale·dSᵀ·Q. */
+static void attend_head_backward(const attn_job *j, int b, int h, float *dk, float *dv, float *P, float *dP) {
+  head_view hv = head_at(j, b, h);
+  int64_t qo = head_offset(&j->s, j->s.q_heads, b, h);
+  const float *dout = j->dout + qo, *out = j->out + qo, *lse = j->lse + ((int64_t)b * j->s.q_heads + h) * hv.seq;
+  float *dq = j->dq + qo;
+  int ldq = hv.ldq, ldk = hv.ldk;
+  const float *kk = hv.k + (int64_t)hv.ks * ldk, *vk = hv.v + (int64_t)hv.ks * ldk;
+  float *dkk = dk + (int64_t)hv.ks * ldk, *dvk = dv + (int64_t)hv.ks * ldk;
+  zero_rows(dq, hv.ks, ldq, hv.d);
+  for (int i0 = hv.ks; i0 < hv.seq; i0 += QB) {
+    int i1 = i0 + QB < hv.seq ? i0 + QB : hv.seq, rows = i1 - i0, nk = i1 - hv.ks;
+    const float *dob = dout + (int64_t)i0 * ldq, *qb = hv.q + (int64_t)i0 * ldq;
+    block_scores(&hv, i0, rows, nk, P);
     for (int r = 0; r < rows; r++) {
       float *p = P + (int64_t)r * nk, l = lse[i0 + r];
-      int valid = i0 + r - hv->ks + 1;
+      int valid = i0 + r - hv.ks + 1;
       for (int c = 0; c < valid; c++) p[c] = hx_expf(p[c] - l);
       memset(p + valid, 0, (size_t)(nk - valid) * sizeof *p);
     }
-    hx_sgemm(1, 0, nk, hv->d, rows, 1.0f, P, nk, dob, ldq, 1.0f, dvk, ldk, 1);
-    hx_sgemm(0, 1, rows, nk, hv->d, 1.0f, dob, ldq, vk, ldk, 0.0f, dP, nk, 1);
+    hx_sgemm(1, 0, nk, hv.d, rows, 1.0f, P, nk, dob, ldq, 1.0f, dvk, ldk, 1);
+    hx_sgemm(0, 1, rows, nk, hv.d, 1.0f, dob, ldq, vk, ldk, 0.0f, dP, nk, 1);
     for (int r = 0; r < rows; r++) {
       float *p = P + (int64_t)r * nk, *dp = dP + (int64_t)r * nk;
-      float di = dot_f(dob + (int64_t)r * ldq, out + (int64_t)(i0 + r) * ldq, hv->d);
+      float di = dot_f(dob + (int64_t)r * ldq, out + (int64_t)(i0 + r) * ldq, hv.d);
       for (int c = 0; c < nk; c++) dp[c] = p[c] * (dp[c] - di);
     }
-    hx_sgemm(0, 0, rows, hv->d, nk, hv->scale, dP, nk, kk, ldk, 0.0f, dq + (int64_t)i0 * ldq, ldq, 1);
-    hx_sgemm(1, 0, nk, hv->d, rows, hv->scale, dP, nk, qb, ldq, 1.0f, dkk, ldk, 1);
+    hx_sgemm(0, 0, rows, hv.d, nk, hv.scale, dP, nk, kk, ldk, 0.0f, dq + (int64_t)i0 * ldq, ldq, 1);
+    hx_sgemm(1, 0, nk, hv.d, rows, hv.scale, dP, nk, qb, ldq, 1.0f, dkk, ldk, 1);
   }
+}
+
+/* Task i = b·kv_heads + g: the task owns the rows of dk and dv of kv head g, shared by the query heads of its group,
+ * so no two threads add into them. */
+static void attend_group_backward(const attn_job *j, int64_t i, float *P) {
+  const hx_attn_shape *s = &j->s;
+  int b = (int)(i / s->kv_heads), g = (int)(i % s->kv_heads), group = s->q_heads / s->kv_heads;
+  int64_t ko = head_offset(s, s->kv_heads, b, g);
+  zero_rows(j->dk + ko, s->seq, s->kv_heads * s->head_dim, s->head_dim);
+  zero_rows(j->dv + ko, s->seq, s->kv_heads * s->head_dim, s->head_dim);
+  for (int h = g * group; h < (g + 1) * group; h++)
+    attend_head_backward(j, b, h, j->dk + ko, j->dv + ko, P, P + (size_t)QB * s->seq);
 }
 
 int hx_attention_backward(const float *dout, const float *q, const float *k, const float *v, const float *out,
                           const float *lse, float *dq, float *dk, float *dv, const hx_attn_shape *s) {
-  /* Parallel over (sequence, kv head): each task owns its rows of dk and dv, so no two threads add into them. */
-  int nt = attention_threads(s), pairs = s->batch * s->kv_heads, group = s->q_heads / s->kv_heads;
-  size_t per = 2 * (size_t)QB * (size_t)s->seq + 1;
-  float *scratch = malloc((size_t)nt * per * sizeof *scratch);
-  if (!scratch) return -1;
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int p = 0; p < pairs; p++) {
-    int b = p / s->kv_heads, g = p % s->kv_heads;
-    float *P = scratch + (size_t)omp_get_thread_num() * per, *dP = P + (size_t)QB * s->seq;
-    int64_t ko = head_offset(s, s->kv_heads, b, g);
-    zero_rows(dk + ko, s->seq, s->kv_heads * s->head_dim, s->head_dim);
-    zero_rows(dv + ko, s->seq, s->kv_heads * s->head_dim, s->head_dim);
-    for (int h = g * group; h < (g + 1) * group; h++) {
-      head_view hv = head_at(s, q, k, v, b, h);
-      int64_t qo = head_offset(s, s->q_heads, b, h);
-      attend_head_backward(&hv, dout + qo, out + qo, lse + ((int64_t)b * s->q_heads + h) * s->seq, dq + qo, dk + ko,
-                           dv + ko, P, dP);
-    }
-  }
-  free(scratch);
-  return 0;
+  attn_job j = {.s = *s, .q = q, .k = k, .v = v, .out = out, .lse = lse, .dout = dout, .dq = dq, .dk = dk, .dv = dv};
+  return run_tasks(attention_threads(s), (int64_t)s->batch * s->kv_heads, 2 * (size_t)QB * s->seq + 1,
+                   attend_group_backward, &j);
 }
 
 /* ---------------------------------------------------------------------------------------------------------------- */
 /* Decoding attention: one query per sequence, memory-bound on the cache, so plain loops; the query heads of a group
  * are handled together so each cached key and value row is read once.                                              */
 
+/* Task p = b·kv_heads + g; scratch: group softmax normalisers, then group rows of scores. */
+static void decode_group(const attn_job *j, int64_t p, float *inv) {
+  const hx_attn_shape *s = &j->s;
+  int64_t group = s->q_heads / s->kv_heads, d = s->head_dim, b = p / s->kv_heads;
+  int64_t ks = s->key_start ? s->key_start[b] : 0, n = j->length - ks;
+  const float *kb = j->k + (p * j->capacity + ks) * d, *vb = j->v + (p * j->capacity + ks) * d;
+  const float *qg = j->q + p * group * d;
+  float *og = j->w_out + p * group * d, *sc = inv + group;
+  for (int64_t t = 0; t < n; t++)
+    for (int64_t h = 0; h < group; h++) sc[h * n + t] = s->scale * dot_f(qg + h * d, kb + t * d, d);
+  for (int64_t h = 0; h < group; h++) {
+    float *sh = sc + h * n;
+    inv[h] = n > 0 ? (float)(1.0 / row_exp(sh, sh, n, row_max(sh, n))) : 0.0f;
+  }
+  memset(og, 0, (size_t)(group * d) * sizeof *og);
+  for (int64_t t = 0; t < n; t++)
+    for (int64_t h = 0; h < group; h++) {
+      float w = sc[h * n + t], *o = og + h * d;
+      const float *vr = vb + t * d;
+      for (int64_t i = 0; i < d; i++) o[i] = fmaf(w, vr[i], o[i]);
+    }
+  for (int64_t h = 0; h < group; h++) row_scale(og + h * d, d, inv[h]);
+}
+
 int hx_attention_decode(const float *q, const float *k_cache, const float *v_cache, float *out, int64_t batch,
                         int64_t q_heads, int64_t kv_heads, int64_t head_dim, int64_t capacity, int64_t length,
                         float scale, const int32_t *key_start) {
-  int64_t group = q_heads / kv_heads, pairs = batch * kv_heads, d = head_dim;
+  attn_job j = {.s = {.batch = (int)batch, .q_heads = (int)q_heads, .kv_heads = (int)kv_heads, .head_dim = (int)head_dim,
+                      .scale = scale, .key_start = key_start},
+                .q = q, .k = k_cache, .v = v_cache, .w_out = out, .capacity = capacity, .length = length};
   int nt = team(4.0 * batch * q_heads * (double)length * head_dim);
-  size_t per = (size_t)(group * length + group) + 1;
-  float *scratch = malloc((size_t)nt * per * sizeof *scratch);
-  if (!scratch) return -1;
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t p = 0; p < pairs; p++) {
-    int64_t b = p / kv_heads, ks = key_start ? key_start[b] : 0, n = length - ks;
-    const float *kb = k_cache + (p * capacity + ks) * d, *vb = v_cache + (p * capacity + ks) * d;
-    const float *qg = q + p * group * d;
-    float *og = out + p * group * d, *inv = scratch + (size_t)omp_get_thread_num() * per, *sc = inv + group;
-    for (int64_t j = 0; j < n; j++)
-      for (int64_t h = 0; h < group; h++) sc[h * n + j] = scale * dot_f(qg + h * d, kb + j * d, d);
-    for (int64_t h = 0; h < group; h++) {
-      float *s = sc + h * n;
-      inv[h] = n > 0 ? (float)(1.0 / row_exp(s, s, n, row_max(s, n))) : 0.0f;
-    }
-    memset(og, 0, (size_t)(group * d) * sizeof *og);
-    for (int64_t j = 0; j < n; j++)
-      for (int64_t h = 0; h < group; h++) {
-        float w = sc[h * n + j], *o = og + h * d;
-        const float *vr = vb + j * d;
-        for (int64_t i = 0; i < d; i++) o[i] = fmaf(w, vr[i], o[i]);
-      }
-    for (int64_t h = 0; h < group; h++) row_scale(og + h * d, d, inv[h]);
-  }
-  free(scratch);
-  return 0;
+  int64_t group = q_heads / kv_heads;
+  return run_tasks(nt, batch * kv_heads, (size_t)(group * length + group) + 1, decode_group, &j);
 }
 
 /* ---------------------------------------------------------------------------------------------------------------- */

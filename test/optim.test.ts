@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { engine } from '../src/backend/engine.js';
-import { sftLoss } from '../src/model/sft.js';
+import { responseTokens, sftLoss } from '../src/model/sft.js';
 import { AdamW } from '../src/optim/adamw.js';
 import { clipGradNorm } from '../src/optim/clip.js';
 import { learningRate } from '../src/optim/schedule.js';
@@ -101,6 +101,35 @@ describe('AdamW and SFT', () => {
     for (const [name, p] of model.params) {
       const changed = p.data.some((x, i) => x !== before.get(name)![i]);
       assert.equal(changed, p.shape.length >= 2, name);
+    }
+  });
+});
+
+describe('gradient accumulation', () => {
+  test('two micro-batches normalised by the whole batch give the gradients of one big batch', () => {
+    const items = [
+      { prompt: [1, 2, 3], response: [4, 5, 6, 7] },
+      { prompt: [9, 8], response: [7, 6, 5] },
+      { prompt: [20, 21, 22, 23], response: [30, 31] },
+    ];
+    const whole = testModel(CONFIGS.gpt2!, 8);
+    const split = testModel(CONFIGS.gpt2!, 8);
+    const tape = new Tape();
+    tape.backward(sftLoss({ k, tape }, whole, items).loss);
+    const total = responseTokens(items);
+    for (const part of [items.slice(0, 1), items.slice(1)]) {
+      const t = new Tape();
+      t.backward(sftLoss({ k, tape: t }, split, part, total).loss);
+    }
+    for (const [name, p] of whole.params) {
+      const g = split.params.get(name)!.grad!;
+      let worst = 0;
+      let scale = 1e-12;
+      p.grad!.forEach((x, i) => {
+        worst = Math.max(worst, Math.abs(x - g[i]!));
+        scale = Math.max(scale, Math.abs(x));
+      });
+      assert.ok(worst / scale < 1e-4, `${name}: ${worst / scale}`);
     }
   });
 });

@@ -1,0 +1,498 @@
+/**
+ * `npm run bench:model [-- --json] [-- --quick]`: whole-model throughput of three Qwen3-style models (about 1M, 10M
+ * and 50M parameters) against PyTorch on the same checkpoint, batch, thread count and machine, in one run: SFT
+ * training tokens/s (forward, backward, AdamW) and greedy decode tokens/s with a KV cache at batch 1, 16 and 64, with
+ * the ratios hacrl/torch (> 1: hacrl faster) and model FLOPs utilisation against the FMA peak measured here.
+ * The torch side is bench/torch_model_bench.py run by Debian's /usr/bin/python3. With --json the last line is one
+ * JSON object.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { engine } from '../src/backend/engine.js';
+import type { Kernels } from '../src/backend/kernels.js';
+import { nativeBackend, nativeLoadError } from '../src/backend/select.js';
+import { generate, sampleToken } from '../src/model/generate.js';
+import { parseHfConfig, type TransformerConfig } from '../src/model/hf-config.js';
+import { KVCache } from '../src/model/kv-cache.js';
+import type { PromptResponse } from '../src/model/pack.js';
+import { sftLoss } from '../src/model/sft.js';
+import type { Transformer } from '../src/model/transformer.js';
+import { initModel, loadModel, saveModel } from '../src/model/weights.js';
+import { AdamW } from '../src/optim/adamw.js';
+import { Tape } from '../src/tensor/tape.js';
+import { Rng } from '../src/util/rng.js';
+
+const args = new Set(process.argv.slice(2));
+const json = args.has('--json');
+const quick = args.has('--quick');
+const log = (s: string): void => {
+  if (!json) console.log(s);
+};
+
+const PYTHON = '/usr/bin/python3';
+const TORCH_SCRIPT = fileURLToPath(new URL('../../bench/torch_model_bench.py', import.meta.url));
+const SEED = 1234;
+/** Headline ratios: this model, the most threads measured, and this decode batch. */
+const HEADLINE = { model: '10M', decodeBatch: 16 };
+
+/** A Qwen3-style shape: head_dim 64, grouped-query attention with half as many kv heads, tied embeddings. */
+interface ModelSpec {
+  name: string;
+  hidden: number;
+  layers: number;
+  heads: number;
+  intermediate: number;
+  vocab: number;
+  /** Training steps timed after one warm-up step (fewer for the big model keeps the run within minutes). */
+  steps: number;
+}
+
+const MODELS: ModelSpec[] = [
+  { name: '1M', hidden: 128, layers: 4, heads: 2, intermediate: 384, vocab: 4096, steps: 4 },
+  { name: '10M', hidden: 320, layers: 6, heads: 4, intermediate: 960, vocab: 8192, steps: 3 },
+  { name: '50M', hidden: 640, layers: 8, heads: 10, intermediate: 1920, vocab: 16384, steps: 2 },
+];
+
+const TRAIN = quick ? { batch: 4, seqLen: 128, promptLen: 16 } : { batch: 8, seqLen: 256, promptLen: 32 };
+const DECODE = quick
+  ? { promptLen: 32, newTokens: 16, batches: [1, 16] }
+  : { promptLen: 32, newTokens: 64, batches: [1, 16, 64] };
+const ADAMW = { lr: 1e-4, beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0.01 };
+
+function qwen3Config(s: ModelSpec): TransformerConfig {
+  return parseHfConfig({
+    architectures: ['Qwen3ForCausalLM'],
+    model_type: 'qwen3',
+    vocab_size: s.vocab,
+    hidden_size: s.hidden,
+    intermediate_size: s.intermediate,
+    num_hidden_layers: s.layers,
+    num_attention_heads: s.heads,
+    num_key_value_heads: s.heads / 2,
+    head_dim: 64,
+    max_position_embeddings: 4096,
+    rms_norm_eps: 1e-6,
+    rope_theta: 1e6,
+    hidden_act: 'silu',
+    attention_bias: false,
+    tie_word_embeddings: true,
+  });
+}
+
+/** Parameters that take part in a matrix multiply per token: every 2-D weight, the embedding only as a tied head. */
+function matmulParams(model: Transformer): number {
+  let n = 0;
+  for (const [name, t] of model.params)
+    if (t.shape.length === 2 && (model.cfg.tiedEmbeddings || name !== 'model.embed_tokens.weight')) n += t.size;
+  return n;
+}
+
+/**
+ * Model FLOPs per trained token: 6·N for the matrix multiplies (forward 2, backward 4) plus causal attention,
+ * 3 (forward and backward) × 2 products (QKᵀ, PV) × 2·D per key over (T+1)/2 keys on average, per query head and layer.
+ * Recomputation in the backward pass is not model work and is not counted.
+ */
+function trainFlopsPerToken(cfg: TransformerConfig, n: number, seqLen: number): number {
+  return 6 * n + 6 * cfg.layers * cfg.heads * cfg.headDim * (seqLen + 1);
+}
+
+/** Model FLOPs per generated token of a decode step attending `keys` cached positions on average. */
+function decodeFlopsPerToken(cfg: TransformerConfig, n: number, keys: number): number {
+  return 2 * n + 4 * cfg.layers * cfg.heads * cfg.headDim * keys;
+}
+
+function randomIds(rng: Rng, n: number, vocab: number): number[] {
+  return Array.from({ length: n }, () => 1 + rng.int(vocab - 1));
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+};
+
+/** Seconds per SFT step after one warm-up step, and the first step's loss. */
+function hacrlTrain(k: Kernels, model: Transformer, items: PromptResponse[], steps: number) {
+  const opt = new AdamW(model.params, ADAMW);
+  const step = (): number => {
+    const tape = new Tape();
+    const { loss } = sftLoss({ k, tape }, model, items);
+    tape.backward(loss);
+    opt.step(k);
+    opt.zeroGrad();
+    return loss.data[0]!;
+  };
+  const firstLoss = step();
+  const times: number[] = [];
+  for (let i = 0; i < steps; i++) {
+    const t0 = performance.now();
+    step();
+    times.push((performance.now() - t0) / 1e3);
+  }
+  return { stepS: times, firstLoss };
+}
+
+/** log Σ exp(row), as generate() computes it for every sampled token's log-prob. */
+function logSumExp(row: Float32Array): number {
+  let max = -Infinity;
+  for (const x of row) if (x > max) max = x;
+  let sum = 0;
+  for (const x of row) sum += Math.exp(x - max);
+  return max + Math.log(sum);
+}
+
+interface DecodeTiming {
+  prefillS: number;
+  decodeS: number;
+  /** Greedy tokens [B][newTokens]. */
+  tokens: number[][];
+}
+
+/**
+ * generate()'s loop with the prefill timed apart: prefill with the cache, then per step one token of every sequence
+ * through decodeStep, the head, the greedy pick and that token's log-prob. The first new token comes from the
+ * prefill, each of the other newTokens − 1 from one decode step.
+ */
+function hacrlDecode(k: Kernels, model: Transformer, prompts: number[][], newTokens: number): DecodeTiming {
+  const { cfg } = model;
+  const batch = prompts.length;
+  const promptLen = prompts[0]!.length;
+  const vocab = cfg.vocabSize;
+  const keyStart = new Int32Array(batch);
+  const cache = new KVCache(cfg.layers, batch, cfg.kvHeads, cfg.headDim, promptLen + newTokens, keyStart);
+  const greedy = { temperature: 0, topK: 0, topP: 1 };
+  const rng = new Rng(0);
+  const tokens = prompts.map((): number[] => []);
+  const next = new Int32Array(batch);
+  let logProbSum = 0;
+  const pick = (logits: Float32Array): void => {
+    for (let b = 0; b < batch; b++) {
+      const row = logits.subarray(b * vocab, (b + 1) * vocab);
+      const token = sampleToken(row, greedy, rng);
+      logProbSum += row[token]! - logSumExp(row);
+      tokens[b]!.push(token);
+      next[b] = token;
+    }
+  };
+  const t0 = performance.now();
+  const ids = Int32Array.from(prompts.flat());
+  const hidden = model.forward({ k, tape: null }, { ids, batch, seqLen: promptLen, keyStart }, cache);
+  const last = new Float32Array(batch * cfg.hidden);
+  for (let b = 0; b < batch; b++)
+    last.set(
+      hidden.data.subarray(((b + 1) * promptLen - 1) * cfg.hidden, (b + 1) * promptLen * cfg.hidden),
+      b * cfg.hidden,
+    );
+  pick(model.logits(k, last, batch));
+  const t1 = performance.now();
+  for (let step = 1; step < newTokens; step++) pick(model.logits(k, model.decodeStep(k, next, cache), batch));
+  const t2 = performance.now();
+  if (!Number.isFinite(logProbSum)) throw new Error('decode produced a non-finite log-prob');
+  return { prefillS: (t1 - t0) / 1e3, decodeS: (t2 - t1) / 1e3, tokens };
+}
+
+/** What bench/torch_model_bench.py prints (snake_case, as Python writes it). */
+interface TorchResult {
+  torch: string;
+  blas: string;
+  runs: {
+    threads: number;
+    torch_threads: number;
+    train?: { step_s: number[]; tokens: number; first_loss: number };
+    decode?: { prefill_s: number; decode_s: number; tokens: number[][] }[];
+  }[];
+}
+
+function runTorch(input: string): TorchResult {
+  const r = spawnSync(PYTHON, [TORCH_SCRIPT, input], { encoding: 'utf8', maxBuffer: 1 << 28 });
+  if (r.status !== 0)
+    throw new Error(`${TORCH_SCRIPT} failed (needs ${PYTHON} with torch): ${r.error?.message ?? r.stderr}`);
+  const lines = r.stdout.trim().split('\n');
+  return JSON.parse(lines[lines.length - 1]!) as TorchResult;
+}
+
+/** Makes every hacrl kernel use at most `threads` threads (the addon reads HACRL_THREADS on each call). */
+function useThreads(threads: number): void {
+  process.env.HACRL_THREADS = String(threads);
+  const got = nativeBackend()!.maxThreads();
+  if (got !== threads) throw new Error(`HACRL_THREADS=${threads} did not take effect (the addon reports ${got})`);
+}
+
+const round = (x: number, d = 1): number => Number(x.toFixed(d));
+const ratio = (a: number, b: number): number => round(a / b, 2);
+const mfuOf = (flopsPerToken: number, tokensPerS: number, peakGflops: number): number =>
+  round((flopsPerToken * tokensPerS) / (peakGflops * 1e9), 3);
+const fmt = (x: number): string => (x >= 100 ? String(Math.round(x)) : String(round(x)));
+
+interface TrainRow {
+  threads: number;
+  hacrl_tokens_per_s: number;
+  torch_tokens_per_s: number;
+  ratio_vs_torch: number;
+  hacrl_mfu: number;
+  torch_mfu: number;
+  hacrl_first_loss: number;
+  torch_first_loss: number;
+}
+
+interface DecodeRow {
+  threads: number;
+  batch: number;
+  hacrl_tokens_per_s: number;
+  torch_tokens_per_s: number;
+  ratio_vs_torch: number;
+  hacrl_mfu: number;
+  torch_mfu: number;
+  hacrl_prefill_ms: number;
+  torch_prefill_ms: number;
+  /** Fraction of sequences whose greedy tokens are identical on both sides (same weights, same work). */
+  greedy_agreement: number;
+}
+
+interface ModelResult {
+  name: string;
+  params: number;
+  matmul_params: number;
+  config: Omit<ModelSpec, 'name' | 'steps'> & { kv_heads: number; head_dim: number };
+  train: TrainRow[];
+  decode: DecodeRow[];
+}
+
+async function benchModel(
+  s: ModelSpec,
+  threadCounts: number[],
+  peak: Record<number, number>,
+  k: Kernels,
+): Promise<{ result: ModelResult; torch: TorchResult }> {
+  const cfg = qwen3Config(s);
+  const dir = await mkdtemp(join(tmpdir(), `hacrl-bench-${s.name}-`));
+  try {
+    const initial = initModel(cfg, SEED);
+    await saveModel(dir, initial);
+    const n = matmulParams(initial);
+    const rng = new Rng(SEED + 1);
+    const trainIds = Array.from({ length: TRAIN.batch }, () => randomIds(rng, TRAIN.seqLen, cfg.vocabSize));
+    const items = trainIds.map((ids) => ({
+      prompt: ids.slice(0, TRAIN.promptLen),
+      response: ids.slice(TRAIN.promptLen),
+    }));
+    const maxBatch = Math.max(...DECODE.batches);
+    const prompts = Array.from({ length: maxBatch }, () => randomIds(rng, DECODE.promptLen, cfg.vocabSize));
+    const steps = quick ? 1 : s.steps;
+
+    const hacrl = threadCounts.map((threads) => ({
+      threads,
+      train: { stepS: [0], firstLoss: 0 },
+      decode: [] as DecodeTiming[],
+    }));
+    for (const h of hacrl) {
+      useThreads(h.threads);
+      // A fresh copy of the checkpoint for each run: training changes the weights in place.
+      h.train = hacrlTrain(k, await loadModel(dir), items, steps);
+      const model = await loadModel(dir);
+      hacrlDecode(k, model, prompts.slice(0, 1), 2);
+      h.decode = DECODE.batches.map((b) => hacrlDecode(k, model, prompts.slice(0, b), DECODE.newTokens));
+    }
+
+    const input = join(dir, 'bench-input.json');
+    await writeFile(
+      input,
+      JSON.stringify({
+        checkpoint: dir,
+        threads: threadCounts,
+        train: {
+          ids: trainIds,
+          prompt_len: TRAIN.promptLen,
+          warmup: 1,
+          steps,
+          adamw: { ...ADAMW, weight_decay: ADAMW.weightDecay },
+        },
+        decode: { prompts, batches: DECODE.batches, new_tokens: DECODE.newTokens },
+      }),
+    );
+    const torch = runTorch(input);
+
+    const trainTokens = TRAIN.batch * TRAIN.seqLen;
+    const trainFlops = trainFlopsPerToken(cfg, n, TRAIN.seqLen);
+    const decodeKeys = DECODE.promptLen + 1 + (DECODE.newTokens - 2) / 2;
+    const decodeFlops = decodeFlopsPerToken(cfg, n, decodeKeys);
+    const train: TrainRow[] = [];
+    const decode: DecodeRow[] = [];
+    for (const h of hacrl) {
+      const t = torch.runs.find((r) => r.threads === h.threads)!;
+      const hTps = trainTokens / median(h.train.stepS);
+      const tTps = t.train!.tokens / median(t.train!.step_s);
+      train.push({
+        threads: h.threads,
+        hacrl_tokens_per_s: round(hTps),
+        torch_tokens_per_s: round(tTps),
+        ratio_vs_torch: ratio(hTps, tTps),
+        hacrl_mfu: mfuOf(trainFlops, hTps, peak[h.threads]!),
+        torch_mfu: mfuOf(trainFlops, tTps, peak[h.threads]!),
+        hacrl_first_loss: round(h.train.firstLoss, 5),
+        torch_first_loss: round(t.train!.first_loss, 5),
+      });
+      DECODE.batches.forEach((batch, i) => {
+        const hd = h.decode[i]!;
+        const td = t.decode![i]!;
+        const generated = batch * (DECODE.newTokens - 1);
+        const hTok = generated / hd.decodeS;
+        const tTok = generated / td.decode_s;
+        const same = hd.tokens.filter((seq, b) => seq.every((tok, j) => tok === td.tokens[b]![j])).length;
+        decode.push({
+          threads: h.threads,
+          batch,
+          hacrl_tokens_per_s: round(hTok),
+          torch_tokens_per_s: round(tTok),
+          ratio_vs_torch: ratio(hTok, tTok),
+          hacrl_mfu: mfuOf(decodeFlops, hTok, peak[h.threads]!),
+          torch_mfu: mfuOf(decodeFlops, tTok, peak[h.threads]!),
+          hacrl_prefill_ms: round(hd.prefillS * 1e3),
+          torch_prefill_ms: round(td.prefill_s * 1e3),
+          greedy_agreement: round(same / batch, 2),
+        });
+      });
+    }
+    const { name, steps: _steps, ...shape } = s;
+    const result: ModelResult = {
+      name,
+      params: initial.numParameters,
+      matmul_params: n,
+      config: { ...shape, kv_heads: cfg.kvHeads, head_dim: cfg.headDim },
+      train,
+      decode,
+    };
+    return { result, torch };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * hacrl's generate() on the headline decode case, to check that the timed loop above does what the library does
+ * (identical greedy tokens) and to show its end-to-end rate, prefill and per-token log-prob bookkeeping included.
+ */
+async function generateCheck(k: Kernels, threads: number): Promise<Record<string, number | boolean>> {
+  const s = MODELS.find((m) => m.name === HEADLINE.model)!;
+  const cfg = qwen3Config(s);
+  const model = initModel(cfg, SEED);
+  const rng = new Rng(SEED + 2);
+  const prompts = Array.from({ length: HEADLINE.decodeBatch }, () => randomIds(rng, DECODE.promptLen, cfg.vocabSize));
+  useThreads(threads);
+  const loop = hacrlDecode(k, model, prompts, DECODE.newTokens);
+  const t0 = performance.now();
+  const out = generate(model, k, prompts, { maxNewTokens: DECODE.newTokens, temperature: 0 });
+  const seconds = (performance.now() - t0) / 1e3;
+  return {
+    threads,
+    batch: HEADLINE.decodeBatch,
+    tokens_match_timed_loop: out.every((g, b) => g.ids.every((t, j) => t === loop.tokens[b]![j])),
+    generate_tokens_per_s_with_prefill: round((prompts.length * DECODE.newTokens) / seconds),
+    timed_loop_tokens_per_s_with_prefill: round((prompts.length * DECODE.newTokens) / (loop.prefillS + loop.decodeS)),
+  };
+}
+
+async function main(): Promise<void> {
+  const started = performance.now();
+  const native = nativeBackend();
+  if (!native) {
+    console.error(`bench:model needs the native addon: ${nativeLoadError()}`);
+    process.exit(1);
+  }
+  const k = engine();
+  const maxThreads = native.maxThreads();
+  const threadCounts = quick ? [Math.min(2, maxThreads)] : maxThreads >= 2 ? [1, 2] : [1];
+  const peak: Record<number, number> = {};
+  for (const t of threadCounts) peak[t] = native.fmaPeak(t, quick ? 200 : 500);
+  const models = quick ? MODELS.filter((m) => m.name !== '50M') : MODELS;
+
+  log(`hacrl model benchmark — ${cpus()[0]?.model ?? 'cpu'}, ${maxThreads} threads`);
+  log(`hacrl BLAS: ${k.blas}   (OPENBLAS_CORETYPE=${process.env.OPENBLAS_CORETYPE ?? 'unset'})`);
+  for (const t of threadCounts) log(`measured peak: ${round(peak[t]!)} GFLOP/s FMA on ${t} thread(s)`);
+  log(
+    `training: SFT loss on B=${TRAIN.batch} × T=${TRAIN.seqLen} (prompt ${TRAIN.promptLen}, loss on the rest), ` +
+      `forward + backward + AdamW, 1 warm-up step, median of the timed steps; ` +
+      `MFU = (6·N + 6·L·Hq·D·(T+1))·tokens/s / peak, N = matmul parameters`,
+  );
+  log(
+    `decode: greedy, prompt ${DECODE.promptLen}, ${DECODE.newTokens} new tokens (1 from the prefill, ` +
+      `${DECODE.newTokens - 1} from decode steps), no early stop; tokens/s counts decode-step tokens over ` +
+      `decode-step time only (prefill shown apart); MFU = (2·N + 4·L·Hq·D·keys)·tokens/s / peak`,
+  );
+
+  const results: ModelResult[] = [];
+  let torchInfo: Pick<TorchResult, 'torch' | 'blas'> | null = null;
+  for (const s of models) {
+    const { result, torch } = await benchModel(s, threadCounts, peak, k);
+    results.push(result);
+    if (!torchInfo) {
+      torchInfo = { torch: torch.torch, blas: torch.blas };
+      log(`torch ${torch.torch} BLAS: ${torch.blas}`);
+    }
+    const c = result.config;
+    log(
+      `\n${s.name}: hidden ${c.hidden}, ${c.layers} layers, ${c.heads} query / ${c.kv_heads} kv heads × ${c.head_dim}, ` +
+        `intermediate ${c.intermediate}, vocab ${c.vocab} (tied) — ${result.params.toLocaleString('en-US')} parameters, ` +
+        `${result.matmul_params.toLocaleString('en-US')} in matmuls`,
+    );
+    log('  training tokens/s        hacrl (MFU)        torch (MFU)   hacrl/torch   first loss hacrl / torch');
+    for (const r of result.train)
+      log(
+        `    ${r.threads} thread(s)         ${fmt(r.hacrl_tokens_per_s).padStart(8)} (${r.hacrl_mfu.toFixed(3)})` +
+          `   ${fmt(r.torch_tokens_per_s).padStart(8)} (${r.torch_mfu.toFixed(3)})   ${r.ratio_vs_torch.toFixed(2).padStart(8)}` +
+          `      ${r.hacrl_first_loss} / ${r.torch_first_loss}`,
+      );
+    log(
+      '  decode tokens/s          hacrl (MFU)        torch (MFU)   hacrl/torch   prefill ms hacrl / torch   same tokens',
+    );
+    for (const r of result.decode)
+      log(
+        `    ${r.threads} thread(s), B=${String(r.batch).padEnd(3)} ${fmt(r.hacrl_tokens_per_s).padStart(8)} (${r.hacrl_mfu.toFixed(3)})` +
+          `   ${fmt(r.torch_tokens_per_s).padStart(8)} (${r.torch_mfu.toFixed(3)})   ${r.ratio_vs_torch.toFixed(2).padStart(8)}` +
+          `      ${fmt(r.hacrl_prefill_ms)} / ${fmt(r.torch_prefill_ms)}`.padEnd(34) +
+          `${r.greedy_agreement}`,
+      );
+  }
+
+  const headlineThreads = Math.max(...threadCounts);
+  const headline = results.find((r) => r.name === HEADLINE.model)!;
+  const trainRatio = headline.train.find((r) => r.threads === headlineThreads)!.ratio_vs_torch;
+  const decodeRatio = headline.decode.find(
+    (r) => r.threads === headlineThreads && r.batch === HEADLINE.decodeBatch,
+  )!.ratio_vs_torch;
+  const check = await generateCheck(k, headlineThreads);
+  const basis = `${HEADLINE.model} model, ${headlineThreads} thread(s); decode at batch ${HEADLINE.decodeBatch}`;
+  log(`\nheadline (${basis}): training ${trainRatio}× torch, decode ${decodeRatio}× torch`);
+  log(
+    `generate() check (${HEADLINE.model}, B=${HEADLINE.decodeBatch}): same tokens as the timed loop: ${check.tokens_match_timed_loop}; ` +
+      `${check.generate_tokens_per_s_with_prefill} tokens/s end to end (timed loop: ${check.timed_loop_tokens_per_s_with_prefill})`,
+  );
+  const wall = (performance.now() - started) / 1e3;
+  log(`wall time ${round(wall)} s`);
+
+  if (json)
+    console.log(
+      JSON.stringify({
+        cpu: cpus()[0]?.model ?? 'unknown',
+        threads: threadCounts,
+        hacrl_blas: k.blas,
+        torch_version: torchInfo?.torch ?? null,
+        torch_blas: torchInfo?.blas ?? null,
+        openblas_coretype: process.env.OPENBLAS_CORETYPE ?? null,
+        peak_gflops: peak,
+        train_setup: { ...TRAIN, warmup_steps: 1, adamw: ADAMW },
+        decode_setup: { ...DECODE, greedy: true, prefill_in_tokens_per_s: false },
+        models: results,
+        train_ratio_vs_torch: trainRatio,
+        decode_ratio_vs_torch: decodeRatio,
+        ratio_basis: basis,
+        generate_check: check,
+        wall_s: round(wall),
+      }),
+    );
+}
+
+await main();
