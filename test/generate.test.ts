@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { engine } from '../src/backend/engine.js';
-import { generate, sampleToken } from '../src/model/generate.js';
+import { generate, sampleRows, sampleToken } from '../src/model/generate.js';
 import { scoreResponses } from '../src/model/score.js';
 import type { Transformer } from '../src/model/transformer.js';
 import { Rng } from '../src/util/rng.js';
@@ -118,6 +118,21 @@ describe('sampling controls', () => {
     const n = 20000;
     for (let i = 0; i < n; i++) ones += sampleToken(row, { temperature: 1, topK: 0, topP: 1 }, rng);
     assert.ok(Math.abs(ones / n - 0.75) < 0.015, `P(token 1) = ${ones / n}, expected 0.75`);
+    // The batched path (native softmax, one scan per row) at temperature 2: P(1) = 3^½ / (1 + 3^½).
+    const rows = new Float32Array(2 * 1000);
+    for (let r = 0; r < 1000; r++) rows.set(row, 2 * r);
+    let batchedOnes = 0;
+    for (let i = 0; i < 20; i++)
+      batchedOnes += sampleRows(
+        k,
+        rows,
+        2,
+        new Array<boolean>(1000).fill(true),
+        { temperature: 2, topK: 0, topP: 1 },
+        rng,
+      ).reduce((a, b) => a + b, 0);
+    const want = Math.sqrt(3) / (1 + Math.sqrt(3));
+    assert.ok(Math.abs(batchedOnes / n - want) < 0.015, `batched P(token 1) = ${batchedOnes / n}, expected ${want}`);
   });
 
   test('bad settings are refused with what to change', () => {

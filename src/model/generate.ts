@@ -46,26 +46,13 @@ export interface Generation {
   finishReason: FinishReason;
 }
 
-/** log Σ exp(row), stable. */
-function logSumExp(row: Float32Array): number {
-  let max = -Infinity;
-  for (const x of row) if (x > max) max = x;
-  let sum = 0;
-  for (const x of row) sum += Math.exp(x - max);
-  return max + Math.log(sum);
-}
-
 /** Draws a token from one row of logits under temperature, top-k and top-p. */
 export function sampleToken(
   row: Float32Array,
   o: Required<Pick<SamplingOptions, 'temperature' | 'topK' | 'topP'>>,
   rng: Rng,
 ): number {
-  if (o.temperature === 0) {
-    let best = 0;
-    for (let i = 1; i < row.length; i++) if (row[i]! > row[best]!) best = i;
-    return best;
-  }
+  if (o.temperature === 0) return argmax(row);
   const truncate = o.topK > 0 || o.topP < 1;
   // Candidates sorted by logit only when truncation needs an order; otherwise the full vocabulary in index order.
   let order: number[] | Int32Array;
@@ -97,6 +84,56 @@ export function sampleToken(
     if (u < 0) return order[j]!;
   }
   return order[keep - 1]!;
+}
+
+type Knobs = Required<Pick<SamplingOptions, 'temperature' | 'topK' | 'topP'>>;
+
+/** argmax of a row (the first maximum). */
+function argmax(row: Float32Array): number {
+  let best = 0;
+  for (let i = 1; i < row.length; i++) if (row[i]! > row[best]!) best = i;
+  return best;
+}
+
+/**
+ * One token for every active row of logits [rows, vocab]; inactive rows get -1. Without truncation the softmax of all
+ * rows runs in one native kernel call and each row costs one linear scan; top-k/top-p fall back to sampleToken.
+ * Draws exactly one random number per active row, whatever the path, so runs stay reproducible across settings.
+ */
+export function sampleRows(
+  k: Kernels,
+  logits: Float32Array,
+  vocab: number,
+  active: readonly boolean[],
+  o: Knobs,
+  rng: Rng,
+): Int32Array {
+  const rows = active.length;
+  const tokens = new Int32Array(rows).fill(-1);
+  const rowOf = (b: number): Float32Array => logits.subarray(b * vocab, (b + 1) * vocab);
+  if (o.temperature === 0 || o.topK > 0 || o.topP < 1) {
+    for (let b = 0; b < rows; b++)
+      if (active[b]) tokens[b] = o.temperature === 0 ? argmax(rowOf(b)) : sampleToken(rowOf(b), o, rng);
+    return tokens;
+  }
+  const probs = logits.slice(0, rows * vocab);
+  k.scale(probs, 1 / o.temperature, probs.length);
+  k.softmax(probs, probs, rows, vocab);
+  for (let b = 0; b < rows; b++) {
+    if (!active[b]) continue;
+    const p = probs.subarray(b * vocab, (b + 1) * vocab);
+    let total = 0;
+    for (let i = 0; i < vocab; i++) total += p[i]!;
+    let u = rng.next() * total;
+    let pick = -1;
+    for (let i = 0; i < vocab; i++) {
+      if (p[i]! > 0) pick = i;
+      u -= p[i]!;
+      if (u < 0) break;
+    }
+    tokens[b] = pick;
+  }
+  return tokens;
 }
 
 function validate(o: SamplingOptions): void {
@@ -148,14 +185,17 @@ export function generate(
   const running = new Array<boolean>(batch).fill(true);
   const vocab = model.cfg.vocabSize;
   const next = new Int32Array(batch);
+  const logProb = new Float32Array(batch);
+  const lse = new Float32Array(batch);
   for (let step = 0; step < maxNew; step++) {
+    const tokens = sampleRows(k, logits, vocab, running, o, rng);
+    k.gatherLogProbs(logits, tokens, logProb, lse, batch, vocab);
     for (let b = 0; b < batch; b++) {
       if (!running[b]) continue;
-      const row = logits.subarray(b * vocab, (b + 1) * vocab);
-      const token = sampleToken(row, o, rng);
+      const token = tokens[b]!;
       const g = out[b]!;
       g.ids.push(token);
-      g.logProbs.push(row[token]! - logSumExp(row));
+      g.logProbs.push(logProb[b]!);
       next[b] = token;
       if (stops.has(token)) {
         g.finishReason = 'stop_token';
