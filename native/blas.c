@@ -161,11 +161,16 @@ int hx_gemm_threads(int m, int n, int k) {
 }
 
 static void set_threads(int nt) {
+  if (!active) return;
   if (nt == active_threads) return;
   if (active->dnnl) omp_set_num_threads(nt);
   else if (active->set_threads_long) active->set_threads_long(nt);
   else if (active->set_threads_int) active->set_threads_int(nt);
   active_threads = nt;
+}
+
+void hx_blas_enter_parallel(void) {
+  if (omp_get_level() == 0) set_threads(1);
 }
 
 void hx_sgemm(int transA, int transB, int m, int n, int k, float alpha, const float *a, int lda, const float *b,
@@ -177,9 +182,13 @@ void hx_sgemm(int transA, int transB, int m, int n, int k, float alpha, const fl
     return;
   }
   int nt = threads > 0 ? hx_threads_for(1, 1, threads) : hx_gemm_threads(m, n, k);
-  /* Inside an OpenMP region (a kernel parallel over heads) the library must not spawn threads of its own. */
-  if (omp_in_parallel()) nt = 1;
-  else set_threads(nt);
+  if (omp_get_level() > 0) {
+    /* Inside an OpenMP region (a kernel parallel over heads), even an inactive one-thread region, the library must
+     * not open teams of its own. oneDNN follows this task's private OpenMP setting, which is set here and never
+     * cached; OpenBLAS and BLIS have global settings, which hx_blas_enter_parallel() set to one thread before. */
+    if (active->dnnl) omp_set_num_threads(1);
+  } else
+    set_threads(nt);
   if (active->dnnl)
     active->dnnl(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   else

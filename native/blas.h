@@ -17,6 +17,9 @@ int hx_blas_available(const char *name);
 /* Row-major C = alpha·op(A)·op(B) + beta·C on `threads` threads (0 = choose from the size). */
 void hx_sgemm(int transA, int transB, int m, int n, int k, float alpha, const float *a, int lda, const float *b,
               int ldb, float beta, float *c, int ldc, int threads);
+/* Call before an OpenMP region whose threads call hx_sgemm: sets libraries with global thread settings (OpenBLAS,
+ * BLIS) to one thread so concurrent calls do not fight over one pool. */
+void hx_blas_enter_parallel(void);
 /* Threads the size policy picks for an m×n×k product. */
 int hx_gemm_threads(int m, int n, int k);
 #endif

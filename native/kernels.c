@@ -2,15 +2,13 @@
  * arrays cannot overlap, and `omp simd` reductions where the order of a sum may change (the build keeps ISO float
  * semantics: no -ffast-math, no contraction, so NaN and infinities propagate and fmaf is spelled out where wanted). */
 #include "kernels.h"
+#include "blas.h"
 #include "threads.h"
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Provided by blas.c: row-major sgemm on the selected BLAS (threads = 1 inside our own parallel regions). */
-extern void hx_sgemm(int transA, int transB, int m, int n, int k, float alpha, const float *a, int lda, const float *b,
-                     int ldb, float beta, float *c, int ldc, int threads);
 
 /* ---------------------------------------------------------------------------------------------------------------- */
 /* Threads                                                                                                          */
@@ -128,6 +126,11 @@ static double row_exp(const float *x, float *out, int64_t n, float m) {
     s += e;
   }
   return s;
+}
+
+/* memset for n floats; an empty array may be a NULL pointer, which memset must not be given even for 0 bytes. */
+static void zero_floats(float *x, int64_t n) {
+  if (n > 0) memset(x, 0, (size_t)n * sizeof *x);
 }
 
 static void row_scale(float *x, int64_t n, float a) {
@@ -332,7 +335,7 @@ void hx_gather_log_probs_backward(const float *logits, const int32_t *targets, c
     float *d = dlogits + r * vocab; /* may be x: each element is read before it is written */
     int32_t t = targets[r];
     if (t < 0) {
-      memset(d, 0, (size_t)vocab * sizeof *d);
+      zero_floats(d, vocab);
       continue;
     }
     float g = dlog_prob[r], l = lse[r];
@@ -430,6 +433,7 @@ static int run_tasks(int nt, int64_t n, size_t per, attn_task task, const attn_j
   if (nt == 1) {
     for (int64_t i = 0; i < n; i++) task(job, i, scratch);
   } else {
+    hx_blas_enter_parallel();
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t i = 0; i < n; i++) task(job, i, scratch + (size_t)omp_get_thread_num() * per);
   }
@@ -467,7 +471,7 @@ static int64_t head_offset(const hx_attn_shape *s, int heads, int b, int h) {
 }
 
 static void zero_rows(float *x, int rows, int ld, int width) {
-  for (int i = 0; i < rows; i++) memset(x + (int64_t)i * ld, 0, (size_t)width * sizeof *x);
+  for (int i = 0; i < rows; i++) zero_floats(x + (int64_t)i * ld, width);
 }
 
 /* S[r, c] = scale·q_{i0+r}·k_{ks+c} for rows × nk. */
@@ -481,7 +485,7 @@ static float causal_softmax_row(float *s, int valid, int nk) {
   float m = row_max(s, valid);
   double sum = row_exp(s, s, valid, m);
   row_scale(s, valid, (float)(1.0 / sum));
-  memset(s + valid, 0, (size_t)(nk - valid) * sizeof *s);
+  zero_floats(s + valid, nk - valid);
   return (float)(m + log(sum));
 }
 
@@ -529,7 +533,7 @@ static void attend_head_backward(const attn_job *j, int b, int h, float *dk, flo
       float *p = P + (int64_t)r * nk, l = lse[i0 + r];
       int valid = i0 + r - hv.ks + 1;
       for (int c = 0; c < valid; c++) p[c] = hx_expf(p[c] - l);
-      memset(p + valid, 0, (size_t)(nk - valid) * sizeof *p);
+      zero_floats(p + valid, nk - valid);
     }
     hx_sgemm(1, 0, nk, hv.d, rows, 1.0f, P, nk, dob, ldq, 1.0f, dvk, ldk, 1);
     hx_sgemm(0, 1, rows, nk, hv.d, 1.0f, dob, ldq, vk, ldk, 0.0f, dP, nk, 1);
@@ -580,7 +584,7 @@ static void decode_group(const attn_job *j, int64_t p, float *inv) {
     float *sh = sc + h * n;
     inv[h] = n > 0 ? (float)(1.0 / row_exp(sh, sh, n, row_max(sh, n))) : 0.0f;
   }
-  memset(og, 0, (size_t)(group * d) * sizeof *og);
+  zero_floats(og, group * d);
   for (int64_t t = 0; t < n; t++)
     for (int64_t h = 0; h < group; h++) {
       float w = sc[h * n + t], *o = og + h * d;
