@@ -7,6 +7,7 @@
  * JSON object.
  */
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -146,7 +147,8 @@ function logSumExp(row: Float32Array): number {
 
 interface DecodeTiming {
   prefillS: number;
-  decodeS: number;
+  /** Seconds of each decode step (the median is robust to other processes taking the core for a moment). */
+  stepS: number[];
   /** Greedy tokens [B][newTokens]. */
   tokens: number[][];
 }
@@ -188,10 +190,14 @@ function hacrlDecode(k: Kernels, model: Transformer, prompts: number[][], newTok
     );
   pick(model.logits(k, last, batch));
   const t1 = performance.now();
-  for (let step = 1; step < newTokens; step++) pick(model.logits(k, model.decodeStep(k, next, cache), batch));
-  const t2 = performance.now();
+  const stepS: number[] = [];
+  for (let step = 1; step < newTokens; step++) {
+    const s0 = performance.now();
+    pick(model.logits(k, model.decodeStep(k, next, cache), batch));
+    stepS.push((performance.now() - s0) / 1e3);
+  }
   if (!Number.isFinite(logProbSum)) throw new Error('decode produced a non-finite log-prob');
-  return { prefillS: (t1 - t0) / 1e3, decodeS: (t2 - t1) / 1e3, tokens };
+  return { prefillS: (t1 - t0) / 1e3, stepS, tokens };
 }
 
 /** What bench/torch_model_bench.py prints (snake_case, as Python writes it). */
@@ -202,12 +208,16 @@ interface TorchResult {
     threads: number;
     torch_threads: number;
     train?: { step_s: number[]; tokens: number; first_loss: number };
-    decode?: { prefill_s: number; decode_s: number; tokens: number[][] }[];
+    decode?: { prefill_s: number; step_s: number[]; tokens: number[][] }[];
   }[];
 }
 
 function runTorch(input: string): TorchResult {
-  const r = spawnSync(PYTHON, [TORCH_SCRIPT, input], { encoding: 'utf8', maxBuffer: 1 << 28 });
+  // torch runs two thread pools here, OpenMP for its own ops and pthreads OpenBLAS for matmuls; with OpenMP's default
+  // spin-waiting they fight over the cores and torch on 2 threads runs 4–10× slower than on 1, so its OpenMP threads
+  // sleep when idle instead (its fastest setting on this machine; no effect on 1 thread).
+  const env = { ...process.env, OMP_WAIT_POLICY: 'PASSIVE' };
+  const r = spawnSync(PYTHON, [TORCH_SCRIPT, input], { encoding: 'utf8', maxBuffer: 1 << 28, env });
   if (r.status !== 0)
     throw new Error(`${TORCH_SCRIPT} failed (needs ${PYTHON} with torch): ${r.error?.message ?? r.stderr}`);
   const lines = r.stdout.trim().split('\n');
@@ -219,6 +229,40 @@ function useThreads(threads: number): void {
   process.env.HACRL_THREADS = String(threads);
   const got = nativeBackend()!.maxThreads();
   if (got !== threads) throw new Error(`HACRL_THREADS=${threads} did not take effect (the addon reports ${got})`);
+}
+
+/** CPU ticks of the whole machine (busy, and all) and of this process with its reaped children, from /proc. */
+interface CpuTicks {
+  busy: number;
+  total: number;
+  own: number;
+}
+
+function cpuTicks(): CpuTicks | null {
+  try {
+    const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+    // After the command name (which may hold spaces) come the state and, from field 14, utime stime cutime cstime.
+    const self = readFileSync('/proc/self/stat', 'utf8');
+    const own = self
+      .slice(self.lastIndexOf(') ') + 2)
+      .split(' ')
+      .slice(11, 15)
+      .map(Number);
+    const total = cpu.reduce((a, b) => a + b, 0);
+    return { busy: total - cpu[3]! - (cpu[4] ?? 0), total, own: own.reduce((a, b) => a + b, 0) };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Cores kept busy by other processes (or stolen by the hypervisor) between two readings: on a shared 2-core machine
+ * a second thread that has to wait for a busy core makes every 2-thread number meaningless, so the run says so.
+ */
+function backgroundCores(from: CpuTicks | null, to: CpuTicks | null): number | null {
+  if (!from || !to || to.total <= from.total) return null;
+  const elapsed = (to.total - from.total) / cpus().length;
+  return round(Math.max(0, to.busy - from.busy - (to.own - from.own)) / elapsed, 2);
 }
 
 const round = (x: number, d = 1): number => Number(x.toFixed(d));
@@ -259,6 +303,8 @@ interface ModelResult {
   config: Omit<ModelSpec, 'name' | 'steps'> & { kv_heads: number; head_dim: number };
   train: TrainRow[];
   decode: DecodeRow[];
+  /** Average cores used by other processes while each side ran (see backgroundCores). */
+  background_cores: { hacrl: number | null; torch: number | null };
 }
 
 async function benchModel(
@@ -283,6 +329,7 @@ async function benchModel(
     const prompts = Array.from({ length: maxBatch }, () => randomIds(rng, DECODE.promptLen, cfg.vocabSize));
     const steps = quick ? 1 : s.steps;
 
+    const beforeHacrl = cpuTicks();
     const hacrl = threadCounts.map((threads) => ({
       threads,
       train: { stepS: [0], firstLoss: 0 },
@@ -297,6 +344,7 @@ async function benchModel(
       h.decode = DECODE.batches.map((b) => hacrlDecode(k, model, prompts.slice(0, b), DECODE.newTokens));
     }
 
+    const afterHacrl = cpuTicks();
     const input = join(dir, 'bench-input.json');
     await writeFile(
       input,
@@ -314,6 +362,10 @@ async function benchModel(
       }),
     );
     const torch = runTorch(input);
+    const background = {
+      hacrl: backgroundCores(beforeHacrl, afterHacrl),
+      torch: backgroundCores(afterHacrl, cpuTicks()),
+    };
 
     const trainTokens = TRAIN.batch * TRAIN.seqLen;
     const trainFlops = trainFlopsPerToken(cfg, n, TRAIN.seqLen);
@@ -338,9 +390,8 @@ async function benchModel(
       DECODE.batches.forEach((batch, i) => {
         const hd = h.decode[i]!;
         const td = t.decode![i]!;
-        const generated = batch * (DECODE.newTokens - 1);
-        const hTok = generated / hd.decodeS;
-        const tTok = generated / td.decode_s;
+        const hTok = batch / median(hd.stepS);
+        const tTok = batch / median(td.step_s);
         const same = hd.tokens.filter((seq, b) => seq.every((tok, j) => tok === td.tokens[b]![j])).length;
         decode.push({
           threads: h.threads,
@@ -364,6 +415,7 @@ async function benchModel(
       config: { ...shape, kv_heads: cfg.kvHeads, head_dim: cfg.headDim },
       train,
       decode,
+      background_cores: background,
     };
     return { result, torch };
   } finally {
@@ -382,6 +434,7 @@ async function generateCheck(k: Kernels, threads: number): Promise<Record<string
   const rng = new Rng(SEED + 2);
   const prompts = Array.from({ length: HEADLINE.decodeBatch }, () => randomIds(rng, DECODE.promptLen, cfg.vocabSize));
   useThreads(threads);
+  hacrlDecode(k, model, prompts.slice(0, 1), 2);
   const loop = hacrlDecode(k, model, prompts, DECODE.newTokens);
   const t0 = performance.now();
   const out = generate(model, k, prompts, { maxNewTokens: DECODE.newTokens, temperature: 0 });
@@ -391,7 +444,9 @@ async function generateCheck(k: Kernels, threads: number): Promise<Record<string
     batch: HEADLINE.decodeBatch,
     tokens_match_timed_loop: out.every((g, b) => g.ids.every((t, j) => t === loop.tokens[b]![j])),
     generate_tokens_per_s_with_prefill: round((prompts.length * DECODE.newTokens) / seconds),
-    timed_loop_tokens_per_s_with_prefill: round((prompts.length * DECODE.newTokens) / (loop.prefillS + loop.decodeS)),
+    timed_loop_tokens_per_s_with_prefill: round(
+      (prompts.length * DECODE.newTokens) / (loop.prefillS + loop.stepS.reduce((a, b) => a + b, 0)),
+    ),
   };
 }
 
@@ -419,8 +474,8 @@ async function main(): Promise<void> {
   );
   log(
     `decode: greedy, prompt ${DECODE.promptLen}, ${DECODE.newTokens} new tokens (1 from the prefill, ` +
-      `${DECODE.newTokens - 1} from decode steps), no early stop; tokens/s counts decode-step tokens over ` +
-      `decode-step time only (prefill shown apart); MFU = (2·N + 4·L·Hq·D·keys)·tokens/s / peak`,
+      `${DECODE.newTokens - 1} from decode steps), no early stop; tokens/s = batch / median decode-step ` +
+      `time (prefill not included, its time shown apart); MFU = (2·N + 4·L·Hq·D·keys)·tokens/s / peak`,
   );
 
   const results: ModelResult[] = [];
@@ -454,6 +509,12 @@ async function main(): Promise<void> {
           `   ${fmt(r.torch_tokens_per_s).padStart(8)} (${r.torch_mfu.toFixed(3)})   ${r.ratio_vs_torch.toFixed(2).padStart(8)}` +
           `      ${fmt(r.hacrl_prefill_ms)} / ${fmt(r.torch_prefill_ms)}`.padEnd(34) +
           `${r.greedy_agreement}`,
+      );
+    const bg = result.background_cores;
+    if (Math.max(bg.hacrl ?? 0, bg.torch ?? 0) > 0.1)
+      log(
+        `  WARNING: other processes kept ${bg.hacrl} (hacrl part) / ${bg.torch} (torch part) cores busy: ` +
+          `multi-thread numbers of this model are not trustworthy, rerun on an idle machine`,
       );
   }
 

@@ -171,8 +171,8 @@ class Decoder:
 
 @torch.no_grad()
 def decode(decoder, prompts, new_tokens):
-    """Prefill seconds, decode-step seconds and the greedy tokens [B][new_tokens]: the first token comes from the
-    prefill, each of the other new_tokens − 1 from one decode step."""
+    """Prefill seconds, the seconds of each decode step and the greedy tokens [B][new_tokens]: the first token comes
+    from the prefill, each of the other new_tokens − 1 from one decode step."""
     ids = torch.tensor(prompts, dtype=torch.int64)
     b, p = ids.shape
     cache = decoder.new_cache(b)
@@ -180,11 +180,13 @@ def decode(decoder, prompts, new_tokens):
     token, _ = decoder.pick(decoder.forward(ids, 0, cache)[:, -1])
     t1 = time.perf_counter()
     out = [token]
+    step_s = []
     for step in range(new_tokens - 1):
+        s0 = time.perf_counter()
         token, _ = decoder.pick(decoder.forward(token.view(b, 1), p + step, cache)[:, 0])
+        step_s.append(time.perf_counter() - s0)
         out.append(token)
-    t2 = time.perf_counter()
-    return {"prefill_s": t1 - t0, "decode_s": t2 - t1, "tokens": torch.stack(out, dim=1).tolist()}
+    return {"prefill_s": t1 - t0, "step_s": step_s, "tokens": torch.stack(out, dim=1).tolist()}
 
 
 def main(argv):

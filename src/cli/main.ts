@@ -1,7 +1,17 @@
 #!/usr/bin/env node
 import { Command, InvalidArgumentError } from 'commander';
+import { runEval, type EvalCliOptions } from './eval.js';
 import { runScore } from './score.js';
+import { runSft, type SftCliOptions } from './sft.js';
 import { runSmoke } from './smoke.js';
+import { runVerify } from './verify.js';
+
+/** Parses a command-line number (validated with the command's schema afterwards). */
+function num(value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n)) throw new InvalidArgumentError(`expected a number, got "${value}"`);
+  return n;
+}
 
 /** Parses a command-line value that must be a positive integer. */
 function positiveInt(value: string): number {
@@ -33,6 +43,68 @@ program
   .action((opts: { model: string; input: string; output?: string; batchSize: number; addSpecialTokens: boolean }) =>
     runScore(opts),
   );
+
+program
+  .command('verify')
+  .description(
+    'check math answers: --gold/--answer prints true or false (exit 2: unparseable gold, 3: time-out); ' +
+      '--input checks JSONL rows {gold, answer} and writes {equal, reason} per row',
+  )
+  .option('--gold <answer>', 'gold answer (bare, "#### 18" or with \\boxed{})')
+  .option('--answer <answer>', 'answer to check against --gold')
+  .option('--input <file>', 'JSONL rows {gold, answer}')
+  .option('--output <file>', 'where to write the JSONL results (default: standard output)')
+  .option('--timeout-ms <ms>', 'time limit per symbolic check, in milliseconds', positiveInt, 2000)
+  .action((opts: { gold?: string; answer?: string; input?: string; output?: string; timeoutMs: number }) =>
+    runVerify(opts),
+  );
+
+program
+  .command('sft')
+  .description('warm start: train a small agent from scratch on generated worked solutions, save it as a checkpoint')
+  .requiredOption('--out <dir>', 'folder to write the agent into')
+  .option('--task <preset>', 'task preset: easy (2-digit + and −) or easy-mix', 'easy')
+  .option('--train-n <n>', 'training problems', num, 8000)
+  .option('--eval-n <n>', 'held-out test problems for the accuracy', num, 200)
+  .option('--data-seed <n>', 'seed of the generated data', num, 0)
+  .option('--template <text>', 'question template with {question}', '{question}')
+  .option('--steps <n>', 'most optimizer steps', num, 3000)
+  .option('--batch-size <n>', 'sequences per step', num, 32)
+  .option('--lr <x>', 'peak learning rate (cosine decay)', num, 3e-3)
+  .option('--warmup-steps <n>', 'linear warm-up steps', num, 50)
+  .option('--eval-every <n>', 'steps between accuracy checks (0: only at the end)', num, 250)
+  .option('--stop-at-accuracy <x>', 'stop once greedy test accuracy reaches this', num, 0.6)
+  .option('--time-limit <s>', 'training time budget in seconds', num, 540)
+  .option('--max-new-tokens <n>', 'longest response when evaluating', num, 96)
+  .option('--arch <family>', 'qwen3, llama, qwen2 or gpt2', 'qwen3')
+  .option('--hidden <n>', 'model width', num, 192)
+  .option('--layers <n>', 'transformer blocks', num, 4)
+  .option('--heads <n>', 'attention heads', num, 6)
+  .option('--kv-heads <n>', 'key/value heads (default heads/2)', num)
+  .option('--tokenizer <kind>', 'char or bpe', 'char')
+  .option('--bpe-vocab <n>', 'vocabulary size of a bpe tokenizer', num, 512)
+  .option('--model-seed <n>', 'seed of the weight initialisation', num, 0)
+  .action((o: Record<string, unknown>) => {
+    const { arch, hidden, layers, heads, kvHeads, tokenizer, bpeVocab, modelSeed, ...rest } = o;
+    const agent = { arch, hidden, layers, heads, kvHeads, tokenizer, bpeVocab, seed: modelSeed };
+    return runSft({ ...rest, agent } as SftCliOptions);
+  });
+
+program
+  .command('eval')
+  .description('greedy and sampled accuracy (avg@k, pass@k, maj@k) with 95% intervals, per checkpoint and data set')
+  .requiredOption('--model <dir...>', 'checkpoint folders')
+  .requiredOption('--data <spec...>', 'JSONL files, or generated NAME[:SPLIT[:N[:SEED]]] (e.g. easy:test:200)')
+  .option('--k <n>', 'samples per problem for avg@k/pass@k/maj@k (0: greedy only)', num, 0)
+  .option('--temperature <x>', 'temperature of the k samples', num, 1)
+  .option('--top-p <x>', 'nucleus mass of the k samples', num, 1)
+  .option('--max-new-tokens <n>', 'longest response', num, 256)
+  .option('--limit <n>', 'only the first n problems of each data set (0: all)', num, 0)
+  .option('--template <text>', "question template with {question} (default: the paper's boxed-answer suffix)")
+  .option('--seed <n>', 'sampling seed', num, 0)
+  .option('--json', 'print one JSON object instead of the table', false)
+  .option('--output <file>', 'also write the full report with every response')
+  .action((o: EvalCliOptions) => runEval(o));
 
 program.parseAsync(process.argv).catch((e: unknown) => {
   console.error(`hacrl: ${(e as Error).message}`);

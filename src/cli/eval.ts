@@ -1,0 +1,85 @@
+import { engine } from '../backend/engine.js';
+import { evaluate, type Estimate, type EvalReport } from '../eval/evaluate.js';
+import { loadPretrained } from '../model/pretrained.js';
+import { closeDefaultPool } from '../rewards/worker-pool.js';
+import { loadDataSpec } from '../tasks/data-spec.js';
+import { writeJsonAtomic } from '../util/atomic-write.js';
+
+/** Options of `hacrl eval`. */
+export interface EvalCliOptions {
+  /** Checkpoint folders to evaluate. */
+  model: string[];
+  /** Data sets (files or generated specs, see loadDataSpec). */
+  data: string[];
+  /** Samples per problem for avg@k / pass@k / maj@k; 0 = greedy only. */
+  k: number;
+  temperature: number;
+  topP: number;
+  maxNewTokens: number;
+  /** Evaluate only the first n problems of each data set (0 = all). */
+  limit: number;
+  /** Question template with {question} (default: the paper's boxed-answer suffix). */
+  template?: string;
+  seed: number;
+  /** Print one JSON object instead of the table. */
+  json: boolean;
+  /** Also write the full report (every problem's greedy response) here. */
+  output?: string;
+}
+
+const pct = (e: Estimate | null): string =>
+  e === null ? '—' : `${(100 * e.value).toFixed(1)}% [${(100 * e.low).toFixed(1)}, ${(100 * e.high).toFixed(1)}]`;
+
+/** `hacrl eval`: greedy and sampled accuracy with 95% intervals, per checkpoint and data set. */
+export async function runEval(o: EvalCliOptions): Promise<void> {
+  const k = engine();
+  const rows: { model: string; data: string; report: EvalReport }[] = [];
+  try {
+    const datasets = await Promise.all(o.data.map(loadDataSpec));
+    for (const dir of o.model) {
+      const { model, tokenizer } = await loadPretrained(dir);
+      for (const d of datasets) {
+        const problems = o.limit > 0 ? d.problems.slice(0, o.limit) : d.problems;
+        const report = await evaluate(model, k, tokenizer, problems, {
+          k: o.k,
+          temperature: o.temperature,
+          topP: o.topP,
+          maxNewTokens: o.maxNewTokens,
+          seed: o.seed,
+          prompt: o.template === undefined ? {} : { template: o.template },
+        });
+        rows.push({ model: dir, data: d.name, report });
+        if (!o.json) {
+          const c = report.checks;
+          console.log(
+            `${dir}  ${d.name}  n=${report.greedy.n}  greedy ${pct(report.greedy)}` +
+              (o.k > 0
+                ? `  avg@${o.k} ${pct(report.avgAtK)}  pass@${o.k} ${pct(report.passAtK)}  maj@${o.k} ${pct(report.majAtK)}`
+                : '') +
+              (c.timeouts + c.unparseableGold > 0
+                ? `  (checks: ${c.timeouts} time-outs, ${c.unparseableGold} unparseable golds)`
+                : ''),
+          );
+        }
+      }
+    }
+  } finally {
+    await closeDefaultPool();
+  }
+  const summary = rows.map(({ model, data, report: r }) => ({
+    model,
+    data,
+    greedy: r.greedy,
+    avg_at_k: r.avgAtK,
+    pass_at_k: r.passAtK,
+    maj_at_k: r.majAtK,
+    k: r.k,
+    checks: r.checks,
+  }));
+  if (o.output)
+    await writeJsonAtomic(
+      o.output,
+      rows.map(({ model, data, report }) => ({ model, data, ...report })),
+    );
+  if (o.json) console.log(JSON.stringify({ results: summary }));
+}

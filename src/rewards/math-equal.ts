@@ -1,0 +1,124 @@
+/**
+ * Math answer equivalence: the public checker. A check normalises both sides (normalize.ts), parses their shapes
+ * (parse-answer.ts) and compares them in-process with exact rationals; only what needs algebra goes to the symbolic
+ * workers (worker-pool.ts), under a time limit. Time-outs and unparseable golds come back as null verdicts with a
+ * reason and are counted by `verifyMany`, never silently scored as wrong.
+ *
+ * Decisions (see also CompareOptions):
+ * - numbers: exact rationals first; otherwise equal when |a − b| ≤ relTol · max(|a|, |b|), relTol = 1e-6 by default;
+ *   constant expressions evaluated by the engine also get an absolute floor of 1e-12 (so `\sin\pi` = 0);
+ * - percent: lenient by default, `50%` = 50 = 0.5 (papers' graders accept both readings); strict: `50%` = 0.5 only;
+ * - commas: one number in 3-digit groups (`7,425,000`) is a number, other top-level commas separate an unordered
+ *   list (`1,2` = `2,1`); `14{,}916` is always a number;
+ * - brackets: `(a,b)` and `[a,b)` are ordered and their bracket characters must match, so `[0,1)` ≠ `(0,1)`;
+ *   `\{a,b\}` is a set (unordered); parts of `\cup` are unordered;
+ * - word answers (a run of 3+ letters outside a macro) compare as lower-cased text without punctuation.
+ */
+import { compareAnswers, UNDECIDED, type CheckResult, type CompareOptions } from './compare.js';
+import { extractGold } from './extract.js';
+import { normalizeAnswer } from './normalize.js';
+import { parseAnswer } from './parse-answer.js';
+import type { SymbolicJob } from './symbolic.js';
+import { defaultPool, type SymbolicPool } from './worker-pool.js';
+
+export type { CheckResult, Reason } from './compare.js';
+
+/** Options of a check. */
+export interface VerifyOptions {
+  /** Relative tolerance for numbers; default 1e-6. */
+  relTol?: number;
+  /** `50%` equals 50 as well as 0.5; default true. */
+  percentLenient?: boolean;
+  /** Time limit per symbolic check in milliseconds; default: the pool's (2000 for the shared pool). */
+  timeoutMs?: number;
+  /** Use the symbolic engine when the fast path cannot decide; default true. When false such pairs stay 'undecided'. */
+  symbolic?: boolean;
+  /** Pool for symbolic checks; default the shared pool (see worker-pool.ts `closeDefaultPool`). */
+  pool?: SymbolicPool;
+}
+
+/** Counts over a batch of checks. */
+export interface VerifyStats {
+  /** Pairs given. */
+  checked: number;
+  /** Verdict true. */
+  equal: number;
+  /** Verdict false. */
+  notEqual: number;
+  /** Symbolic checks abandoned at the time limit (verdict null). */
+  timeouts: number;
+  /** Golds with no answer or that cannot be parsed (verdict null; skip these pairs). */
+  unparseableGold: number;
+  /** Worker failures and, with `symbolic: false`, undecided pairs (verdict null). */
+  other: number;
+  /** Pairs that needed the symbolic engine. */
+  symbolic: number;
+}
+
+/** A gold and an answer to compare. */
+export interface VerifyPair {
+  /** The gold: a bare answer, `#### 18` or a solution with `\boxed{}` (extracted with `extractGold`). */
+  gold: string;
+  /** The answer already extracted from the response (a whole `\boxed{…}` or `$…$` around it is removed). */
+  answer: string;
+}
+
+const DEFAULTS: CompareOptions = { relTol: 1e-6, percentLenient: true };
+
+function compareOptions(o: VerifyOptions): CompareOptions {
+  return { relTol: o.relTol ?? DEFAULTS.relTol, percentLenient: o.percentLenient ?? DEFAULTS.percentLenient };
+}
+
+/** The fast verdict plus, when it is undecided, the job for the symbolic engine. */
+function fastCheck(pair: VerifyPair, o: CompareOptions): { result: CheckResult; job: SymbolicJob | null } {
+  const extracted = extractGold(pair.gold);
+  const gold = extracted === null ? '' : normalizeAnswer(extracted);
+  if (gold === '') return { result: { equal: null, reason: 'unparseable-gold', detail: 'no answer in gold' }, job: null };
+  const answer = normalizeAnswer(pair.answer);
+  if (answer === '') return { result: { equal: false, reason: 'unparseable-answer' }, job: null };
+  const result = compareAnswers(parseAnswer(gold), parseAnswer(answer), UNDECIDED, o);
+  return { result, job: result.reason === 'undecided' ? { gold, answer, ...o } : null };
+}
+
+/**
+ * Synchronous fast path only (normalisation, exact rationals, tolerance, shapes, text), for hot loops; microseconds
+ * per check. Returns `{equal: null, reason: 'undecided'}` where only the symbolic engine could decide.
+ */
+export function verifyFast(gold: string, answer: string, opts: VerifyOptions = {}): CheckResult {
+  return fastCheck({ gold, answer }, compareOptions(opts)).result;
+}
+
+/** Checks one pair: the fast path in-process, then the symbolic engine in a worker under the time limit. */
+export async function verify(gold: string, answer: string, opts: VerifyOptions = {}): Promise<CheckResult> {
+  const { result, job } = fastCheck({ gold, answer }, compareOptions(opts));
+  if (!job || opts.symbolic === false) return result;
+  return (opts.pool ?? defaultPool()).check(job, opts.timeoutMs);
+}
+
+/** Tallies a batch's verdicts. */
+export function tally(results: readonly CheckResult[], symbolic = 0): VerifyStats {
+  const s: VerifyStats = { checked: results.length, equal: 0, notEqual: 0, timeouts: 0, unparseableGold: 0, other: 0, symbolic };
+  for (const r of results) {
+    if (r.equal === true) s.equal++;
+    else if (r.equal === false) s.notEqual++;
+    else if (r.reason === 'timeout') s.timeouts++;
+    else if (r.reason === 'unparseable-gold') s.unparseableGold++;
+    else s.other++;
+  }
+  return s;
+}
+
+/** Checks many pairs (symbolic ones spread over the pool) and counts the outcomes. Results keep the input order. */
+export async function verifyMany(
+  pairs: readonly VerifyPair[],
+  opts: VerifyOptions = {},
+): Promise<{ results: CheckResult[]; stats: VerifyStats }> {
+  const o = compareOptions(opts);
+  const fast = pairs.map((p) => fastCheck(p, o));
+  const useSymbolic = opts.symbolic !== false;
+  const pool = useSymbolic && fast.some((f) => f.job) ? (opts.pool ?? defaultPool()) : null;
+  const results = await Promise.all(
+    fast.map(({ result, job }) => (job && pool ? pool.check(job, opts.timeoutMs) : Promise.resolve(result))),
+  );
+  return { results, stats: tally(results, pool ? fast.filter((f) => f.job).length : 0) };
+}
