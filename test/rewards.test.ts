@@ -53,11 +53,14 @@ describe('weighted combination', () => {
     const wrong = await score(sample('\\boxed{18} then \\boxed{17}', '#### 18'));
     assert.equal(wrong.values.correct, 0, 'the last box counts');
     assert.equal(wrong.values.format, 0);
-    assert.deepEqual(score.stats.map((s) => [s.name, s.calls, s.failures]), [
-      ['correct', 2, 0],
-      ['format', 2, 0],
-      ['length', 2, 0],
-    ]);
+    assert.deepEqual(
+      score.stats.map((s) => [s.name, s.calls, s.failures]),
+      [
+        ['correct', 2, 0],
+        ['format', 2, 0],
+        ['length', 2, 0],
+      ],
+    );
   });
   test('reward names must be unique', () => {
     assert.throws(
@@ -113,7 +116,13 @@ describe('failing rewards', () => {
       scores.map((s) => s.failed),
       [[], ['picky'], [], ['picky']],
     );
-    assert.deepEqual(stats[0], { name: 'picky', calls: 4, failures: 2, skipped: 0, firstError: 'picky: cannot score p1' });
+    assert.deepEqual(stats[0], {
+      name: 'picky',
+      calls: 4,
+      failures: 2,
+      skipped: 0,
+      firstError: 'picky: cannot score p1',
+    });
     assert.equal(stats[1]!.failures, 0);
   });
   test('a named async `reward` export; non-finite values are failures', async () => {

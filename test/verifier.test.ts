@@ -194,6 +194,9 @@ const PAIRS: [string, string, boolean][] = [
   ['[1,2]', '(1,2)', false],
   ['\\begin{pmatrix}1\\\\2\\end{pmatrix}', '(1,2)', true],
   ['(x, x^2)', '(x, x\\cdot x)', true],
+  ['1\\pm\\sqrt{2}', '1-\\sqrt{2}, 1+\\sqrt{2}', true],
+  ['\\pm 3', '3, -3', true],
+  ['1\\pm\\sqrt{2}', '1+\\sqrt{2}', false],
   // a comma: thousands separator only for one number in 3-digit groups
   ['1,000', '1000', true],
   ['1,000', '1,000', true],
@@ -361,29 +364,44 @@ const GSM8K = resolve('../shared/data/gsm8k/test.jsonl');
 describe('GSM8K test golds', () => {
   const present = existsSync(GSM8K);
   if (!present) console.log(`# skipping the GSM8K gold test: ${GSM8K} not found`);
-  test('all 1,319 golds extract and parse as numbers, and equal themselves written differently', { skip: !present && `${GSM8K} not found` }, async () => {
-    const rows = readFileSync(GSM8K, 'utf8')
-      .split('\n')
-      .filter((l) => l.trim() !== '')
-      .map((l) => JSON.parse(l) as { question: string; answer: string });
-    assert.equal(rows.length, 1319);
-    const pairs: { gold: string; answer: string }[] = [];
-    for (const [i, row] of rows.entries()) {
-      const gold = extractGold(row.answer);
-      assert.ok(gold !== null, `row ${i + 1}: no gold`);
-      const num = parseNumber(normalizeAnswer(gold));
-      assert.ok(num !== null, `row ${i + 1}: gold ${JSON.stringify(gold)} does not parse as a number`);
-      const value = Number(num.value.n) / Number(num.value.d);
-      const commas = value.toLocaleString('en-US', { maximumFractionDigits: 20 });
-      for (const answer of [commas, `\\boxed{${gold}}`, `$${value}$`, `${value}.00`, `\\$${commas}`, `\\text{${value}}`]) {
-        const r = verifyFast(row.answer, answer);
-        assert.equal(r.equal, true, `row ${i + 1}: ${JSON.stringify(gold)} vs ${JSON.stringify(answer)}: ${r.reason}`);
-        pairs.push({ gold: row.answer, answer });
+  test(
+    'all 1,319 golds extract and parse as numbers, and equal themselves written differently',
+    { skip: !present && `${GSM8K} not found` },
+    async () => {
+      const rows = readFileSync(GSM8K, 'utf8')
+        .split('\n')
+        .filter((l) => l.trim() !== '')
+        .map((l) => JSON.parse(l) as { question: string; answer: string });
+      assert.equal(rows.length, 1319);
+      const pairs: { gold: string; answer: string }[] = [];
+      for (const [i, row] of rows.entries()) {
+        const gold = extractGold(row.answer);
+        assert.ok(gold !== null, `row ${i + 1}: no gold`);
+        const num = parseNumber(normalizeAnswer(gold));
+        assert.ok(num !== null, `row ${i + 1}: gold ${JSON.stringify(gold)} does not parse as a number`);
+        const value = Number(num.value.n) / Number(num.value.d);
+        const commas = value.toLocaleString('en-US', { maximumFractionDigits: 20 });
+        for (const answer of [
+          commas,
+          `\\boxed{${gold}}`,
+          `$${value}$`,
+          `${value}.00`,
+          `\\$${commas}`,
+          `\\text{${value}}`,
+        ]) {
+          const r = verifyFast(row.answer, answer);
+          assert.equal(
+            r.equal,
+            true,
+            `row ${i + 1}: ${JSON.stringify(gold)} vs ${JSON.stringify(answer)}: ${r.reason}`,
+          );
+          pairs.push({ gold: row.answer, answer });
+        }
+        assert.equal(verifyFast(row.answer, String(value + 1)).equal, false, `row ${i + 1}: gold + 1`);
       }
-      assert.equal(verifyFast(row.answer, String(value + 1)).equal, false, `row ${i + 1}: gold + 1`);
-    }
-    const { stats } = await verifyMany(pairs);
-    assert.equal(stats.equal, pairs.length);
-    assert.equal(stats.symbolic, 0, 'numbers never need the symbolic engine');
-  });
+      const { stats } = await verifyMany(pairs);
+      assert.equal(stats.equal, pairs.length);
+      assert.equal(stats.symbolic, 0, 'numbers never need the symbolic engine');
+    },
+  );
 });

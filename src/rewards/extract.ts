@@ -59,7 +59,10 @@ export function extractBoxed(text: string): string | null {
 export function extractHashes(text: string): string | null {
   const at = text.lastIndexOf('####');
   if (at < 0) return null;
-  const rest = text.slice(at + 4).split('\n')[0]!.trim();
+  const rest = text
+    .slice(at + 4)
+    .split('\n')[0]!
+    .trim();
   return rest === '' ? null : rest;
 }
 

@@ -27,7 +27,9 @@ export async function loadRewardModule(path: string): Promise<RewardFn> {
   const fn = typeof mod.default === 'function' ? mod.default : mod.reward;
   if (typeof fn !== 'function') {
     const names = Object.keys(mod).join(', ') || 'none';
-    throw new Error(`reward module ${path}: needs a default export or an export named "reward" that is a function (exports: ${names})`);
+    throw new Error(
+      `reward module ${path}: needs a default export or an export named "reward" that is a function (exports: ${names})`,
+    );
   }
   return fn as RewardFn;
 }

@@ -5,14 +5,18 @@
  * reason and are counted by `verifyMany`, never silently scored as wrong.
  *
  * Decisions (see also CompareOptions):
- * - numbers: exact rationals first; otherwise equal when |a − b| ≤ relTol · max(|a|, |b|), relTol = 1e-6 by default;
- *   constant expressions evaluated by the engine also get an absolute floor of 1e-12 (so `\sin\pi` = 0);
+ * - numbers: exact rationals first; otherwise equal when |a − b| ≤ relTol · max(|a|, |b|), relTol = 1e-6 by default,
+ *   except that two integers must be equal exactly (1,450,001 ≠ 1,450,000); constant expressions evaluated by the
+ *   engine also get an absolute floor of 1e-12 (so `\sin\pi` = 0); `2\frac{1}{2}` is the mixed number 2.5 and
+ *   `1e3` is 1000 (scientific notation, not 1·e·3);
  * - percent: lenient by default, `50%` = 50 = 0.5 (papers' graders accept both readings); strict: `50%` = 0.5 only;
  * - commas: one number in 3-digit groups (`7,425,000`) is a number, other top-level commas separate an unordered
  *   list (`1,2` = `2,1`); `14{,}916` is always a number;
  * - brackets: `(a,b)` and `[a,b)` are ordered and their bracket characters must match, so `[0,1)` ≠ `(0,1)`;
  *   `\{a,b\}` is a set (unordered); parts of `\cup` are unordered;
- * - word answers (a run of 3+ letters outside a macro) compare as lower-cased text without punctuation.
+ * - word answers (a run of 3+ letters outside a macro) compare as lower-cased text without punctuation;
+ * - expressions with variables: equal when the engine proves the identity or, failing that, when both sides agree at
+ *   random points (|v| in [0.5, 2.5), either sign), so identities that hold except at isolated points count as equal.
  */
 import { compareAnswers, UNDECIDED, type CheckResult, type CompareOptions } from './compare.js';
 import { extractGold } from './extract.js';
@@ -73,7 +77,8 @@ function compareOptions(o: VerifyOptions): CompareOptions {
 function fastCheck(pair: VerifyPair, o: CompareOptions): { result: CheckResult; job: SymbolicJob | null } {
   const extracted = extractGold(pair.gold);
   const gold = extracted === null ? '' : normalizeAnswer(extracted);
-  if (gold === '') return { result: { equal: null, reason: 'unparseable-gold', detail: 'no answer in gold' }, job: null };
+  if (gold === '')
+    return { result: { equal: null, reason: 'unparseable-gold', detail: 'no answer in gold' }, job: null };
   const answer = normalizeAnswer(pair.answer);
   if (answer === '') return { result: { equal: false, reason: 'unparseable-answer' }, job: null };
   const result = compareAnswers(parseAnswer(gold), parseAnswer(answer), UNDECIDED, o);
@@ -97,7 +102,15 @@ export async function verify(gold: string, answer: string, opts: VerifyOptions =
 
 /** Tallies a batch's verdicts. */
 export function tally(results: readonly CheckResult[], symbolic = 0): VerifyStats {
-  const s: VerifyStats = { checked: results.length, equal: 0, notEqual: 0, timeouts: 0, unparseableGold: 0, other: 0, symbolic };
+  const s: VerifyStats = {
+    checked: results.length,
+    equal: 0,
+    notEqual: 0,
+    timeouts: 0,
+    unparseableGold: 0,
+    other: 0,
+    symbolic,
+  };
   for (const r of results) {
     if (r.equal === true) s.equal++;
     else if (r.equal === false) s.notEqual++;

@@ -25,9 +25,10 @@ const NOISE =
   /\\[,:;! ]|\\q?quad(?![A-Za-z])|~|\\displaystyle(?![A-Za-z])|\\(?:left|right|[bB]ig{1,2}[lr]?)(?![A-Za-z])\.?/g;
 
 /** Macros whose argument is kept as plain text (units and word answers live in them). */
-const TEXT_MACROS = ['text', 'textbf', 'textit', 'textrm', 'textnormal', 'mathrm', 'mathbf', 'mathit', 'boldsymbol', 'mbox', 'hbox'];
+const TEXT_MACROS = 'text textbf textit textrm textnormal mathrm mathbf mathit boldsymbol mbox hbox'.split(' ');
 
-const FUNCTIONS = /(?<![\\A-Za-z])(arcsin|arccos|arctan|sinh|cosh|tanh|sin|cos|tan|cot|sec|csc|log|ln|exp)(?![A-Za-z])/g;
+const FUNCTIONS =
+  /(?<![\\A-Za-z])(arcsin|arccos|arctan|sinh|cosh|tanh|sin|cos|tan|cot|sec|csc|log|ln|exp)(?![A-Za-z])/g;
 
 /** Unit words dropped after any answer; the single-letter ones only after a plain number (else `5x` would lose x). */
 const UNITS = new Set(
@@ -98,7 +99,7 @@ export function dropAssignment(s: string): string {
 /** One pass of every rewrite; `normalizeAnswer` repeats it until nothing changes. */
 function normalizeOnce(input: string): string {
   let s = input.trim();
-  for (let prev = ''; prev !== s; ) [prev, s] = [s, unwrapOnce(s)];
+  for (let prev = ''; prev !== s;) [prev, s] = [s, unwrapOnce(s)];
   s = s.replace(NOISE, ' ').replace(/\{,\}/g, '');
   for (const name of TEXT_MACROS) s = mapMacro(s, name, 1, ([a]) => ` ${a} `);
   s = matrixToTuple(s)
@@ -113,7 +114,10 @@ function normalizeOnce(input: string): string {
   s = mapMacro(s, 'frac', 2, ([a, b]) => `\\frac{${a}}{${b}}`);
   s = mapMacro(s, 'binom', 2, ([a, b]) => `\\binom{${a}}{${b}}`);
   s = mapMacro(s, 'sqrt', 1, ([a], opt) => `\\sqrt${opt}{${a}}`);
-  s = s.replace(/\s+/g, ' ').trim().replace(/[\s.]+$/, '');
+  s = s
+    .replace(/\s+/g, ' ')
+    .trim()
+    .replace(/[\s.]+$/, '');
   s = stripUnits(s).replace(/[\s.]+$/, '');
   return squeezeSpaces(dropAssignment(s));
 }

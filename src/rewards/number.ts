@@ -117,8 +117,3 @@ export function closeEqual(a: Rational, b: Rational, relTol: number): boolean {
 export function percentOf(a: Rational): Rational {
   return rational(a.n, a.d * 100n)!;
 }
-
-/** The nearest double to the rational. */
-export function toNumber(a: Rational): number {
-  return Number(a.n) / Number(a.d);
-}

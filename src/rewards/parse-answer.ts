@@ -1,7 +1,8 @@
 /**
  * The shape of a normalised answer: a number, a bracketed sequence (tuple or interval), an unordered list or set, a
- * union, a word answer or a math expression left to the symbolic engine. Hand-written because the shapes decide how
- * parts are matched (ordered, unordered, bracket types) before any part reaches the library.
+ * union, a word answer or a math expression left to the symbolic engine (`a \pm b` becomes the list a+b, a−b).
+ * Hand-written because the shapes decide how parts are matched (ordered, unordered, bracket types) before any part
+ * reaches the library.
  */
 import { bracketEnd, splitTop } from './latex.js';
 import { dropAssignment } from './normalize.js';
@@ -60,6 +61,9 @@ function enclosed(s: string): { open: string; close: string; inner: string } | n
  * inside brackets commas always separate.
  */
 export function parseAnswer(s: string): Answer {
+  const pm = splitTop(s, '\\pm');
+  // `a \pm b` is the two answers a+b and a−b.
+  if (pm.length === 2) return parseAnswer(`${pm[0]}+${pm[1]},${pm[0]}-${pm[1]}`);
   const union = splitTop(s, '\\cup');
   if (union.length > 1) return { kind: 'union', src: s, items: parseItems(union) };
   const br = enclosed(s);

@@ -122,7 +122,13 @@ async function runOne(r: WeightedReward, sample: Sample, st: RewardStats): Promi
 export function combineRewards(rewards: readonly WeightedReward[]): CombinedReward {
   const names = new Set(rewards.map((r) => r.name));
   if (names.size !== rewards.length) throw new Error('reward names must be unique');
-  const stats: RewardStats[] = rewards.map((r) => ({ name: r.name, calls: 0, failures: 0, skipped: 0, firstError: null }));
+  const stats: RewardStats[] = rewards.map((r) => ({
+    name: r.name,
+    calls: 0,
+    failures: 0,
+    skipped: 0,
+    firstError: null,
+  }));
   const score = async (sample: Sample): Promise<SampleScore> => {
     const out: SampleScore = { total: 0, values: {}, failed: [], skipped: false };
     const got = await Promise.all(rewards.map((r, i) => runOne(r, sample, stats[i]!)));

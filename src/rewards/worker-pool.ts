@@ -48,7 +48,9 @@ const WORKER_URL = new URL('./symbolic-worker.js', import.meta.url);
 
 /** A pool of symbolic-check workers; `check` queues, runs with a time limit and always resolves. */
 export class SymbolicPool {
+  /** Worker threads at most. */
   readonly size: number;
+  /** Default time limit per check, in milliseconds. */
   readonly timeoutMs: number;
   private readonly slots: Slot[] = [];
   private readonly queue: Pending[] = [];
