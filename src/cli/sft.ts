@@ -31,9 +31,9 @@ export const SftCliSchema = z.object({
   minLrRatio: z.number().min(0).max(1).default(0.1),
   weightDecay: z.number().min(0).default(0.01),
   clip: z.number().positive().default(1),
-  evalEvery: z.number().int().nonnegative().default(250),
-  /** Stop when greedy test accuracy reaches this; default 0.6 (RL needs room to improve). */
-  stopAtAccuracy: z.number().min(0).max(1).default(0.6),
+  evalEvery: z.number().int().nonnegative().default(100),
+  /** Stop when greedy test accuracy reaches this; default 0.4 (RL needs room to improve). */
+  stopAtAccuracy: z.number().min(0).max(1).default(0.4),
   /** Training time budget in seconds; default 540 (the final evaluation runs after it). */
   timeLimit: z.number().positive().default(540),
   maxNewTokens: z.number().int().positive().default(96),

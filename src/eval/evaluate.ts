@@ -33,7 +33,10 @@ export function wilson(successes: number, n: number): Estimate {
   const z2 = Z95 * Z95;
   const centre = (p + z2 / (2 * n)) / (1 + z2 / n);
   const half = (Z95 * Math.sqrt((p * (1 - p)) / n + z2 / (4 * n * n))) / (1 + z2 / n);
-  return { value: p, low: Math.max(0, centre - half), high: Math.min(1, centre + half), n };
+  // At 0 or n successes the exact bound is 0 or 1; computing it leaves a rounding residue.
+  const low = successes === 0 ? 0 : Math.max(0, centre - half);
+  const high = successes === n ? 1 : Math.min(1, centre + half);
+  return { value: p, low, high, n };
 }
 
 /** Mean of per-problem fractions with a normal-approximation 95% interval, clamped to [0, 1]. */
@@ -142,7 +145,7 @@ export async function evaluate(
   const golds = problems.flatMap((p) => new Array<string>(1 + samplesPer).fill(p.answer));
   const pairs = answers.map((a, i) => ({ gold: golds[i]!, answer: a ?? '' }));
   const { results, stats } = await verifyMany(pairs, { timeoutMs: options.timeoutMs });
-  const results1 = problems.map((p, i): ProblemResult & { skip: boolean } => {
+  const perProblem = problems.map((p, i): ProblemResult & { skip: boolean } => {
     const base = i * (1 + samplesPer);
     const ok = (j: number): boolean => answers[base + j] !== null && results[base + j]!.equal === true;
     return {
@@ -153,7 +156,7 @@ export async function evaluate(
       skip: results[base]!.reason === 'unparseable-gold',
     };
   });
-  const scored = results1.filter((r) => !r.skip);
+  const scored = perProblem.filter((r) => !r.skip);
   const majority = (i: number): boolean => {
     const votes = new Map<string, { count: number; correct: boolean }>();
     const base = i * (1 + samplesPer);
@@ -169,7 +172,7 @@ export async function evaluate(
     for (const v of votes.values()) if (!best || v.count > best.count) best = v;
     return best?.correct ?? false;
   };
-  const scoredIndex = results1.map((r, i) => (r.skip ? -1 : i)).filter((i) => i >= 0);
+  const scoredIndex = perProblem.map((r, i) => (r.skip ? -1 : i)).filter((i) => i >= 0);
   return {
     greedy: wilson(scored.filter((r) => r.greedy.correct).length, scored.length),
     avgAtK: samplesPer > 0 ? meanInterval(scored.map((r) => r.samples.filter(Boolean).length / samplesPer)) : null,
@@ -177,6 +180,6 @@ export async function evaluate(
     majAtK: samplesPer > 0 ? wilson(scoredIndex.filter(majority).length, scored.length) : null,
     k: samplesPer,
     checks: stats,
-    problems: results1.map(({ skip: _skip, ...r }) => r),
+    problems: perProblem.map(({ skip: _skip, ...r }) => r),
   };
 }

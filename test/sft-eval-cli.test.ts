@@ -1,0 +1,123 @@
+// `hacrl sft` and `hacrl eval` end to end on a very small agent (the full warm start is measured in the issue note).
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { meanInterval, wilson } from '../src/eval/evaluate.js';
+
+const root = await mkdtemp(join(tmpdir(), 'hacrl-sft-'));
+after(() => rm(root, { recursive: true, force: true }));
+
+function hacrl(args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, ['dist/src/cli/main.js', ...args], { encoding: 'utf8' });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+describe('confidence intervals', () => {
+  test('Wilson interval matches hand-worked values and stays inside [0, 1]', () => {
+    const w = wilson(8, 10);
+    assert.ok(Math.abs(w.low - 0.4902) < 1e-4 && Math.abs(w.high - 0.9433) < 1e-4, JSON.stringify(w));
+    const zero = wilson(0, 50);
+    assert.equal(zero.low, 0);
+    assert.ok(zero.high > 0.05 && zero.high < 0.08);
+  });
+  test('mean of per-problem fractions with a normal interval', () => {
+    const m = meanInterval([0, 0.5, 1, 0.5]);
+    assert.equal(m.value, 0.5);
+    assert.ok(Math.abs(m.high - m.value - 1.96 * Math.sqrt(1 / 6 / 4)) < 1e-3);
+  });
+});
+
+describe('hacrl sft and hacrl eval', () => {
+  const dir = join(root, 'agent');
+  test('sft trains, evaluates and saves a complete checkpoint folder', () => {
+    const r = hacrl([
+      'sft',
+      '--out',
+      dir,
+      '--steps',
+      '12',
+      '--eval-every',
+      '6',
+      '--eval-n',
+      '12',
+      '--train-n',
+      '300',
+      '--hidden',
+      '32',
+      '--layers',
+      '1',
+      '--heads',
+      '2',
+      '--batch-size',
+      '8',
+      '--max-new-tokens',
+      '24',
+    ]);
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /sft: greedy accuracy \d+\.\d% \(95% CI \d+\.\d–\d+\.\d%, n=12\) on easy test/);
+    return readdir(dir).then((files) => {
+      for (const f of [
+        'config.json',
+        'model.safetensors',
+        'tokenizer.json',
+        'generation_config.json',
+        'hacrl_sft.json',
+      ])
+        assert.ok(files.includes(f), `${f} written`);
+    });
+  });
+
+  test('eval reports greedy and sampled accuracy with intervals, as a table and as JSON', async () => {
+    const table = hacrl([
+      'eval',
+      '--model',
+      dir,
+      '--data',
+      'easy:test:10',
+      '--k',
+      '2',
+      '--max-new-tokens',
+      '24',
+      '--template',
+      '{question}',
+    ]);
+    assert.equal(table.status, 0, table.stderr);
+    assert.match(
+      table.stdout,
+      /easy:test {2}n=10 {2}greedy \d+\.\d% \[\d+\.\d, \d+\.\d\] {2}avg@2 .* pass@2 .* maj@2 /,
+    );
+    const out = join(root, 'eval.json');
+    const json = hacrl([
+      'eval',
+      '--model',
+      dir,
+      '--data',
+      'easy:test:10',
+      '--max-new-tokens',
+      '24',
+      '--json',
+      '--output',
+      out,
+    ]);
+    assert.equal(json.status, 0, json.stderr);
+    const r = JSON.parse(json.stdout.trim().split('\n').pop()!) as {
+      results: { greedy: { value: number; low: number; high: number; n: number } }[];
+    };
+    const g = r.results[0]!.greedy;
+    assert.ok(g.n === 10 && g.low <= g.value && g.value <= g.high);
+    const full = JSON.parse(await readFile(out, 'utf8')) as { problems: unknown[] }[];
+    assert.equal(full[0]!.problems.length, 10);
+  });
+
+  test('bad options and data are refused with what to change', () => {
+    const r = hacrl(['eval', '--model', dir, '--data', 'nosuch:test']);
+    assert.notEqual(r.status, 0);
+    assert.match(r.stderr, /"nosuch" is not a preset or task \(known: easy, easy-mix, arith/);
+    const s = hacrl(['sft', '--out', join(root, 'x'), '--lr', '-1']);
+    assert.notEqual(s.status, 0);
+    assert.match(s.stderr, /sft options is invalid:[\s\S]*lr/);
+  });
+});
