@@ -1,0 +1,76 @@
+/** One response of a policy-loss mini-batch, and which of its tokens the loss counts. */
+
+/** Per-token log-probs of one response (all arrays the same length, one entry per response token) and its advantage. */
+export interface PolicySequence {
+  /** log π_θ(y_t | x, y_<t) under the current policy: the numbers the gradient is taken with respect to. */
+  logProbs: ArrayLike<number>;
+  /** log π_old(y_t | x, y_<t) of the policy that generated the batch, before this step's updates. */
+  oldLogProbs: ArrayLike<number>;
+  /** log π_ref(y_t | x, y_<t) under the frozen reference; needed only for a KL penalty. */
+  refLogProbs?: ArrayLike<number>;
+  /** The response's advantage, shared by all its tokens. */
+  advantage: number;
+  /** Per token 1 (in the loss) or 0 (left out, e.g. padding); default all 1. */
+  mask?: ArrayLike<number>;
+  /** The response hit the length limit before finishing; dropped from the loss when maskTruncated is on. */
+  truncated?: boolean;
+}
+
+/** How many sequences and tokens a loss averages over (its denominators). */
+export interface LossUnits {
+  /** Sequences with at least one counted token. */
+  sequences: number;
+  /** Counted tokens. */
+  tokens: number;
+}
+
+/**
+ * Whether token t of `seq` is in the loss. A truncated sequence under maskTruncated is dropped entirely — from the
+ * loss and from every denominator — rather than kept at weight 0 and still counted, so that masking it does not shrink
+ * the step of the other sequences.
+ */
+export function tokenCounted(seq: PolicySequence, t: number, maskTruncated: boolean): boolean {
+  if (maskTruncated && seq.truncated === true) return false;
+  return seq.mask === undefined || seq.mask[t] === 1;
+}
+
+/** The indices of the counted tokens of `seq`; their number is |y| in the sequence-level equations. */
+export function countedTokens(seq: PolicySequence, maskTruncated: boolean): number[] {
+  const out: number[] = [];
+  for (let t = 0; t < seq.logProbs.length; t++) if (tokenCounted(seq, t, maskTruncated)) out.push(t);
+  return out;
+}
+
+/**
+ * The denominators of a mini-batch. An empty response (no tokens, or all masked) counts as no sequence: it has no
+ * log-prob the update could move, and counting it would only scale down everyone else's gradient.
+ */
+export function lossUnits(batch: readonly PolicySequence[], maskTruncated = false): LossUnits {
+  let sequences = 0;
+  let tokens = 0;
+  for (const seq of batch) {
+    const n = countedTokens(seq, maskTruncated).length;
+    tokens += n;
+    if (n > 0) sequences++;
+  }
+  return { sequences, tokens };
+}
+
+/** Throws, naming the sequence, when its arrays differ in length or its mask holds anything but 0 and 1. */
+export function validateSequence(seq: PolicySequence, index: number): void {
+  const n = seq.logProbs.length;
+  const others: [string, ArrayLike<number> | undefined][] = [
+    ['oldLogProbs', seq.oldLogProbs],
+    ['refLogProbs', seq.refLogProbs],
+    ['mask', seq.mask],
+  ];
+  for (const [name, arr] of others) {
+    if (arr !== undefined && arr.length !== n) {
+      throw new Error(`sequence ${index}: ${name} has ${arr.length} entries but logProbs has ${n}; pass one per token`);
+    }
+  }
+  for (let t = 0; t < n && seq.mask !== undefined; t++) {
+    const m = seq.mask[t];
+    if (m !== 0 && m !== 1) throw new Error(`sequence ${index}: mask[${t}] is ${m}; a token mask holds only 0 and 1`);
+  }
+}
