@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { fsyncPath } from './fsync.js';
 
 /** What writeFileAtomic accepts: text (UTF-8), bytes, or a list of byte chunks written one after another. */
 export type AtomicData = string | Uint8Array | readonly Uint8Array[];
@@ -25,7 +26,7 @@ export async function writeFileAtomic(path: string, data: AtomicData): Promise<v
     }
     await rename(tmp, path);
     renamed = true;
-    await fsyncDir(dir);
+    await fsyncPath(dir, true);
   } finally {
     if (!renamed) await unlink(tmp).catch(() => undefined);
   }
@@ -42,20 +43,5 @@ async function writeAll(fh: FileHandle, chunk: Uint8Array): Promise<void> {
   while (off < chunk.byteLength) {
     const { bytesWritten } = await fh.write(chunk, off, chunk.byteLength - off);
     off += bytesWritten;
-  }
-}
-
-// Some platforms (Windows, some network file systems) cannot open or fsync a directory; the rename has still
-// happened there, only its durability across a power cut is weaker, so those specific refusals are not errors.
-async function fsyncDir(dir: string): Promise<void> {
-  let fh: FileHandle | undefined;
-  try {
-    fh = await open(dir, 'r');
-    await fh.sync();
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code !== 'EISDIR' && code !== 'EPERM' && code !== 'EINVAL' && code !== 'EACCES') throw e;
-  } finally {
-    await fh?.close();
   }
 }

@@ -1,0 +1,166 @@
+/**
+ * Cross-field checks of a run configuration, run before anything is loaded or generated: each refused combination
+ * gets a message that names the fields and says what to change, instead of a shape error deep inside a step.
+ */
+import { basename, extname } from 'node:path';
+import type { z } from 'zod';
+import { PRESETS } from './presets.js';
+import { IMPLEMENTED_ALGORITHMS } from './algorithms.js';
+import type { RunConfigFields } from './rl-config.js';
+
+/** A refused combination: where to look and what to change. */
+export interface ConfigIssue {
+  path: (string | number)[];
+  message: string;
+}
+
+type Check = (c: RunConfigFields) => ConfigIssue[];
+
+const issue = (path: (string | number)[], message: string): ConfigIssue[] => [{ path, message }];
+
+const algorithmImplemented: Check = (c) =>
+  IMPLEMENTED_ALGORITHMS.includes(c.algorithm)
+    ? []
+    : issue(
+        ['algorithm'],
+        `algorithm "${c.algorithm}" is not implemented yet: use ${IMPLEMENTED_ALGORITHMS.map((a) => `"${a}"`).join(' or ')}`,
+      );
+
+const presetMatchesAlgorithm: Check = (c) => {
+  if (c.preset === undefined) return [];
+  const want = PRESETS[c.preset].algorithm;
+  const out =
+    want === c.algorithm
+      ? []
+      : issue(
+          ['algorithm'],
+          `preset "${c.preset}" is a ${want} preset but algorithm is "${c.algorithm}": remove the preset or the algorithm`,
+        );
+  if (c.preset === 'gspo-x2' && c.agents.length !== 1)
+    out.push({
+      path: ['agents'],
+      message: `preset "gspo-x2" is the one-agent baseline but agents lists ${c.agents.length}: keep one agent, or use preset "gspo"`,
+    });
+  return out;
+};
+
+const uniqueNames = (names: readonly string[], path: (i: number) => (string | number)[], what: string) =>
+  names.flatMap((n, i) =>
+    names.indexOf(n) < i ? issue(path(i), `${what} "${n}" is used twice: give each its own name`) : [],
+  );
+
+const agentNamesUnique: Check = (c) =>
+  uniqueNames(
+    c.agents.map((a) => a.name),
+    (i) => ['agents', i, 'name'],
+    'agent name',
+  );
+
+const miniBatchesDivide: Check = (c) => {
+  const { promptsPerStep: b, groupSize: g } = c.rollout;
+  const m = c.optim.miniBatches;
+  const total = b * g;
+  if (m < 1 || total % m === 0) return []; // m < 1 is reported by the field's own check
+  const divisors = Array.from({ length: total }, (_, i) => i + 1).filter((d) => total % d === 0);
+  return issue(
+    ['optim', 'miniBatches'],
+    `rollout.promptsPerStep × rollout.groupSize = ${b} × ${g} = ${total} rollouts per step cannot be split into ` +
+      `${m} equal mini-batches: set optim.miniBatches to a divisor of ${total} (${divisors.join(', ')})`,
+  );
+};
+
+const groupsHaveTwo: Check = (c) =>
+  c.rollout.groupSize !== 1
+    ? []
+    : issue(
+        ['rollout', 'groupSize'],
+        'rollout.groupSize is 1: advantages are taken relative to the group mean, so a group of one always gets 0 ' +
+          'and nothing is learned; set rollout.groupSize to 2 or more',
+      );
+
+const samplingNotGreedy: Check = (c) => {
+  if (c.rollout.groupSize < 2) return [];
+  const paths = c.agents.flatMap((a, i) => {
+    if ((a.temperature ?? c.rollout.temperature) !== 0) return [];
+    return [a.temperature === undefined ? 'rollout.temperature' : `agents.${i}.temperature`];
+  });
+  return [...new Set(paths)].map((p) => ({
+    path: p.split('.').map((s) => (/^\d+$/.test(s) ? Number(s) : s)),
+    message:
+      `${p} is 0 (greedy) with rollout.groupSize ${c.rollout.groupSize}: all completions of a prompt would be ` +
+      'identical and every advantage 0; set a temperature above 0 (e.g. 1)',
+  }));
+};
+
+const someReward: Check = (c) => {
+  const { math, format, custom } = c.reward;
+  if (math !== 0 || format !== 0 || custom.some((r) => r.weight !== 0)) return [];
+  return issue(
+    ['reward'],
+    'every reward weight is 0, so every reward would be 0: give reward.math, reward.format or a reward.custom ' +
+      'entry a non-zero weight',
+  );
+};
+
+const customRewardNames: Check = (c) => {
+  const names = c.reward.custom.map((r) => r.name ?? basename(r.path, extname(r.path)));
+  const path = (i: number) => ['reward', 'custom', i, 'name'];
+  return [
+    ...names.flatMap((n, i) =>
+      n === 'math' || n === 'format'
+        ? issue(path(i), `custom reward name "${n}" is taken by the built-in reward: set reward.custom.${i}.name`)
+        : [],
+    ),
+    ...uniqueNames(names, path, 'custom reward name'),
+  ];
+};
+
+const noEntropyBonus: Check = (c) =>
+  c.optim.entropyCoef === 0
+    ? []
+    : issue(['optim', 'entropyCoef'], 'an entropy bonus is not implemented yet: set optim.entropyCoef to 0');
+
+const warmupEnds: Check = (c) =>
+  c.optim.warmupSteps === 0 || c.optim.warmupSteps < c.steps
+    ? []
+    : issue(
+        ['optim', 'warmupSteps'],
+        `optim.warmupSteps (${c.optim.warmupSteps}) must be less than steps (${c.steps}), or the learning rate ` +
+          'never reaches optim.lr: shorten the warm-up or train longer',
+      );
+
+const templatesHaveQuestion: Check = (c) => {
+  const templates: [(string | number)[], string | undefined][] = [
+    [['data', 'template'], c.data.template],
+    ...c.agents.map((a, i): [(string | number)[], string | undefined] => [['agents', i, 'template'], a.template]),
+  ];
+  return templates.flatMap(([path, t]) =>
+    t === undefined || t.includes('{question}')
+      ? []
+      : issue(path, `${path.join('.')} has no {question} placeholder, so no question would reach the model: add one`),
+  );
+};
+
+const CHECKS: readonly Check[] = [
+  algorithmImplemented,
+  presetMatchesAlgorithm,
+  agentNamesUnique,
+  miniBatchesDivide,
+  groupsHaveTwo,
+  samplingNotGreedy,
+  someReward,
+  customRewardNames,
+  noEntropyBonus,
+  warmupEnds,
+  templatesHaveQuestion,
+];
+
+/** Every refused combination in `c` (empty when the config is consistent). */
+export function configIssues(c: RunConfigFields): ConfigIssue[] {
+  return CHECKS.flatMap((check) => check(c));
+}
+
+/** The checks as a zod refinement: every issue is reported at its field. */
+export function checkRunConfig(c: RunConfigFields, ctx: z.RefinementCtx): void {
+  for (const { path, message } of configIssues(c)) ctx.addIssue({ code: 'custom', path, message });
+}

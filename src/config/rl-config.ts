@@ -1,0 +1,275 @@
+/**
+ * The configuration of an RL run: one zod schema with defaults and a one-line doc per field (what `hacrl config
+ * schema` prints), cross-field checks run up front (rl-config-checks.ts), and the per-agent view the trainer uses.
+ * Agents are a list so that multi-agent algorithms (HACPO) add per-agent settings without reshaping the file.
+ */
+import { z } from 'zod';
+import { DEFAULT_QUESTION_TEMPLATE } from '../tasks/prompt.js';
+import { ALGORITHMS } from './algorithms.js';
+import { checkRunConfig } from './rl-config-checks.js';
+import { describePresets, PRESET_NAMES } from './presets.js';
+
+/** A schema with its default and doc, kept together so that the doc always states the real default. */
+interface Field<T extends z.ZodType> {
+  schema: T;
+  value: NoUndefined<z.output<T>>;
+  doc: string;
+}
+type NoUndefined<T> = T extends undefined ? never : T;
+type AnyField = Field<z.ZodType>;
+
+function field<T extends z.ZodType>(schema: T, value: NoUndefined<z.output<T>>, doc: string): Field<T> {
+  return { schema, value, doc };
+}
+
+/** The field with its default applied; the description ends with "; default VALUE". */
+function withDefault<T extends z.ZodType>(f: Field<T>): z.ZodDefault<T> {
+  return f.schema.default(f.value).describe(`${f.doc}; default ${JSON.stringify(f.value)}`);
+}
+
+function defaults<F extends Record<string, AnyField>>(fields: F): { [K in keyof F]: z.ZodDefault<F[K]['schema']> } {
+  return Object.fromEntries(Object.entries(fields).map(([k, f]) => [k, withDefault(f)])) as {
+    [K in keyof F]: z.ZodDefault<F[K]['schema']>;
+  };
+}
+
+// Per-agent variants of shared settings: optional, and when absent the run-wide value (at `from`) applies.
+function inherited<F extends Record<string, AnyField>>(
+  fields: F,
+  from: string,
+): { [K in keyof F]: z.ZodOptional<F[K]['schema']> } {
+  return Object.fromEntries(
+    Object.entries(fields).map(([k, f]) => [k, f.schema.optional().describe(`${f.doc}; default ${from}.${k}`)]),
+  ) as { [K in keyof F]: z.ZodOptional<F[K]['schema']> };
+}
+
+/** A config section: strict (unknown keys refused) and filled with its defaults when left out. */
+function section<S extends z.ZodRawShape>(shape: S, doc: string) {
+  const obj = z.strictObject(shape);
+  // Every field of a section is defaulted or optional, so {} is valid input; TypeScript cannot see that generically.
+  return obj.prefault({} as z.input<typeof obj>).describe(doc);
+}
+
+const count = (min: number, why?: string) =>
+  z
+    .number()
+    .int('must be a whole number')
+    .min(min, why ?? `must be at least ${min}`);
+
+/** How completions are sampled: run-wide in `rollout`, overridable per agent. */
+const SAMPLING = {
+  temperature: field(z.number().min(0), 1, 'Sampling temperature (0 = greedy)'),
+  topP: field(
+    z.number().gt(0).max(1),
+    1,
+    'Nucleus sampling: keep the likeliest tokens up to this probability (1 = off)',
+  ),
+  topK: field(count(0), 0, 'Keep only the K likeliest tokens (0 = off)'),
+  maxNewTokens: field(count(1), 128, 'Longest completion in tokens; longer ones are cut (truncated)'),
+  stopStrings: field(z.array(z.string().min(1)), [], 'Strings that end a completion (the text is cut before them)'),
+};
+
+/** How a question becomes a prompt: run-wide in `data`, overridable per agent (each renders its own prompt). */
+const PROMPT = {
+  template: field(z.string(), DEFAULT_QUESTION_TEMPLATE, 'Question template with a {question} placeholder'),
+};
+const SYSTEM_DOC = 'System message of the prompt';
+const LR = field(z.number().positive(), 1e-4, 'Peak learning rate of AdamW (small models here need more than 1e-6)');
+
+/** Valid agent names: they become folder names in checkpoints. */
+export const AGENT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+
+/** One agent: where it starts from and its own settings (absent ones inherit the run-wide value). */
+export const AgentConfigSchema = z.strictObject({
+  name: z
+    .string()
+    .regex(
+      AGENT_NAME,
+      'agent names become folder names: use letters, digits, ".", "_" and "-", starting with a letter or digit',
+    )
+    .describe('Agent name, unique in the run (folder and metric names); required'),
+  checkpoint: z
+    .string()
+    .min(1, 'give the folder of the agent checkpoint')
+    .describe('Starting checkpoint folder (config.json, model.safetensors, tokenizer files); required'),
+  lr: LR.schema.optional().describe(`${LR.doc}; default optim.lr`),
+  ...inherited(SAMPLING, 'rollout'),
+  ...inherited(PROMPT, 'data'),
+  system: z.string().optional().describe(`${SYSTEM_DOC}; default data.system`),
+});
+
+const RunConfigObject = z.strictObject({
+  algorithm: withDefault(
+    field(
+      z.enum(ALGORITHMS),
+      'grpo',
+      'Algorithm: grpo (per-token clipped ratio) or gspo (sequence-level ratio); hacpo and naive are not implemented yet',
+    ),
+  ),
+  preset: z
+    .enum(PRESET_NAMES)
+    .optional()
+    .describe(`Baseline preset that fills the values you leave out (yours win) — ${describePresets()}; default none`),
+  agents: z
+    .array(AgentConfigSchema)
+    .min(1, 'list at least one agent: agents: [{ name: a, checkpoint: path/to/folder }]')
+    .describe(
+      'Agents trained in the run (at least 1); grpo and gspo train each on its own rollouts of the same prompts',
+    ),
+  data: section(
+    {
+      ...defaults({
+        train: field(
+          z.string().min(1),
+          'easy:train:2000',
+          'Training problems: a JSONL file or a spec NAME:SPLIT:N:SEED',
+        ),
+        validation: field(z.array(z.string().min(1)), ['easy:test:200'], 'Validation data sets (files or specs)'),
+        ...PROMPT,
+      }),
+      system: z.string().optional().describe(`${SYSTEM_DOC}; default none`),
+    },
+    'Training and validation data and the prompt layout',
+  ),
+  rollout: section(
+    defaults({
+      promptsPerStep: field(count(1), 8, 'Prompts per step (B)'),
+      groupSize: field(count(1), 8, 'Completions per prompt and agent (G)'),
+      ...SAMPLING,
+    }),
+    'Sampling of completions (per-agent settings in agents override these)',
+  ),
+  optim: section(
+    defaults({
+      miniBatches: field(count(1), 1, "Optimizer updates per epoch over the step's B·G rollouts (M; divides B·G)"),
+      epochs: field(count(1, 'must be at least 1: each step trains on its rollouts at least once'), 1, 'Epochs (E)'),
+      lossAggregation: field(
+        z.enum(['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum']),
+        'token-mean',
+        'Loss over a mini-batch: mean of all tokens, mean of per-sequence token means, or of per-sequence sums',
+      ),
+      clipLow: field(z.number().gt(0).lt(1), 0.2, 'ε_low: the ratio is clipped below at 1 − ε_low'),
+      clipHigh: field(z.number().gt(0), 0.2, 'ε_high: the ratio is clipped above at 1 + ε_high (DAPO: 0.28)'),
+      dualClip: field(
+        z.number().gt(1, 'must be greater than 1 (e.g. 3), or null for off').nullable(),
+        null,
+        'Dual clip c: a negative-advantage loss is bounded by c·|A| (null = off)',
+      ),
+      klEstimator: field(z.enum(['k1', 'k3']), 'k3', 'KL-to-reference estimator: k1 (log ratio), k3 (low variance)'),
+      klCoef: field(z.number().min(0), 0, 'KL penalty coefficient (0 = off, and no reference model is kept)'),
+      entropyCoef: field(z.number(), 0, 'Entropy bonus coefficient (only 0: the bonus is not implemented yet)'),
+      advantage: field(
+        z.enum(['group-std', 'batch-std', 'none']),
+        'group-std',
+        "Advantage = reward − group mean, divided by the group's std, the step's std, or nothing",
+      ),
+      filterZeroVariance: field(z.boolean(), false, 'Leave groups whose rewards are all equal out of the loss'),
+      maskTruncated: field(z.boolean(), false, 'Leave completions cut at maxNewTokens out of the loss'),
+      lr: LR,
+      schedule: field(z.enum(['constant', 'cosine', 'linear']), 'constant', 'Learning-rate shape after warm-up'),
+      warmupSteps: field(count(0), 0, 'Steps of linear learning-rate warm-up (training steps, not updates)'),
+      minLrRatio: field(z.number().min(0).max(1), 0, 'Final learning rate of cosine/linear decay, as a fraction of lr'),
+      weightDecay: field(z.number().min(0), 0.01, 'AdamW decoupled weight decay (matrices only)'),
+      gradClip: field(z.number().min(0), 1, 'Largest global gradient norm; larger gradients are scaled down (0 = off)'),
+    }),
+    'Policy optimisation: mini-batches, clipping, KL, advantages, optimizer and schedule',
+  ),
+  reward: section(
+    defaults({
+      math: field(z.number(), 1, 'Weight of the math reward (1 when the last \\boxed{} answer equals the gold)'),
+      format: field(z.number(), 0, 'Weight of the format reward (1 for exactly one closed \\boxed{})'),
+      custom: field(
+        z.array(
+          z.strictObject({
+            path: z.string().min(1).describe('JavaScript module with a default export or an export named reward'),
+            weight: z.number().describe('Weight in the total reward'),
+            name: z.string().min(1).optional().describe('Metric name; default the file name without extension'),
+          }),
+        ),
+        [],
+        'Reward modules of your own, each with a weight',
+      ),
+    }),
+    'Rewards: the total is the weighted sum',
+  ),
+  ...defaults({
+    steps: field(count(1), 100, 'Training steps (each: B prompts, rollouts, M·E optimizer updates per agent)'),
+    seed: field(z.number().int(), 0, 'Seed of every random choice (data order, sampling, mini-batches)'),
+  }),
+  eval: section(
+    defaults({
+      every: field(count(0), 10, 'Steps between validation runs (0 = only after the last step)'),
+      problems: field(count(0), 200, 'Problems per validation data set, the first ones (0 = all)'),
+      samplesPerProblem: field(count(0), 0, 'Samples per problem for avg@k and pass@k (0 = greedy only)'),
+    }),
+    'Validation during training',
+  ),
+  checkpoint: section(
+    defaults({
+      every: field(count(0), 50, 'Steps between checkpoints (0 = only after the last step)'),
+      keepLast: field(count(1, 'must be at least 1: resuming needs a checkpoint'), 3, 'Checkpoints kept (oldest go)'),
+    }),
+    'Checkpoints for resuming',
+  ),
+  ...defaults({
+    runDir: field(z.string().min(1), 'runs/rl', 'Run folder: config, metrics.jsonl, samples.jsonl, checkpoints/'),
+    samplesPerStep: field(count(0), 4, 'Completions per step written to samples.jsonl with parsed and gold answers'),
+    maxNonFiniteSteps: field(
+      count(1),
+      3,
+      'Consecutive steps with a non-finite loss or gradient (skipped) before stopping',
+    ),
+  }),
+});
+
+/** The config's fields before the cross-field checks (what those checks receive). */
+export type RunConfigFields = z.output<typeof RunConfigObject>;
+
+/** The run configuration: fields with defaults and docs, then the cross-field checks. */
+export const RunConfigSchema = RunConfigObject.superRefine(checkRunConfig);
+
+/** What a config file may hold (defaults still to fill). */
+export type RunConfigInput = z.input<typeof RunConfigSchema>;
+/** A validated run configuration with every default filled in. */
+export type RunConfig = z.output<typeof RunConfigSchema>;
+/** One agent's entry as written in the config. */
+export type AgentConfig = RunConfig['agents'][number];
+
+/** One agent's effective settings: its own where given, the run-wide ones otherwise. */
+export interface ResolvedAgent {
+  name: string;
+  checkpoint: string;
+  lr: number;
+  temperature: number;
+  topP: number;
+  topK: number;
+  maxNewTokens: number;
+  stopStrings: string[];
+  template: string;
+  system: string | undefined;
+}
+
+/** Every agent's effective settings, in config order. */
+export function resolveAgents(c: RunConfig): ResolvedAgent[] {
+  return c.agents.map((a) => ({
+    name: a.name,
+    checkpoint: a.checkpoint,
+    lr: a.lr ?? c.optim.lr,
+    temperature: a.temperature ?? c.rollout.temperature,
+    topP: a.topP ?? c.rollout.topP,
+    topK: a.topK ?? c.rollout.topK,
+    maxNewTokens: a.maxNewTokens ?? c.rollout.maxNewTokens,
+    stopStrings: a.stopStrings ?? c.rollout.stopStrings,
+    template: a.template ?? c.data.template,
+    system: a.system ?? c.data.system,
+  }));
+}
+
+/** The JSON Schema of a config file (input side: fields with defaults are optional). */
+export function configJsonSchema(): Record<string, unknown> {
+  return {
+    ...z.toJSONSchema(RunConfigObject, { io: 'input' }),
+    title: 'hacrl RL run configuration',
+    description: 'YAML or JSON file for hacrl RL training; command-line overrides use key.path=value',
+  };
+}

@@ -1,0 +1,126 @@
+/**
+ * Everything a checkpoint holds so that a resumed run continues bit for bit: per agent its weights (a Hugging Face
+ * folder that `hacrl eval` can load as it is), its AdamW state and its RNG states; for the run the step, the data
+ * cursor, the run-wide RNG states, the count of consecutive non-finite steps, and whatever else the trainer
+ * registers as JSON in `extra`.
+ *
+ * Layout: state.json, agents/<name>/ (savePretrained), optimizer/<name>.safetensors.
+ */
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { AGENT_NAME } from '../config/rl-config.js';
+import { loadPretrained, savePretrained, type Pretrained } from '../model/pretrained.js';
+import type { AdamWState } from '../optim/adamw.js';
+import { writeJsonAtomic } from '../util/atomic-write.js';
+import { parseWith, readJsonWith } from '../util/json-file.js';
+import { loadAdamWState, saveAdamWState } from './optimizer-state.js';
+
+const FORMAT = 'hacrl-train-state';
+const VERSION = 1;
+
+const RngStateSchema = z
+  .array(z.number().int().min(0).max(0xffffffff))
+  .length(4)
+  .refine((w) => w.some((x) => x !== 0), 'an RNG state cannot be all zeros')
+  .describe('Rng.state(): four 32-bit words');
+const RngMapSchema = z.record(z.string().min(1), RngStateSchema);
+const JsonSchema = z.json();
+
+/** A JSON value (what `extra` may hold). */
+export type JsonValue = z.output<typeof JsonSchema>;
+
+const StateFileSchema = z.strictObject({
+  format: z.literal(FORMAT),
+  version: z.literal(VERSION),
+  step: z.number().int().min(0),
+  nonFiniteStreak: z.number().int().min(0),
+  cursor: z.strictObject({ epoch: z.number().int().min(0), position: z.number().int().min(0) }),
+  rngs: RngMapSchema,
+  agents: z
+    .array(z.strictObject({ name: z.string().regex(AGENT_NAME), rngs: RngMapSchema }))
+    .refine((a) => new Set(a.map((x) => x.name)).size === a.length, 'agent names must be unique'),
+  extra: z.record(z.string(), JsonSchema),
+});
+
+/** Where the run is in its training data: the epoch and the position in that epoch's shuffled order. */
+export interface DataCursor {
+  epoch: number;
+  position: number;
+}
+
+/** One agent's part of a checkpoint. */
+export interface AgentTrainState {
+  /** The agent's name (a folder name: letters, digits, ".", "_", "-"). */
+  name: string;
+  /** Weights, tokenizer and generation defaults. */
+  pretrained: Pretrained;
+  /** AdamW step count and moments. */
+  optimizer: AdamWState;
+  /** The agent's RNG states by role, e.g. { sampling: rng.state() }. */
+  rngs: Record<string, number[]>;
+}
+
+/** A whole checkpoint. */
+export interface TrainState {
+  /** Training steps completed. */
+  step: number;
+  /** Consecutive steps so far whose loss or gradient was not finite. */
+  nonFiniteStreak: number;
+  /** The next training problem to draw. */
+  cursor: DataCursor;
+  /** Run-wide RNG states by role, e.g. { data: dataRng.state() } (the data order). */
+  rngs: Record<string, number[]>;
+  /** Every agent, in config order. */
+  agents: AgentTrainState[];
+  /** Anything else the trainer needs to continue exactly (e.g. HACPO's capability history), as JSON. */
+  extra: Record<string, JsonValue>;
+}
+
+const agentDir = (dir: string, name: string): string => join(dir, 'agents', name);
+const optimizerFile = (dir: string, name: string): string => join(dir, 'optimizer', `${name}.safetensors`);
+
+/** Writes `state` into the folder `dir` (created if missing); state.json, validated first, is written last. */
+export async function saveTrainState(dir: string, state: TrainState): Promise<void> {
+  const json = parseWith(
+    StateFileSchema,
+    {
+      format: FORMAT,
+      version: VERSION,
+      step: state.step,
+      nonFiniteStreak: state.nonFiniteStreak,
+      cursor: state.cursor,
+      rngs: state.rngs,
+      agents: state.agents.map((a) => ({ name: a.name, rngs: a.rngs })),
+      extra: state.extra,
+    },
+    'train state',
+  );
+  await mkdir(join(dir, 'optimizer'), { recursive: true });
+  for (const a of state.agents) {
+    await savePretrained(agentDir(dir, a.name), a.pretrained);
+    await saveAdamWState(optimizerFile(dir, a.name), a.optimizer);
+  }
+  await writeJsonAtomic(join(dir, 'state.json'), json);
+}
+
+/** Reads a train state written by saveTrainState; errors name the file at fault. */
+export async function loadTrainState(dir: string): Promise<TrainState> {
+  const json = await readJsonWith(join(dir, 'state.json'), StateFileSchema);
+  const agents: AgentTrainState[] = [];
+  for (const a of json.agents)
+    agents.push({
+      name: a.name,
+      pretrained: await loadPretrained(agentDir(dir, a.name)),
+      optimizer: await loadAdamWState(optimizerFile(dir, a.name)),
+      rngs: a.rngs,
+    });
+  return {
+    step: json.step,
+    nonFiniteStreak: json.nonFiniteStreak,
+    cursor: json.cursor,
+    rngs: json.rngs,
+    agents,
+    extra: json.extra,
+  };
+}
