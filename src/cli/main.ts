@@ -1,9 +1,12 @@
 #!/usr/bin/env node
 import { Command, InvalidArgumentError } from 'commander';
+import { runConfigResolve, runConfigSchema } from './config.js';
 import { runEval, type EvalCliOptions } from './eval.js';
+import { runReport } from './report.js';
 import { runScore } from './score.js';
 import { runSft, type SftCliOptions } from './sft.js';
 import { runSmoke } from './smoke.js';
+import { runTrain } from './train.js';
 import { runVerify } from './verify.js';
 
 /** Parses a command-line number (validated with the command's schema afterwards). */
@@ -105,6 +108,36 @@ program
   .option('--json', 'print one JSON object instead of the table', false)
   .option('--output <file>', 'also write the full report with every response')
   .action((o: EvalCliOptions) => runEval(o));
+
+program
+  .command('train')
+  .description(
+    'RL training (GRPO, GSPO, GSPO×2) of the agents a YAML/JSON configuration names; see `hacrl config schema`',
+  )
+  .option('--config <file>', 'run configuration (YAML or JSON)')
+  .option('--set <key=value...>', 'overrides, e.g. --set rollout.groupSize=8 agents.0.lr=1e-5', [])
+  .option('--resume', "continue the run folder's latest complete checkpoint", false)
+  .action((o: { config?: string; set: string[]; resume: boolean }) => runTrain(o));
+
+const config = program.command('config').description('run configuration tools');
+config
+  .command('schema')
+  .description('print the JSON Schema of a run configuration file')
+  .action(() => runConfigSchema());
+config
+  .command('resolve')
+  .description('print a configuration after presets, defaults and overrides (validated)')
+  .argument('[file]', 'YAML or JSON configuration')
+  .argument('[overrides...]', 'key.path=value overrides')
+  .action((file: string | undefined, overrides: string[]) => runConfigResolve(file, overrides));
+
+program
+  .command('report')
+  .description('one HTML file with plots of one or more runs overlaid, and sample completions')
+  .argument('<runs...>', 'run folders')
+  .requiredOption('--output <file>', 'HTML file to write')
+  .option('--png <file>', 'also render a PNG (needs Debian chromium)')
+  .action((runs: string[], o: { output: string; png?: string }) => runReport({ runs, ...o }));
 
 program.parseAsync(process.argv).catch((e: unknown) => {
   console.error(`hacrl: ${(e as Error).message}`);

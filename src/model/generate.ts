@@ -131,7 +131,9 @@ export function sampleRows(
       u -= p[i]!;
       if (u < 0) break;
     }
-    tokens[b] = pick;
+    // A row without a finite positive probability (a diverged model's NaN logits) still yields a valid token, so the
+    // trainer sees the non-finite loss and skips the update instead of crashing in the embedding lookup.
+    tokens[b] = pick >= 0 ? pick : argmax(logits.subarray(b * vocab, (b + 1) * vocab));
   }
   return tokens;
 }

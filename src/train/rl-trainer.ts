@@ -1,0 +1,250 @@
+/**
+ * The RLVR training loop (GRPO, GSPO, GSPO×2): steps over the training problems, per-step metrics and samples in the
+ * run folder, validation, atomic checkpoints, and a resume that continues bit for bit.
+ */
+import { performance } from 'node:perf_hooks';
+import { engine } from '../backend/engine.js';
+import type { RunConfig } from '../config/rl-config.js';
+import { resolveAgents, type ResolvedAgent } from '../config/rl-config.js';
+import { evaluate } from '../eval/evaluate.js';
+import { loadPretrained } from '../model/pretrained.js';
+import type { Transformer } from '../model/transformer.js';
+import { AdamW } from '../optim/adamw.js';
+import { learningRate } from '../optim/schedule.js';
+import { loadRewardModule } from '../rewards/load-reward.js';
+import { formatReward, mathReward, type WeightedReward } from '../rewards/reward.js';
+import type { Agent } from '../rollout/rollout.js';
+import { RunFolder } from '../run/run-folder.js';
+import { loadTrainState, saveTrainState, type DataCursor, type TrainState } from '../run/train-state.js';
+import { loadDataSpec } from '../tasks/data-spec.js';
+import type { Problem } from '../tasks/problem.js';
+import { Rng } from '../util/rng.js';
+import { rlStep, type RlStepOptions } from './rl-step.js';
+
+/** What the loop reports as it goes (one call per step, and for checkpoints and evaluations). */
+export type ProgressFn = (line: string) => void;
+
+/** The rewards the config asks for. */
+async function buildRewards(cfg: RunConfig): Promise<WeightedReward[]> {
+  const out: WeightedReward[] = [];
+  if (cfg.reward.math !== 0) out.push({ name: 'math', fn: mathReward(), weight: cfg.reward.math });
+  if (cfg.reward.format !== 0) out.push({ name: 'format', fn: formatReward(), weight: cfg.reward.format });
+  for (const c of cfg.reward.custom)
+    out.push({ name: c.name ?? c.path, fn: await loadRewardModule(c.path), weight: c.weight });
+  return out;
+}
+
+/** The permutation of the training set used in `epoch`: a function of the seed alone, so a resume needs no state. */
+function epochOrder(n: number, seed: number, epoch: number): number[] {
+  return new Rng(seed * 1_000_003 + epoch).shuffle(Array.from({ length: n }, (_, i) => i));
+}
+
+/** The next `count` problems from the cursor (crossing into the next epoch when needed); advances the cursor. */
+function nextProblems(train: readonly Problem[], seed: number, cursor: DataCursor, count: number): Problem[] {
+  const out: Problem[] = [];
+  let order = epochOrder(train.length, seed, cursor.epoch);
+  while (out.length < count) {
+    if (cursor.position >= order.length) {
+      cursor.epoch++;
+      cursor.position = 0;
+      order = epochOrder(train.length, seed, cursor.epoch);
+    }
+    out.push(train[order[cursor.position++]!]!);
+  }
+  return out;
+}
+
+/** The step options of one agent under the config. */
+function stepOptions(cfg: RunConfig, a: ResolvedAgent, rewards: WeightedReward[], step: number): RlStepOptions {
+  const o = cfg.optim;
+  const objective =
+    cfg.algorithm === 'gspo'
+      ? { kind: 'gspo' as const, clip: { low: o.clipLow, high: o.clipHigh } }
+      : {
+          kind: 'grpo' as const,
+          clip: { low: o.clipLow, high: o.clipHigh },
+          ...(o.dualClip ? { dualClip: o.dualClip } : {}),
+        };
+  return {
+    groupSize: cfg.rollout.groupSize,
+    sampling: {
+      temperature: a.temperature,
+      topP: a.topP,
+      topK: a.topK,
+      maxNewTokens: a.maxNewTokens,
+      stopStrings: a.stopStrings,
+    },
+    prompt: { template: a.template, ...(a.system === undefined ? {} : { system: a.system }) },
+    miniBatches: o.miniBatches,
+    epochs: o.epochs,
+    loss: {
+      objective,
+      aggregation: o.lossAggregation,
+      maskTruncated: o.maskTruncated,
+      ...(o.klCoef > 0 ? { kl: { coef: o.klCoef, estimator: o.klEstimator } } : {}),
+    },
+    advantageNormalization: o.advantage,
+    filterZeroVariance: o.filterZeroVariance,
+    clip: o.gradClip > 0 ? o.gradClip : Infinity,
+    lr: learningRate(step, {
+      peak: a.lr,
+      warmupSteps: o.warmupSteps,
+      totalSteps: cfg.steps,
+      kind: o.schedule,
+      minRatio: o.minLrRatio,
+    }),
+    rewards,
+    generationBatch: 64,
+  };
+}
+
+/** A fresh state: the agents as their checkpoints hold them, new optimizers, RNGs from the seed. */
+async function initialState(cfg: RunConfig, agents: ResolvedAgent[]): Promise<TrainState> {
+  return {
+    step: 0,
+    nonFiniteStreak: 0,
+    cursor: { epoch: 0, position: 0 },
+    rngs: { order: new Rng(cfg.seed * 7919 + 1).state() },
+    agents: await Promise.all(
+      agents.map(async (a, i) => {
+        const pretrained = await loadPretrained(a.checkpoint);
+        return {
+          name: a.name,
+          pretrained,
+          optimizer: { step: 0, m: new Map(), v: new Map() },
+          rngs: { sampling: new Rng(cfg.seed * 104729 + 17 * i + 2).state() },
+        };
+      }),
+    ),
+    extra: {},
+  };
+}
+
+/** Options of a training run. */
+export interface TrainOptions {
+  /** Continue from the run folder's latest complete checkpoint (an error when there is none). */
+  resume: boolean;
+  progress: ProgressFn;
+}
+
+/** Runs (or resumes) the training described by `cfg`. */
+export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<void> {
+  const k = engine();
+  const run = new RunFolder(cfg.runDir);
+  const agentsCfg = resolveAgents(cfg);
+  let state: TrainState;
+  if (options.resume) {
+    const latest = await run.latestCheckpoint();
+    if (!latest)
+      throw new Error(`--resume: no complete checkpoint in ${cfg.runDir}/checkpoints; start without --resume`);
+    const saved = JSON.stringify(await run.readConfig());
+    if (saved !== JSON.stringify(cfg))
+      throw new Error(
+        `--resume: the configuration differs from the one ${cfg.runDir} was started with; resume with the same file and overrides`,
+      );
+    state = await loadTrainState(latest.dir);
+    await run.truncateLogsAfter(state.step);
+    options.progress(`resuming ${cfg.runDir} from step ${state.step}`);
+  } else {
+    if (await run.latestCheckpoint().catch(() => null))
+      throw new Error(`${cfg.runDir} already holds a run; pass --resume to continue it, or choose another runDir`);
+    state = await initialState(cfg, agentsCfg);
+    await run.init(cfg);
+    await run.truncateLogsAfter(-1);
+  }
+  const train = (await loadDataSpec(cfg.data.train)).problems;
+  const validation = await Promise.all(cfg.data.validation.map(loadDataSpec));
+  const rewards = await buildRewards(cfg);
+  const agents: Agent[] = state.agents.map((a) => ({
+    name: a.name,
+    model: a.pretrained.model,
+    tokenizer: a.pretrained.tokenizer,
+  }));
+  const optimizers = state.agents.map((a) => {
+    const opt = new AdamW(a.pretrained.model.params, { lr: cfg.optim.lr, weightDecay: cfg.optim.weightDecay });
+    if (a.optimizer.step > 0) opt.load(a.optimizer);
+    return opt;
+  });
+  const references: (Transformer | null)[] = await Promise.all(
+    agentsCfg.map(async (a) => (cfg.optim.klCoef > 0 ? (await loadPretrained(a.checkpoint)).model : null)),
+  );
+  const orderRng = Rng.fromState(state.rngs.order!);
+  const samplingRngs = state.agents.map((a) => Rng.fromState(a.rngs.sampling!));
+  const started = performance.now();
+  const firstStep = state.step;
+
+  for (let step = state.step; step < cfg.steps; step++) {
+    const problems = nextProblems(train, cfg.seed, state.cursor, cfg.rollout.promptsPerStep);
+    let allSkipped = true;
+    for (const [i, agent] of agents.entries()) {
+      const o = stepOptions(cfg, agentsCfg[i]!, rewards, step);
+      const r = await rlStep(agent, references[i]!, optimizers[i]!, k, problems, o, {
+        sampling: samplingRngs[i]!,
+        order: orderRng,
+      });
+      const updates = o.miniBatches * o.epochs;
+      if (r.skippedUpdates < updates) allSkipped = false;
+      const row: Record<string, unknown> = { step: step + 1, agent: agent.name, ...r.metrics };
+      if (cfg.eval.every > 0 && (step + 1) % cfg.eval.every === 0)
+        row.val_accuracy = await validate(agent, validation, cfg);
+      await run.appendMetrics(row as { step: number });
+      await run.appendSamples(
+        r.rollouts.slice(0, cfg.samplesPerStep).map((ro, j) => ({
+          step: step + 1,
+          agent: agent.name,
+          prompt: ro.problem.prompt,
+          response: ro.text,
+          gold: ro.problem.answer,
+          reward: r.rewards[j],
+          correct: (r.rewards[j] ?? 0) > 0,
+        })),
+      );
+      const done = step + 1 - firstStep;
+      const eta = ((performance.now() - started) / done / 1e3) * (cfg.steps - step - 1);
+      options.progress(
+        `step ${step + 1}/${cfg.steps} ${agent.name}  reward ${r.metrics.reward_mean!.toFixed(3)}  ` +
+          `accuracy ${(100 * r.metrics.accuracy!).toFixed(1)}%  ${Math.round(r.metrics.tokens_per_s!)} tok/s  ` +
+          `ETA ${Math.round(eta)}s` +
+          (row.val_accuracy ? `  val ${JSON.stringify(row.val_accuracy)}` : ''),
+      );
+    }
+    state.nonFiniteStreak = allSkipped ? state.nonFiniteStreak + 1 : 0;
+    if (state.nonFiniteStreak >= cfg.maxNonFiniteSteps) {
+      const last = await run.latestCheckpoint();
+      throw new Error(
+        `stopping: ${state.nonFiniteStreak} consecutive steps had a non-finite loss or gradient (lower the learning ` +
+          `rate?); the last good checkpoint is ${last ? last.dir : 'none (no checkpoint was written yet)'}`,
+      );
+    }
+    state.step = step + 1;
+    const last = step + 1 === cfg.steps;
+    if (last || (cfg.checkpoint.every > 0 && (step + 1) % cfg.checkpoint.every === 0)) {
+      state.rngs = { order: orderRng.state() };
+      state.agents.forEach((a, i) => {
+        a.optimizer = optimizers[i]!.state();
+        a.rngs = { sampling: samplingRngs[i]!.state() };
+      });
+      const ref = await run.commitCheckpoint(step + 1, (dir) => saveTrainState(dir, state), cfg.checkpoint.keepLast);
+      options.progress(`checkpoint ${ref.dir}`);
+    }
+  }
+}
+
+/** Greedy accuracy of an agent on each validation set (the first eval.problems problems of each). */
+async function validate(
+  agent: Agent,
+  sets: { name: string; problems: Problem[] }[],
+  cfg: RunConfig,
+): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  const a = resolveAgents(cfg).find((x) => x.name === agent.name)!;
+  for (const d of sets) {
+    const problems = cfg.eval.problems > 0 ? d.problems.slice(0, cfg.eval.problems) : d.problems;
+    const report = await evaluate(agent.model, engine(), agent.tokenizer, problems, {
+      maxNewTokens: a.maxNewTokens,
+      prompt: { template: a.template, ...(a.system === undefined ? {} : { system: a.system }) },
+    });
+    out[d.name] = report.greedy.value;
+  }
+  return out;
+}

@@ -1,0 +1,154 @@
+// The RL loop end to end on a very small agent: reproducibility, a SIGKILL'd run resumed bit for bit, refusals, and
+// the stop after repeated non-finite steps.
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+const root = await mkdtemp(join(tmpdir(), 'hacrl-rl-'));
+after(() => rm(root, { recursive: true, force: true }));
+const agentDir = join(root, 'agent');
+const rewardPath = join(root, 'digits.mjs');
+
+function hacrl(args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, ['dist/src/cli/main.js', ...args], { encoding: 'utf8' });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Overrides of a small, fast run in `runDir` (a reward with variance even for an untrained agent). */
+function runArgs(runDir: string, extra: string[] = []): string[] {
+  return [
+    'train',
+    '--set',
+    `agents.0.name=a`,
+    `agents.0.checkpoint=${agentDir}`,
+    `runDir=${runDir}`,
+    'data.train=easy:train:64',
+    'data.validation=[easy:test:8]',
+    'data.template={question}',
+    'rollout.promptsPerStep=2',
+    'rollout.groupSize=4',
+    'rollout.maxNewTokens=16',
+    'optim.miniBatches=2',
+    'optim.lr=0.003',
+    'reward.math=0',
+    `reward.custom=[{path: ${rewardPath}, weight: 1, name: digits}]`,
+    'steps=5',
+    'eval.every=2',
+    'eval.problems=8',
+    'checkpoint.every=1',
+    'checkpoint.keepLast=10',
+    ...extra,
+  ];
+}
+
+/** metrics.jsonl rows without the wall-clock fields (which legitimately differ between runs). */
+async function metrics(runDir: string): Promise<Record<string, unknown>[]> {
+  const text = await readFile(join(runDir, 'metrics.jsonl'), 'utf8');
+  return text
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>)
+    .map((row) => Object.fromEntries(Object.entries(row).filter(([key]) => !/^time_|tokens_per_s/.test(key))));
+}
+
+const finalWeights = (runDir: string): Promise<Buffer> =>
+  readFile(join(runDir, 'checkpoints', 'step-000005', 'agents', 'a', 'model.safetensors'));
+
+describe('hacrl train', () => {
+  before(async () => {
+    await writeFile(
+      rewardPath,
+      'export default (s) => (s.response.match(/[0-9]/g) ?? []).length / Math.max(1, s.response.length);\n',
+    );
+    const r = hacrl([
+      'sft',
+      '--out',
+      agentDir,
+      '--steps',
+      '10',
+      '--eval-every',
+      '0',
+      '--eval-n',
+      '8',
+      '--train-n',
+      '200',
+      '--hidden',
+      '32',
+      '--layers',
+      '1',
+      '--heads',
+      '2',
+      '--batch-size',
+      '8',
+      '--max-new-tokens',
+      '16',
+    ]);
+    assert.equal(r.status, 0, r.stderr);
+  });
+
+  test('the same seed twice gives identical metrics and weights', async () => {
+    const a = hacrl(runArgs(join(root, 'a')));
+    assert.equal(a.status, 0, a.stderr);
+    assert.match(a.stdout, /step 5\/5 a {2}reward /);
+    const b = hacrl(runArgs(join(root, 'b')));
+    assert.equal(b.status, 0, b.stderr);
+    const ma = await metrics(join(root, 'a'));
+    assert.equal(ma.length, 5);
+    assert.ok(
+      ma.some((row) => row.val_accuracy !== undefined),
+      'validation ran',
+    );
+    assert.deepEqual(await metrics(join(root, 'b')), ma);
+    assert.ok((await finalWeights(join(root, 'a'))).equals(await finalWeights(join(root, 'b'))));
+    const first = await readFile(join(agentDir, 'model.safetensors'));
+    assert.ok(!first.equals(await finalWeights(join(root, 'a'))), 'training changed the weights');
+  });
+
+  test('a run killed with SIGKILL and resumed ends with the weights and metrics of an uninterrupted run', async () => {
+    const dir = join(root, 'killed');
+    const child = spawn(process.execPath, ['dist/src/cli/main.js', ...runArgs(dir)], { stdio: 'ignore' });
+    // Kill it as soon as step 2's checkpoint is complete (mid-run, with later steps not yet done).
+    await new Promise<void>((resolve, reject) => {
+      const poll = setInterval(() => {
+        if (existsSync(join(dir, 'checkpoints', 'step-000002', 'state.json'))) {
+          clearInterval(poll);
+          child.kill('SIGKILL');
+          resolve();
+        }
+      }, 5);
+      child.on('exit', () => {
+        clearInterval(poll);
+        reject(new Error('the run finished before it could be killed'));
+      });
+    }).catch((e: Error) => assert.fail(e.message));
+    await new Promise((r) => child.once('exit', r));
+    assert.ok(!existsSync(join(dir, 'checkpoints', 'step-000005')), 'killed before the end');
+    const resumed = hacrl([...runArgs(dir), '--resume']);
+    assert.equal(resumed.status, 0, resumed.stderr);
+    assert.match(resumed.stdout, /resuming .* from step [2-4]/);
+    assert.ok((await finalWeights(dir)).equals(await finalWeights(join(root, 'a'))), 'final weights equal');
+    assert.deepEqual(await metrics(dir), await metrics(join(root, 'a')));
+  });
+
+  test('resume with nothing to resume, a second start in a used folder, and a changed config are refused', () => {
+    const none = hacrl([...runArgs(join(root, 'empty')), '--resume']);
+    assert.notEqual(none.status, 0);
+    assert.match(none.stderr, /--resume: no complete checkpoint in/);
+    const again = hacrl(runArgs(join(root, 'a')));
+    assert.match(again.stderr, /already holds a run; pass --resume/);
+    const changed = hacrl([...runArgs(join(root, 'a'), ['optim.lr=0.01']), '--resume']);
+    assert.match(changed.stderr, /the configuration differs/);
+  });
+
+  test('repeated non-finite steps stop the run with a clear error, the last good checkpoint intact', () => {
+    const dir = join(root, 'nan');
+    const r = hacrl(runArgs(dir, ['optim.lr=1e38', 'optim.gradClip=0', 'steps=8', 'optim.weightDecay=0']));
+    assert.notEqual(r.status, 0);
+    assert.match(r.stderr, /stopping: 3 consecutive steps had a non-finite loss or gradient/);
+    assert.ok(existsSync(join(dir, 'checkpoints', 'step-000001', 'state.json')));
+  });
+});
