@@ -1,10 +1,10 @@
 /**
- * `npm run bench:model [-- --json] [-- --quick]`: whole-model throughput of three Qwen3-style models (about 1M, 10M
- * and 50M parameters) against PyTorch on the same checkpoint, batch, thread count and machine, in one run: SFT
- * training tokens/s (forward, backward, AdamW) and greedy decode tokens/s with a KV cache at batch 1, 16 and 64, with
- * the ratios hacrl/torch (> 1: hacrl faster) and model FLOPs utilisation against the FMA peak measured here.
- * The torch side is bench/torch_model_bench.py run by Debian's /usr/bin/python3. With --json the last line is one
- * JSON object.
+ * `npm run bench:model [-- --json] [-- --quick] [-- --torch-openblas-core=NAME]`: whole-model throughput of three
+ * Qwen3-style models (about 1M, 10M and 50M parameters) against PyTorch on the same checkpoint, batch, thread count
+ * and machine, in one run: SFT training tokens/s (forward, backward, AdamW) and greedy decode tokens/s with a KV cache
+ * at batch 1, 16 and 64, with the ratios hacrl/torch (> 1: hacrl faster) and model FLOPs utilisation against the FMA
+ * peak measured here. The torch side is bench/torch_model_bench.py run by Debian's /usr/bin/python3. With --json the
+ * last line is one JSON object.
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { engine } from '../src/backend/engine.js';
 import type { Kernels } from '../src/backend/kernels.js';
 import { nativeBackend, nativeLoadError } from '../src/backend/select.js';
-import { generate, sampleToken } from '../src/model/generate.js';
+import { generate, sampleRows } from '../src/model/generate.js';
 import { parseHfConfig, type TransformerConfig } from '../src/model/hf-config.js';
 import { KVCache } from '../src/model/kv-cache.js';
 import type { PromptResponse } from '../src/model/pack.js';
@@ -27,6 +27,12 @@ import { Tape } from '../src/tensor/tape.js';
 import { Rng } from '../src/util/rng.js';
 
 const args = new Set(process.argv.slice(2));
+/**
+ * --torch-openblas-core=NAME runs the torch side with OPENBLAS_CORETYPE=NAME (e.g. SkylakeX for its AVX-512 kernels)
+ * instead of the inherited setting; hacrl's side is unaffected (it multiplies with oneDNN unless HACRL_BLAS says else).
+ */
+const torchCore =
+  process.argv.find((a) => a.startsWith('--torch-openblas-core='))?.split('=')[1] ?? process.env.OPENBLAS_CORETYPE;
 const json = args.has('--json');
 const quick = args.has('--quick');
 const log = (s: string): void => {
@@ -52,9 +58,9 @@ interface ModelSpec {
 }
 
 const MODELS: ModelSpec[] = [
-  { name: '1M', hidden: 128, layers: 4, heads: 2, intermediate: 384, vocab: 4096, steps: 4 },
-  { name: '10M', hidden: 320, layers: 6, heads: 4, intermediate: 960, vocab: 8192, steps: 3 },
-  { name: '50M', hidden: 640, layers: 8, heads: 10, intermediate: 1920, vocab: 16384, steps: 2 },
+  { name: '1M', hidden: 128, layers: 4, heads: 2, intermediate: 384, vocab: 4096, steps: 6 },
+  { name: '10M', hidden: 320, layers: 6, heads: 4, intermediate: 960, vocab: 8192, steps: 5 },
+  { name: '50M', hidden: 640, layers: 8, heads: 10, intermediate: 1920, vocab: 16384, steps: 3 },
 ];
 
 const TRAIN = quick ? { batch: 4, seqLen: 128, promptLen: 16 } : { batch: 8, seqLen: 256, promptLen: 32 };
@@ -109,6 +115,7 @@ function randomIds(rng: Rng, n: number, vocab: number): number[] {
   return Array.from({ length: n }, () => 1 + rng.int(vocab - 1));
 }
 
+const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   const mid = s.length >> 1;
@@ -136,27 +143,18 @@ function hacrlTrain(k: Kernels, model: Transformer, items: PromptResponse[], ste
   return { stepS: times, firstLoss };
 }
 
-/** log Σ exp(row), as generate() computes it for every sampled token's log-prob. */
-function logSumExp(row: Float32Array): number {
-  let max = -Infinity;
-  for (const x of row) if (x > max) max = x;
-  let sum = 0;
-  for (const x of row) sum += Math.exp(x - max);
-  return max + Math.log(sum);
-}
-
 interface DecodeTiming {
   prefillS: number;
-  /** Seconds of each decode step (the median is robust to other processes taking the core for a moment). */
+  /** Seconds of each decode step. */
   stepS: number[];
   /** Greedy tokens [B][newTokens]. */
   tokens: number[][];
 }
 
 /**
- * generate()'s loop with the prefill timed apart: prefill with the cache, then per step one token of every sequence
- * through decodeStep, the head, the greedy pick and that token's log-prob. The first new token comes from the
- * prefill, each of the other newTokens − 1 from one decode step.
+ * generate()'s loop with the prefill timed apart, built from the same calls (sampleRows, gatherLogProbs): prefill
+ * with the cache, then per step one token of every sequence through decodeStep, the head, the greedy pick and that
+ * token's log-prob. The first new token comes from the prefill, each of the other newTokens − 1 from one decode step.
  */
 function hacrlDecode(k: Kernels, model: Transformer, prompts: number[][], newTokens: number): DecodeTiming {
   const { cfg } = model;
@@ -167,16 +165,18 @@ function hacrlDecode(k: Kernels, model: Transformer, prompts: number[][], newTok
   const cache = new KVCache(cfg.layers, batch, cfg.kvHeads, cfg.headDim, promptLen + newTokens, keyStart);
   const greedy = { temperature: 0, topK: 0, topP: 1 };
   const rng = new Rng(0);
+  const active = new Array<boolean>(batch).fill(true);
   const tokens = prompts.map((): number[] => []);
   const next = new Int32Array(batch);
+  const logProb = new Float32Array(batch);
+  const lse = new Float32Array(batch);
   let logProbSum = 0;
   const pick = (logits: Float32Array): void => {
+    next.set(sampleRows(k, logits, vocab, active, greedy, rng));
+    k.gatherLogProbs(logits, next, logProb, lse, batch, vocab);
     for (let b = 0; b < batch; b++) {
-      const row = logits.subarray(b * vocab, (b + 1) * vocab);
-      const token = sampleToken(row, greedy, rng);
-      logProbSum += row[token]! - logSumExp(row);
-      tokens[b]!.push(token);
-      next[b] = token;
+      tokens[b]!.push(next[b]!);
+      logProbSum += logProb[b]!;
     }
   };
   const t0 = performance.now();
@@ -216,7 +216,7 @@ function runTorch(input: string): TorchResult {
   // torch runs two thread pools here, OpenMP for its own ops and pthreads OpenBLAS for matmuls; with OpenMP's default
   // spin-waiting they fight over the cores and torch on 2 threads runs 4–10× slower than on 1, so its OpenMP threads
   // sleep when idle instead (its fastest setting on this machine; no effect on 1 thread).
-  const env = { ...process.env, OMP_WAIT_POLICY: 'PASSIVE' };
+  const env = { ...process.env, OMP_WAIT_POLICY: 'PASSIVE', ...(torchCore ? { OPENBLAS_CORETYPE: torchCore } : {}) };
   const r = spawnSync(PYTHON, [TORCH_SCRIPT, input], { encoding: 'utf8', maxBuffer: 1 << 28, env });
   if (r.status !== 0)
     throw new Error(`${TORCH_SCRIPT} failed (needs ${PYTHON} with torch): ${r.error?.message ?? r.stderr}`);
@@ -300,7 +300,10 @@ interface ModelResult {
   name: string;
   params: number;
   matmul_params: number;
-  config: Omit<ModelSpec, 'name' | 'steps'> & { kv_heads: number; head_dim: number };
+  config: Pick<ModelSpec, 'hidden' | 'layers' | 'heads' | 'intermediate' | 'vocab'> & {
+    kv_heads: number;
+    head_dim: number;
+  };
   train: TrainRow[];
   decode: DecodeRow[];
   /** Average cores used by other processes while each side ran (see backgroundCores). */
@@ -340,8 +343,11 @@ async function benchModel(
       // A fresh copy of the checkpoint for each run: training changes the weights in place.
       h.train = hacrlTrain(k, await loadModel(dir), items, steps);
       const model = await loadModel(dir);
-      hacrlDecode(k, model, prompts.slice(0, 1), 2);
-      h.decode = DECODE.batches.map((b) => hacrlDecode(k, model, prompts.slice(0, b), DECODE.newTokens));
+      h.decode = DECODE.batches.map((b) => {
+        // An untimed short run first: the BLAS prepares its kernels for each new shape on the first call.
+        hacrlDecode(k, model, prompts.slice(0, b), 2);
+        return hacrlDecode(k, model, prompts.slice(0, b), DECODE.newTokens);
+      });
     }
 
     const afterHacrl = cpuTicks();
@@ -390,8 +396,8 @@ async function benchModel(
       DECODE.batches.forEach((batch, i) => {
         const hd = h.decode[i]!;
         const td = t.decode![i]!;
-        const hTok = batch / median(hd.stepS);
-        const tTok = batch / median(td.step_s);
+        const hTok = (batch * hd.stepS.length) / sum(hd.stepS);
+        const tTok = (batch * td.step_s.length) / sum(td.step_s);
         const same = hd.tokens.filter((seq, b) => seq.every((tok, j) => tok === td.tokens[b]![j])).length;
         decode.push({
           threads: h.threads,
@@ -407,12 +413,19 @@ async function benchModel(
         });
       });
     }
-    const { name, steps: _steps, ...shape } = s;
     const result: ModelResult = {
-      name,
+      name: s.name,
       params: initial.numParameters,
       matmul_params: n,
-      config: { ...shape, kv_heads: cfg.kvHeads, head_dim: cfg.headDim },
+      config: {
+        hidden: s.hidden,
+        layers: s.layers,
+        heads: s.heads,
+        kv_heads: cfg.kvHeads,
+        head_dim: cfg.headDim,
+        intermediate: s.intermediate,
+        vocab: s.vocab,
+      },
       train,
       decode,
       background_cores: background,
@@ -427,26 +440,41 @@ async function benchModel(
  * hacrl's generate() on the headline decode case, to check that the timed loop above does what the library does
  * (identical greedy tokens) and to show its end-to-end rate, prefill and per-token log-prob bookkeeping included.
  */
-async function generateCheck(k: Kernels, threads: number): Promise<Record<string, number | boolean>> {
+interface GenerateCheck {
+  threads: number;
+  batch: number;
+  tokens_match_timed_loop: boolean;
+  generate_tokens_per_s_with_prefill: number;
+  timed_loop_tokens_per_s_with_prefill: number;
+  background_cores: number | null;
+}
+
+async function generateCheck(k: Kernels, threads: number): Promise<GenerateCheck> {
   const s = MODELS.find((m) => m.name === HEADLINE.model)!;
   const cfg = qwen3Config(s);
   const model = initModel(cfg, SEED);
   const rng = new Rng(SEED + 2);
   const prompts = Array.from({ length: HEADLINE.decodeBatch }, () => randomIds(rng, DECODE.promptLen, cfg.vocabSize));
   useThreads(threads);
-  hacrlDecode(k, model, prompts.slice(0, 1), 2);
+  const timedGenerate = () => {
+    const t0 = performance.now();
+    const out = generate(model, k, prompts, { maxNewTokens: DECODE.newTokens, temperature: 0 });
+    return { out, seconds: (performance.now() - t0) / 1e3 };
+  };
+  // Each side twice, alternating, the second run counted: neither gets the other's warm-up.
+  const before = cpuTicks();
+  hacrlDecode(k, model, prompts, DECODE.newTokens);
+  timedGenerate();
   const loop = hacrlDecode(k, model, prompts, DECODE.newTokens);
-  const t0 = performance.now();
-  const out = generate(model, k, prompts, { maxNewTokens: DECODE.newTokens, temperature: 0 });
-  const seconds = (performance.now() - t0) / 1e3;
+  const gen = timedGenerate();
+  const tokens = prompts.length * DECODE.newTokens;
   return {
     threads,
     batch: HEADLINE.decodeBatch,
-    tokens_match_timed_loop: out.every((g, b) => g.ids.every((t, j) => t === loop.tokens[b]![j])),
-    generate_tokens_per_s_with_prefill: round((prompts.length * DECODE.newTokens) / seconds),
-    timed_loop_tokens_per_s_with_prefill: round(
-      (prompts.length * DECODE.newTokens) / (loop.prefillS + loop.stepS.reduce((a, b) => a + b, 0)),
-    ),
+    tokens_match_timed_loop: gen.out.every((g, b) => g.ids.every((t, j) => t === loop.tokens[b]![j])),
+    generate_tokens_per_s_with_prefill: round(tokens / gen.seconds),
+    timed_loop_tokens_per_s_with_prefill: round(tokens / (loop.prefillS + sum(loop.stepS))),
+    background_cores: backgroundCores(before, cpuTicks()),
   };
 }
 
@@ -474,8 +502,8 @@ async function main(): Promise<void> {
   );
   log(
     `decode: greedy, prompt ${DECODE.promptLen}, ${DECODE.newTokens} new tokens (1 from the prefill, ` +
-      `${DECODE.newTokens - 1} from decode steps), no early stop; tokens/s = batch / median decode-step ` +
-      `time (prefill not included, its time shown apart); MFU = (2·N + 4·L·Hq·D·keys)·tokens/s / peak`,
+      `${DECODE.newTokens - 1} from decode steps), no early stop; tokens/s = decode-step tokens / decode-step ` +
+      `time (GC pauses included, prefill not: its time is shown apart); MFU = (2·N + 4·L·Hq·D·keys)·tokens/s / peak`,
   );
 
   const results: ModelResult[] = [];
@@ -485,7 +513,10 @@ async function main(): Promise<void> {
     results.push(result);
     if (!torchInfo) {
       torchInfo = { torch: torch.torch, blas: torch.blas };
-      log(`torch ${torch.torch} BLAS: ${torch.blas}`);
+      log(
+        `torch ${torch.torch} BLAS: ${torch.blas}   (OPENBLAS_CORETYPE=${torchCore ?? 'unset'}; ` +
+          `torch.set_num_threads(n) and openblas_set_num_threads(n), OMP_WAIT_POLICY=PASSIVE)`,
+      );
     }
     const c = result.config;
     log(
@@ -531,6 +562,8 @@ async function main(): Promise<void> {
     `generate() check (${HEADLINE.model}, B=${HEADLINE.decodeBatch}): same tokens as the timed loop: ${check.tokens_match_timed_loop}; ` +
       `${check.generate_tokens_per_s_with_prefill} tokens/s end to end (timed loop: ${check.timed_loop_tokens_per_s_with_prefill})`,
   );
+  if ((check.background_cores ?? 0) > 0.1)
+    log(`  WARNING: other processes kept ${check.background_cores} cores busy during this check`);
   const wall = (performance.now() - started) / 1e3;
   log(`wall time ${round(wall)} s`);
 
@@ -543,6 +576,8 @@ async function main(): Promise<void> {
         torch_version: torchInfo?.torch ?? null,
         torch_blas: torchInfo?.blas ?? null,
         openblas_coretype: process.env.OPENBLAS_CORETYPE ?? null,
+        torch_openblas_coretype: torchCore ?? null,
+        torch_threading: 'torch.set_num_threads(n), openblas_set_num_threads(n), OMP_WAIT_POLICY=PASSIVE',
         peak_gflops: peak,
         train_setup: { ...TRAIN, warmup_steps: 1, adamw: ADAMW },
         decode_setup: { ...DECODE, greedy: true, prefill_in_tokens_per_s: false },
