@@ -157,6 +157,11 @@ interface DecodeTiming {
  * token's log-prob. The first new token comes from the prefill, each of the other newTokens − 1 from one decode step.
  */
 function hacrlDecode(k: Kernels, model: Transformer, prompts: number[][], newTokens: number): DecodeTiming {
+  // As generate() does: inference uses [in, out] copies of the weights, made before the timed region.
+  return model.withInferenceWeights(() => decodeLoop(k, model, prompts, newTokens));
+}
+
+function decodeLoop(k: Kernels, model: Transformer, prompts: number[][], newTokens: number): DecodeTiming {
   const { cfg } = model;
   const batch = prompts.length;
   const promptLen = prompts[0]!.length;

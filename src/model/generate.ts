@@ -158,6 +158,15 @@ export function generate(
   prompts: readonly (readonly number[])[],
   options: SamplingOptions = {},
 ): Generation[] {
+  return model.withInferenceWeights(() => generateWith(model, k, prompts, options));
+}
+
+function generateWith(
+  model: Transformer,
+  k: Kernels,
+  prompts: readonly (readonly number[])[],
+  options: SamplingOptions,
+): Generation[] {
   validate(options);
   const o = { temperature: options.temperature ?? 1, topK: options.topK ?? 0, topP: options.topP ?? 1 };
   const maxNew = options.maxNewTokens ?? 256;

@@ -34,8 +34,12 @@ function gradOrScratch(t: Tensor): F32 {
   return t.requiresGrad ? t.ensureGrad() : new Float32Array(t.size);
 }
 
-/** y = x·Wᵀ + b, the Hugging Face Linear layout: x [..., in], W [out, in], b [out]; y [..., out]. */
-export function linear(ctx: Ctx, x: Tensor, w: Tensor, bias?: Tensor): Tensor {
+/**
+ * y = x·Wᵀ + b, the Hugging Face Linear layout: x [..., in], W [out, in], b [out]; y [..., out]. `wT`, a copy of W as
+ * [in, out], is used when given and nothing is recorded: BLAS kernels run the transposed-B product several times
+ * slower than the plain one when x has few rows (decoding), see Transformer.withInferenceWeights.
+ */
+export function linear(ctx: Ctx, x: Tensor, w: Tensor, bias?: Tensor, wT?: Float32Array): Tensor {
   const [outF, inF] = w.shape as [number, number];
   if (w.shape.length !== 2) shapeError('linear', `weight must be 2-D [out, in], got [${w.shape.join(',')}]`);
   if (x.lastDim !== inF)
@@ -43,9 +47,11 @@ export function linear(ctx: Ctx, x: Tensor, w: Tensor, bias?: Tensor): Tensor {
   if (bias && bias.size !== outF) shapeError('linear', `bias has ${bias.size} elements, weight has ${outF} outputs`);
   const rows = x.rows;
   const y = new Float32Array(rows * outF);
-  ctx.k.gemm({ transB: true, m: rows, n: outF, k: inF, a: { data: x.data }, b: { data: w.data }, c: { data: y } });
+  const track = tracking(ctx, x, w, bias);
+  if (wT && !track) ctx.k.gemm({ m: rows, n: outF, k: inF, a: { data: x.data }, b: { data: wT }, c: { data: y } });
+  else ctx.k.gemm({ transB: true, m: rows, n: outF, k: inF, a: { data: x.data }, b: { data: w.data }, c: { data: y } });
   if (bias) ctx.k.addBias(y, bias.data, y, rows, outF);
-  const out = new Tensor(y, [...x.shape.slice(0, -1), outF], tracking(ctx, x, w, bias));
+  const out = new Tensor(y, [...x.shape.slice(0, -1), outF], track);
   if (out.requiresGrad)
     ctx.tape!.record(() => {
       const dy = out.grad;
