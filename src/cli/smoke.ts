@@ -5,25 +5,16 @@ import { typescriptKernels } from '../backend/typescript.js';
 import { linear, lmHeadLogProbs, rmsNorm } from '../tensor/ops.js';
 import { Tape } from '../tensor/tape.js';
 import { Tensor } from '../tensor/tensor.js';
+import { Rng } from '../util/rng.js';
 
-function seeded(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296 - 0.5;
-  };
-}
-
-function random(n: number, rng: () => number): Float32Array {
-  return Float32Array.from({ length: n }, rng);
+/** n uniform values in [-0.5, 0.5). */
+function random(n: number, rng: Rng): Float32Array {
+  return Float32Array.from({ length: n }, () => rng.next() - 0.5);
 }
 
 /** A tiny language-model step (linear → RMSNorm → head log-probs) backward; returns the summed log-prob and ‖∇W‖. */
 function tinyStep(): { logProb: number; gradNorm: number } {
-  const rng = seeded(7);
+  const rng = new Rng(7);
   const k = engine();
   const tape = new Tape();
   const ctx = { k, tape };
@@ -42,7 +33,7 @@ function tinyStep(): { logProb: number; gradNorm: number } {
 export function runSmoke(json: boolean): void {
   const k = engine();
   const n = 512;
-  const rng = seeded(1);
+  const rng = new Rng(1);
   const a = random(n * n, rng);
   const b = random(n * n, rng);
   const c = new Float32Array(n * n);
