@@ -11,6 +11,7 @@ import { loadPretrained } from '../model/pretrained.js';
 import type { Transformer } from '../model/transformer.js';
 import { AdamW } from '../optim/adamw.js';
 import { learningRate } from '../optim/schedule.js';
+import { extractAnswer } from '../rewards/extract.js';
 import { loadRewardModule } from '../rewards/load-reward.js';
 import { formatReward, mathReward, type WeightedReward } from '../rewards/reward.js';
 import type { Agent } from '../rollout/rollout.js';
@@ -185,8 +186,9 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
       const updates = o.miniBatches * o.epochs;
       if (r.skippedUpdates < updates) allSkipped = false;
       const row: Record<string, unknown> = { step: step + 1, agent: agent.name, ...r.metrics };
-      if (cfg.eval.every > 0 && (step + 1) % cfg.eval.every === 0)
-        row.val_accuracy = await validate(agent, validation, cfg);
+      // Validation every eval.every steps and always after the last one (eval.every = 0: only then).
+      const evalNow = step + 1 === cfg.steps || (cfg.eval.every > 0 && (step + 1) % cfg.eval.every === 0);
+      if (evalNow && validation.length > 0) row.val_accuracy = await validate(agent, validation, cfg);
       await run.appendMetrics(row as { step: number });
       await run.appendSamples(
         r.rollouts.slice(0, cfg.samplesPerStep).map((ro, j) => ({
@@ -194,6 +196,7 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
           agent: agent.name,
           prompt: ro.problem.prompt,
           response: ro.text,
+          answer: extractAnswer(ro.text),
           gold: ro.problem.answer,
           reward: r.rewards[j],
           correct: (r.rewards[j] ?? 0) > 0,
