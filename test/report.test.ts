@@ -12,6 +12,8 @@ import { chromiumPath, runChromium } from '../src/report/chromium.js';
 import { summarizeConfig } from '../src/report/config-summary.js';
 import { uniqueLabels } from '../src/report/run-data.js';
 import { formatTick, valueAxis } from '../src/report/scale.js';
+import { breakAtMissing } from '../src/report/series.js';
+import { renderLinePlot } from '../src/report/svg-plot.js';
 
 const root = await mkdtemp(join(tmpdir(), 'hacrl-report-'));
 after(() => rm(root, { recursive: true, force: true }));
@@ -213,6 +215,23 @@ describe('report inputs', () => {
     await assert.rejects(runReport({ runs: [bad], output: join(root, 'x.html') }), /bad-run\/metrics\.jsonl:3: /);
     await writeFile(join(bad, 'metrics.jsonl'), '{"loss":1}\n');
     await assert.rejects(runReport({ runs: [bad], output: join(root, 'x.html') }), /metrics\.jsonl:1: .*step/);
+  });
+
+  test('gaps where a series skips its cadence, and long series thinned to the pixel columns', () => {
+    const pts = (steps: number[]): [number, number][] => steps.map((x) => [x, x]);
+    assert.deepEqual(breakAtMissing(pts([0, 4, 8, 12])), pts([0, 4, 8, 12]), 'every 4th step: one line');
+    assert.deepEqual(breakAtMissing(pts([0, 1, 2, 4, 5])), [...pts([0, 1, 2]), [3, null], ...pts([4, 5])]);
+    const long = Array.from({ length: 20_000 }, (_, i): [number, number] => [i, Math.sin(i / 50)]);
+    const svg = renderLinePlot({
+      title: 't',
+      xLabel: 'step',
+      yLabel: '',
+      lines: [{ points: long, colour: '#000', dash: '' }],
+      legend: [],
+    });
+    const d = /<path class="series" d="([^"]*)"/.exec(svg)![1]!;
+    const n = d.split('L').length;
+    assert.ok(n < 2_000, `${n} path points for a 368 px wide plot`);
   });
 
   test('labels, ticks', () => {

@@ -29,7 +29,12 @@ export function renderPanels(panels: readonly Panel[], set: SeriesSet): string[]
       .map((i) => ({ label: set.sources[i]!.label, colour: sourceColour(i), dash: '' }));
     if (panel.fields.length > 1)
       legend.push(
-        ...panel.fields.map((f, k) => ({ label: f, colour: METRIC_SWATCH, dash: DASHES[k % DASHES.length]! })),
+        ...panel.fields.map((f, k) => ({
+          label: f,
+          colour: METRIC_SWATCH,
+          dash: DASHES[k % DASHES.length]!,
+          newRow: k === 0,
+        })),
       );
     return renderLinePlot({ title: panel.title, xLabel: 'step', yLabel: panel.yLabel, lines, legend });
   });

@@ -19,6 +19,8 @@ export interface LegendEntry {
   label: string;
   colour: string;
   dash: string;
+  /** Start a new legend row with this entry (e.g. metric names after run names). */
+  newRow?: boolean;
 }
 
 /** What to draw. */
@@ -117,6 +119,7 @@ function drawLine(line: PlotLine, sx: (x: number) => number, sy: (y: number) => 
   if (current.length > 0) runs.push(current);
   const d = runs
     .filter((r) => r.length > 1)
+    .map(thin)
     .map((r) => r.map(([x, y], i) => `${i === 0 ? 'M' : 'L'}${r1(x)} ${r1(y)}`).join(' '))
     .join(' ');
   const dash = line.dash === '' ? '' : ` stroke-dasharray="${line.dash}"`;
@@ -132,6 +135,28 @@ function drawLine(line: PlotLine, sx: (x: number) => number, sy: (y: number) => 
   return [path, ...dots].filter((p) => p !== '').join('\n');
 }
 
+/**
+ * Keeps, of the points falling in one pixel column, the first, lowest, highest and last: a long run (thousands of
+ * steps) then draws the same picture with a path a few plot-widths long instead of one point per step.
+ */
+function thin(points: [number, number][]): [number, number][] {
+  if (points.length <= 1000) return points;
+  const out: [number, number][] = [];
+  for (let i = 0; i < points.length;) {
+    const column = Math.round(points[i]![0]);
+    let j = i;
+    let lo = i;
+    let hi = i;
+    for (; j < points.length && Math.round(points[j]![0]) === column; j++) {
+      if (points[j]![1] < points[lo]![1]) lo = j;
+      if (points[j]![1] > points[hi]![1]) hi = j;
+    }
+    for (const k of [...new Set([i, Math.min(lo, hi), Math.max(lo, hi), j - 1])]) out.push(points[k]!);
+    i = j;
+  }
+  return out;
+}
+
 interface PlacedEntry {
   entry: LegendEntry;
   x: number;
@@ -145,7 +170,7 @@ function layoutLegend(entries: readonly LegendEntry[], width: number): { items: 
   let row = 0;
   for (const entry of entries) {
     const w = SWATCH + 5 + entry.label.length * CHAR_WIDTH + 14;
-    if (x + w > width - MARGIN.right && x > MARGIN.left) {
+    if ((entry.newRow === true || x + w > width - MARGIN.right) && x > MARGIN.left) {
       row++;
       x = MARGIN.left;
     }
