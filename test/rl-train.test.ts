@@ -1,22 +1,18 @@
 // The RL loop end to end on a very small agent: reproducibility, a SIGKILL'd run resumed bit for bit, refusals, and
 // the stop after repeated non-finite steps.
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { hacrl, TINY_AGENT_FLAGS } from './cli.js';
 
 const root = await mkdtemp(join(tmpdir(), 'hacrl-rl-'));
 after(() => rm(root, { recursive: true, force: true }));
 const agentDir = join(root, 'agent');
 const rewardPath = join(root, 'digits.mjs');
-
-function hacrl(args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, ['dist/src/cli/main.js', ...args], { encoding: 'utf8' });
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
-}
 
 /** Overrides of a small, fast run in `runDir` (a reward with variance even for an untrained agent). */
 function runArgs(runDir: string, extra: string[] = []): string[] {
@@ -76,14 +72,7 @@ describe('hacrl train', () => {
       '8',
       '--train-n',
       '200',
-      '--hidden',
-      '32',
-      '--layers',
-      '1',
-      '--heads',
-      '2',
-      '--batch-size',
-      '8',
+      ...TINY_AGENT_FLAGS,
       '--max-new-tokens',
       '16',
     ]);

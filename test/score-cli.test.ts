@@ -1,6 +1,5 @@
 // `hacrl score` from the outside: text and id rows through the CLI, checked against the PyTorch reference.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +8,7 @@ import { saveModel } from '../src/model/weights.js';
 import { CharTokenizer } from '../src/tokenizer/char-tokenizer.js';
 import { CONFIGS, testModel } from './tiny-models.js';
 import { requireTorch, runTorchReference } from './torch-reference.js';
+import { hacrl } from './cli.js';
 
 const root = await mkdtemp(join(tmpdir(), 'hacrl-score-'));
 after(() => rm(root, { recursive: true, force: true }));
@@ -18,11 +18,6 @@ const tokenizer = new CharTokenizer({
   specialTokens: ['<eos>', '<pad>'],
   names: { eos: '<eos>', pad: '<pad>' },
 });
-
-function hacrl(args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, ['dist/src/cli/main.js', ...args], { encoding: 'utf8' });
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
-}
 
 describe('hacrl score', async () => {
   const dir = join(root, 'model');

@@ -1,19 +1,14 @@
 // `hacrl sft` and `hacrl eval` end to end on a very small agent (the full warm start is measured in the issue note).
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { meanInterval, wilson } from '../src/eval/evaluate.js';
+import { hacrl, TINY_AGENT_FLAGS } from './cli.js';
 
 const root = await mkdtemp(join(tmpdir(), 'hacrl-sft-'));
 after(() => rm(root, { recursive: true, force: true }));
-
-function hacrl(args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, ['dist/src/cli/main.js', ...args], { encoding: 'utf8' });
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
-}
 
 describe('confidence intervals', () => {
   test('Wilson interval matches hand-worked values and stays inside [0, 1]', () => {
@@ -45,14 +40,7 @@ describe('hacrl sft and hacrl eval', () => {
       '12',
       '--train-n',
       '300',
-      '--hidden',
-      '32',
-      '--layers',
-      '1',
-      '--heads',
-      '2',
-      '--batch-size',
-      '8',
+      ...TINY_AGENT_FLAGS,
       '--max-new-tokens',
       '24',
     ]);
