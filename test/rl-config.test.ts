@@ -183,7 +183,10 @@ test('unknown keys and malformed overrides are refused, naming the closest valid
   const cases: [string, RegExp][] = [
     ['rollout.groupSze=8', /unknown key "rollout\.groupSze": did you mean "rollout\.groupSize"\?/],
     ['optim.LR=1e-5', /did you mean "optim\.lr"\?/],
-    ['groupSize=8', /unknown key "groupSize" \(valid keys: algorithm, .*\); did you mean "rollout\.groupSize"\?/],
+    [
+      'groupSize=8',
+      /unknown key "groupSize" \(valid keys: algorithm, .*\); did you mean "agents\.N\.groupSize" or "rollout\.groupSize"\?/,
+    ],
     [
       'agents.0.learningRate=1',
       /unknown key "agents\.0\.learningRate" \(valid keys of agents\.0: name, checkpoint, lr/,
@@ -206,20 +209,27 @@ test('every refused combination says what to change', async () => {
   const cases: [string[], RegExp][] = [
     [
       ['rollout.promptsPerStep=3', 'rollout.groupSize=3', 'optim.miniBatches=2'],
-      /3 × 3 = 9 rollouts per step cannot be split into 2 equal mini-batches: set optim\.miniBatches to a divisor of 9 \(1, 3, 9\)/,
+      /9 rollouts per step and learner \(rollout\.promptsPerStep 3 × the group sizes\) cannot be split into 2 equal mini-batches: set optim\.miniBatches to a divisor of 9 \(1, 3, 9\)/,
     ],
-    [['rollout.groupSize=1'], /rollout\.groupSize is 1: .* set rollout\.groupSize to 2 or more/],
+    [
+      ['algorithm=hacpo', 'agents.1.name=b', 'agents.1.checkpoint=y', 'agents.1.groupSize=5', 'optim.miniBatches=3'],
+      /104 rollouts per step and learner \(rollout\.promptsPerStep 8 × the group sizes of all agents\) cannot be split into 3/,
+    ],
+    [['rollout.groupSize=1'], /the group size is 1: .* set it to 2 or more\n {2}→ at rollout\.groupSize/],
+    [['agents.0.groupSize=1'], /the group size is 1: .*\n {2}→ at agents\[0\]\.groupSize/],
     [['optim.epochs=0'], /must be at least 1: each step trains on its rollouts at least once\n {2}→ at optim\.epochs/],
     [['checkpoint.keepLast=0'], /must be at least 1: resuming needs a checkpoint\n {2}→ at checkpoint\.keepLast/],
     [
       ['rollout.temperature=0'],
-      /rollout\.temperature is 0 \(greedy\) with rollout\.groupSize 8: all completions .* identical/,
+      /rollout\.temperature is 0 \(greedy\) with a group size above 1: all completions .* identical/,
     ],
     [['agents.0.temperature=0'], /agents\.0\.temperature is 0 \(greedy\)/],
     [['reward.math=0'], /every reward weight is 0, .*give reward\.math, reward\.format or a reward\.custom entry/],
     [['optim.entropyCoef=0.01'], /an entropy bonus is not implemented yet: set optim\.entropyCoef to 0/],
-    [['algorithm=hacpo'], /algorithm "hacpo" is not implemented yet: use "grpo" or "gspo"/],
-    [['algorithm=naive'], /algorithm "naive" is not implemented yet/],
+    [['algorithm=hacpo'], /algorithm "hacpo" trains agents on each other's rollouts but agents lists 1: add a second/],
+    [['algorithm=naive'], /algorithm "naive" trains agents on each other's rollouts but agents lists 1/],
+    [['hacpo.delta=1'], /too big|less than 1|<1/i],
+    [['agents.0.alpha=-1'], /too small|greater than or equal to 0|>=0/i],
     [['preset=gspo', 'algorithm=grpo'], /preset "gspo" is a gspo preset but algorithm is "grpo"/],
     [
       ['preset=gspo-x2', 'agents.1.name=b', 'agents.1.checkpoint=y'],
@@ -285,6 +295,7 @@ test('the JSON Schema documents every field, with the default of every defaulted
     'data',
     'rollout',
     'optim',
+    'hacpo',
     'reward',
     'steps',
     'seed',

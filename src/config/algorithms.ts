@@ -1,8 +1,11 @@
-/** The algorithm names a run config accepts, and which of them the trainer implements today. */
+/** The algorithm names a run config accepts. */
 
-/** The algorithms the config names (hacpo and naive are reserved for the multi-agent work). */
+/** grpo and gspo train every agent alone; hacpo and naive train 2 or more agents on each other's rollouts. */
 export const ALGORITHMS = ['grpo', 'gspo', 'hacpo', 'naive'] as const;
 /** An algorithm name. */
 export type Algorithm = (typeof ALGORITHMS)[number];
-/** The algorithms a run can use today; the config checks refuse the others with a message. */
-export const IMPLEMENTED_ALGORITHMS: readonly Algorithm[] = ['grpo', 'gspo'];
+
+/** Whether the agents of a run learn from each other's rollouts (HACPO and the naive-sharing baseline). */
+export function isCollaborative(algorithm: Algorithm): boolean {
+  return algorithm === 'hacpo' || algorithm === 'naive';
+}

@@ -6,7 +6,7 @@ import type { Algorithm } from './algorithms.js';
 import { isPlainObject } from './schema-keys.js';
 
 /** The preset names. */
-export const PRESET_NAMES = ['grpo-dapo', 'gspo', 'gspo-x2'] as const;
+export const PRESET_NAMES = ['grpo-dapo', 'gspo', 'gspo-x2', 'hacpo', 'naive'] as const;
 /** A preset name. */
 export type PresetName = (typeof PRESET_NAMES)[number];
 
@@ -31,6 +31,11 @@ export const PRESETS: Record<PresetName, PresetValues> = {
   // Resource-equivalent to a 2-agent run: one agent, twice the default group size (8) and twice GSPO's optimizer
   // steps, so it generates as many rollouts per step as HACPO's two agents together.
   'gspo-x2': { algorithm: 'gspo', rollout: { groupSize: 16 }, optim: { ...GSPO_OPTIM, miniBatches: 4 } },
+  // HACPO as the authors ran it: GSPO's clip for own responses, each learner's n·B·G samples in 4 mini-batches (the
+  // hacpo section's defaults are theirs: K 5, α 1, δ 0.2, δ_step 0.025). No KL, like the GSPO baselines.
+  hacpo: { algorithm: 'hacpo', optim: { ...GSPO_OPTIM, miniBatches: 4 } },
+  // The naive-sharing baseline: the same updates as hacpo with every HACPO mechanism off.
+  naive: { algorithm: 'naive', optim: { ...GSPO_OPTIM, miniBatches: 4 } },
 };
 
 /** One line per preset listing what it sets, e.g. "gspo: algorithm=gspo, optim.clipLow=0.0003, …". */

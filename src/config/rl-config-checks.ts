@@ -5,7 +5,7 @@
 import { basename, extname } from 'node:path';
 import type { z } from 'zod';
 import { PRESETS } from './presets.js';
-import { IMPLEMENTED_ALGORITHMS } from './algorithms.js';
+import { isCollaborative } from './algorithms.js';
 import type { RunConfigFields } from './rl-config.js';
 
 /** A refused combination: where to look and what to change. */
@@ -18,12 +18,13 @@ type Check = (c: RunConfigFields) => ConfigIssue[];
 
 const issue = (path: (string | number)[], message: string): ConfigIssue[] => [{ path, message }];
 
-const algorithmImplemented: Check = (c) =>
-  IMPLEMENTED_ALGORITHMS.includes(c.algorithm)
+const collaborationHasPartners: Check = (c) =>
+  !isCollaborative(c.algorithm) || c.agents.length >= 2
     ? []
     : issue(
-        ['algorithm'],
-        `algorithm "${c.algorithm}" is not implemented yet: use ${IMPLEMENTED_ALGORITHMS.map((a) => `"${a}"`).join(' or ')}`,
+        ['agents'],
+        `algorithm "${c.algorithm}" trains agents on each other's rollouts but agents lists ${c.agents.length}: add ` +
+          'a second agent, or use algorithm "gspo" to train one alone',
       );
 
 const presetMatchesAlgorithm: Check = (c) => {
@@ -56,38 +57,52 @@ const agentNamesUnique: Check = (c) =>
     'agent name',
   );
 
+/** The group size of agent i: its own or the run-wide one. */
+const groupSizeOf = (c: RunConfigFields, i: number): number => c.agents[i]?.groupSize ?? c.rollout.groupSize;
+
 const miniBatchesDivide: Check = (c) => {
-  const { promptsPerStep: b, groupSize: g } = c.rollout;
+  const b = c.rollout.promptsPerStep;
   const m = c.optim.miniBatches;
-  const total = b * g;
-  if (m < 1 || total % m === 0) return []; // m < 1 is reported by the field's own check
-  const divisors = Array.from({ length: total }, (_, i) => i + 1).filter((d) => total % d === 0);
-  return issue(
-    ['optim', 'miniBatches'],
-    `rollout.promptsPerStep × rollout.groupSize = ${b} × ${g} = ${total} rollouts per step cannot be split into ` +
-      `${m} equal mini-batches: set optim.miniBatches to a divisor of ${total} (${divisors.join(', ')})`,
+  const sizes = c.agents.map((_, i) => groupSizeOf(c, i));
+  // A collaborative learner trains on every agent's rollouts; an agent alone on its own.
+  const totals = isCollaborative(c.algorithm) ? [b * sizes.reduce((x, y) => x + y, 0)] : sizes.map((g) => b * g);
+  if (m < 1) return []; // reported by the field's own check
+  return [...new Set(totals)].flatMap((total) => {
+    if (total % m === 0) return [];
+    const divisors = Array.from({ length: total }, (_, i) => i + 1).filter((d) => total % d === 0);
+    return issue(
+      ['optim', 'miniBatches'],
+      `${total} rollouts per step and learner (rollout.promptsPerStep ${b} × the group sizes${
+        isCollaborative(c.algorithm) ? ' of all agents' : ''
+      }) cannot be split into ${m} equal mini-batches: set optim.miniBatches to a divisor of ${total} ` +
+        `(${divisors.join(', ')})`,
+    );
+  });
+};
+
+const groupsHaveTwo: Check = (c) => {
+  // A collaborative group holds every agent's responses to the prompt, so G = 1 per agent still gives a baseline.
+  if (isCollaborative(c.algorithm)) return [];
+  return c.agents.flatMap((a, i) =>
+    groupSizeOf(c, i) !== 1
+      ? []
+      : issue(
+          a.groupSize === undefined ? ['rollout', 'groupSize'] : ['agents', i, 'groupSize'],
+          'the group size is 1: advantages are taken relative to the group mean, so a group of one always gets 0 ' +
+            'and nothing is learned; set it to 2 or more',
+        ),
   );
 };
 
-const groupsHaveTwo: Check = (c) =>
-  c.rollout.groupSize !== 1
-    ? []
-    : issue(
-        ['rollout', 'groupSize'],
-        'rollout.groupSize is 1: advantages are taken relative to the group mean, so a group of one always gets 0 ' +
-          'and nothing is learned; set rollout.groupSize to 2 or more',
-      );
-
 const samplingNotGreedy: Check = (c) => {
-  if (c.rollout.groupSize < 2) return [];
   const paths = c.agents.flatMap((a, i) => {
-    if ((a.temperature ?? c.rollout.temperature) !== 0) return [];
+    if ((a.temperature ?? c.rollout.temperature) !== 0 || groupSizeOf(c, i) < 2) return [];
     return [a.temperature === undefined ? 'rollout.temperature' : `agents.${i}.temperature`];
   });
   return [...new Set(paths)].map((p) => ({
     path: p.split('.').map((s) => (/^\d+$/.test(s) ? Number(s) : s)),
     message:
-      `${p} is 0 (greedy) with rollout.groupSize ${c.rollout.groupSize}: all completions of a prompt would be ` +
+      `${p} is 0 (greedy) with a group size above 1: all completions of a prompt by one agent would be ` +
       'identical and every advantage 0; set a temperature above 0 (e.g. 1)',
   }));
 };
@@ -142,7 +157,7 @@ const templatesHaveQuestion: Check = (c) => {
 };
 
 const CHECKS: readonly Check[] = [
-  algorithmImplemented,
+  collaborationHasPartners,
   presetMatchesAlgorithm,
   agentNamesUnique,
   miniBatchesDivide,

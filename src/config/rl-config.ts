@@ -74,6 +74,27 @@ const PROMPT = {
   template: field(z.string(), DEFAULT_QUESTION_TEMPLATE, 'Question template with a {question} placeholder'),
 };
 const SYSTEM_DOC = 'System message of the prompt';
+const GROUP_SIZE = field(count(1), 8, 'Completions per prompt and agent (G)');
+
+/** The HACPO knobs an agent may set for itself (HACRL §3.3–3.4): run-wide in `hacpo`, overridable per agent. */
+const HACPO_PER_AGENT = {
+  alpha: field(
+    z.number().min(0),
+    1,
+    'Exponential importance sampling: foreign ratios are weighted by sg(s)^α (Eq. 12; 0 = off)',
+  ),
+  delta: field(z.number().gt(0).lt(1), 0.2, 'δ: foreign ratios below 1 − δ are clipped out of the loss (Eq. 13)'),
+  deltaStep: field(
+    z.number().min(0),
+    0.025,
+    'δ_step: the foreign lower bound rises by this per optimizer update within a step (Eq. 14; 0 = fixed)',
+  ),
+  order: field(
+    z.enum(['shuffled', 'own-first']),
+    'shuffled',
+    "How a learner's own and foreign samples fill its mini-batches: shuffled together (the paper) or own first",
+  ),
+};
 const LR = field(z.number().positive(), 1e-4, 'Peak learning rate of AdamW (small models here need more than 1e-6)');
 
 /** Valid agent names: they become folder names in checkpoints. */
@@ -93,7 +114,9 @@ export const AgentConfigSchema = z.strictObject({
     .min(1, 'give the folder of the agent checkpoint')
     .describe('Starting checkpoint folder (config.json, model.safetensors, tokenizer files); required'),
   lr: LR.schema.optional().describe(`${LR.doc}; default optim.lr`),
+  groupSize: GROUP_SIZE.schema.optional().describe(`${GROUP_SIZE.doc}; default rollout.groupSize`),
   ...inherited(SAMPLING, 'rollout'),
+  ...inherited(HACPO_PER_AGENT, 'hacpo'),
   ...inherited(PROMPT, 'data'),
   system: z.string().optional().describe(`${SYSTEM_DOC}; default data.system`),
 });
@@ -103,7 +126,8 @@ const RunConfigObject = z.strictObject({
     field(
       z.enum(ALGORITHMS),
       'grpo',
-      'Algorithm: grpo (per-token clipped ratio) or gspo (sequence-level ratio); hacpo and naive are not implemented yet',
+      'Algorithm: grpo (per-token clipped ratio) or gspo (sequence-level ratio), each agent alone; hacpo (agents ' +
+        "learn from each other's rollouts) or naive (rollouts shared, plain GSPO on all), 2 or more agents",
     ),
   ),
   preset: z
@@ -113,9 +137,7 @@ const RunConfigObject = z.strictObject({
   agents: z
     .array(AgentConfigSchema)
     .min(1, 'list at least one agent: agents: [{ name: a, checkpoint: path/to/folder }]')
-    .describe(
-      'Agents trained in the run (at least 1); grpo and gspo train each on its own rollouts of the same prompts',
-    ),
+    .describe('Agents trained in the run (at least 1; hacpo and naive need 2 or more); all answer the same prompts'),
   data: section(
     {
       ...defaults({
@@ -134,7 +156,7 @@ const RunConfigObject = z.strictObject({
   rollout: section(
     defaults({
       promptsPerStep: field(count(1), 8, 'Prompts per step (B)'),
-      groupSize: field(count(1), 8, 'Completions per prompt and agent (G)'),
+      groupSize: GROUP_SIZE,
       ...SAMPLING,
     }),
     'Sampling of completions (per-agent settings in agents override these)',
@@ -173,6 +195,28 @@ const RunConfigObject = z.strictObject({
       gradClip: field(z.number().min(0), 1, 'Largest global gradient norm; larger gradients are scaled down (0 = off)'),
     }),
     'Policy optimisation: mini-batches, clipping, KL, advantages, optimizer and schedule',
+  ),
+  hacpo: section(
+    defaults({
+      capabilityWindow: field(count(1), 5, 'Steps K averaged in the capability estimate P̂ (Eq. 9)'),
+      capabilityBaseline: field(
+        z.boolean(),
+        true,
+        "Capability-aware advantage baseline (Eqs. 6–8); false: the plain mean of all agents' rewards",
+      ),
+      discrepancyCoefficient: field(
+        z.boolean(),
+        true,
+        'Scale the advantage of a foreign response by ω = P̂_generator / P̂_learner (Eq. 10)',
+      ),
+      asymmetricClip: field(
+        z.boolean(),
+        true,
+        'Clip foreign ratios to [1 − δ + m·δ_step, 1] with no gradient outside (Eqs. 13–14); false: the own GSPO clip',
+      ),
+      ...HACPO_PER_AGENT,
+    }),
+    'HACPO mechanisms (algorithm hacpo; naive turns them all off): each switch is one ablation of the paper',
   ),
   reward: section(
     defaults({
@@ -240,6 +284,7 @@ export interface ResolvedAgent {
   name: string;
   checkpoint: string;
   lr: number;
+  groupSize: number;
   temperature: number;
   topP: number;
   topK: number;
@@ -247,6 +292,11 @@ export interface ResolvedAgent {
   stopStrings: string[];
   template: string;
   system: string | undefined;
+  /** HACPO's per-agent knobs (see the hacpo section). */
+  alpha: number;
+  delta: number;
+  deltaStep: number;
+  order: 'shuffled' | 'own-first';
 }
 
 /** Every agent's effective settings, in config order. */
@@ -255,6 +305,7 @@ export function resolveAgents(c: RunConfig): ResolvedAgent[] {
     name: a.name,
     checkpoint: a.checkpoint,
     lr: a.lr ?? c.optim.lr,
+    groupSize: a.groupSize ?? c.rollout.groupSize,
     temperature: a.temperature ?? c.rollout.temperature,
     topP: a.topP ?? c.rollout.topP,
     topK: a.topK ?? c.rollout.topK,
@@ -262,6 +313,10 @@ export function resolveAgents(c: RunConfig): ResolvedAgent[] {
     stopStrings: a.stopStrings ?? c.rollout.stopStrings,
     template: a.template ?? c.data.template,
     system: a.system ?? c.data.system,
+    alpha: a.alpha ?? c.hacpo.alpha,
+    delta: a.delta ?? c.hacpo.delta,
+    deltaStep: a.deltaStep ?? c.hacpo.deltaStep,
+    order: a.order ?? c.hacpo.order,
   }));
 }
 

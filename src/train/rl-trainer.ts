@@ -1,5 +1,5 @@
 /**
- * The RLVR training loop (GRPO, GSPO, GSPO×2): steps over the training problems, per-step metrics and samples in the
+ * The RLVR training loop (GRPO, GSPO, GSPO×2 alone; HACPO and naive sharing together): steps over the training problems, per-step metrics and samples in the
  * run folder, validation, atomic checkpoints, and a resume that continues bit for bit.
  */
 import { performance } from 'node:perf_hooks';
@@ -20,7 +20,11 @@ import { loadTrainState, saveTrainState, type DataCursor, type TrainState } from
 import { loadDataSpec } from '../tasks/data-spec.js';
 import type { Problem } from '../tasks/problem.js';
 import { Rng } from '../util/rng.js';
-import { rlStep, type RlStepOptions } from './rl-step.js';
+import { CapabilityTracker } from '../algorithms/hacpo/index.js';
+import { isCollaborative } from '../config/algorithms.js';
+import { hacpoStep, type Collaborator, type HacpoStepOptions } from './hacpo-step.js';
+import type { RolloutOptions } from './policy-updates.js';
+import { rlStep, type RlStepOptions, type StepResult } from './rl-step.js';
 
 /** What the loop reports as it goes (one call per step, and for checkpoints and evaluations). */
 export type ProgressFn = (line: string) => void;
@@ -55,19 +59,10 @@ function nextProblems(train: readonly Problem[], seed: number, cursor: DataCurso
   return out;
 }
 
-/** The step options of one agent under the config. */
-function stepOptions(cfg: RunConfig, a: ResolvedAgent, rewards: WeightedReward[], step: number): RlStepOptions {
-  const o = cfg.optim;
-  const objective =
-    cfg.algorithm === 'gspo'
-      ? { kind: 'gspo' as const, clip: { low: o.clipLow, high: o.clipHigh } }
-      : {
-          kind: 'grpo' as const,
-          clip: { low: o.clipLow, high: o.clipHigh },
-          ...(o.dualClip ? { dualClip: o.dualClip } : {}),
-        };
+/** How one agent samples and is scored under the config. */
+function rolloutOptions(a: ResolvedAgent, rewards: WeightedReward[]): RolloutOptions {
   return {
-    groupSize: cfg.rollout.groupSize,
+    groupSize: a.groupSize,
     sampling: {
       temperature: a.temperature,
       topP: a.topP,
@@ -76,26 +71,64 @@ function stepOptions(cfg: RunConfig, a: ResolvedAgent, rewards: WeightedReward[]
       stopStrings: a.stopStrings,
     },
     prompt: { template: a.template, ...(a.system === undefined ? {} : { system: a.system }) },
+    rewards,
+    generationBatch: 64,
+  };
+}
+
+/** The learning rate of `a` at `step` under the schedule. */
+function agentLr(cfg: RunConfig, a: ResolvedAgent, step: number): number {
+  const o = cfg.optim;
+  return learningRate(step, {
+    peak: a.lr,
+    warmupSteps: o.warmupSteps,
+    totalSteps: cfg.steps,
+    kind: o.schedule,
+    minRatio: o.minLrRatio,
+  });
+}
+
+const klOption = (cfg: RunConfig) =>
+  cfg.optim.klCoef > 0 ? { kl: { coef: cfg.optim.klCoef, estimator: cfg.optim.klEstimator } } : {};
+
+/** The step options of one agent trained alone (grpo, gspo). */
+function stepOptions(cfg: RunConfig, a: ResolvedAgent, rewards: WeightedReward[], step: number): RlStepOptions {
+  const o = cfg.optim;
+  const clip = { low: o.clipLow, high: o.clipHigh };
+  const objective =
+    cfg.algorithm === 'gspo'
+      ? { kind: 'gspo' as const, clip }
+      : { kind: 'grpo' as const, clip, ...(o.dualClip ? { dualClip: o.dualClip } : {}) };
+  return {
+    ...rolloutOptions(a, rewards),
     miniBatches: o.miniBatches,
     epochs: o.epochs,
-    loss: {
-      objective,
-      aggregation: o.lossAggregation,
-      maskTruncated: o.maskTruncated,
-      ...(o.klCoef > 0 ? { kl: { coef: o.klCoef, estimator: o.klEstimator } } : {}),
-    },
+    loss: { objective, aggregation: o.lossAggregation, maskTruncated: o.maskTruncated, ...klOption(cfg) },
     advantageNormalization: o.advantage,
     filterZeroVariance: o.filterZeroVariance,
     clip: o.gradClip > 0 ? o.gradClip : Infinity,
-    lr: learningRate(step, {
-      peak: a.lr,
-      warmupSteps: o.warmupSteps,
-      totalSteps: cfg.steps,
-      kind: o.schedule,
-      minRatio: o.minLrRatio,
-    }),
-    rewards,
-    generationBatch: 64,
+    lr: agentLr(cfg, a, step),
+  };
+}
+
+/** The run-wide options of a collaborative step; naive sharing is HACPO with every mechanism off. */
+function collaborativeOptions(cfg: RunConfig): HacpoStepOptions {
+  const o = cfg.optim;
+  const on = cfg.algorithm === 'hacpo';
+  return {
+    mechanisms: {
+      capabilityBaseline: on && cfg.hacpo.capabilityBaseline,
+      discrepancyCoefficient: on && cfg.hacpo.discrepancyCoefficient,
+      asymmetricClip: on && cfg.hacpo.asymmetricClip,
+    },
+    miniBatches: o.miniBatches,
+    epochs: o.epochs,
+    ownClip: { low: o.clipLow, high: o.clipHigh },
+    aggregation: o.lossAggregation,
+    ...klOption(cfg),
+    maskTruncated: o.maskTruncated,
+    filterZeroVariance: o.filterZeroVariance,
+    clip: o.gradClip > 0 ? o.gradClip : Infinity,
   };
 }
 
@@ -174,17 +207,45 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
   const started = performance.now();
   const firstStep = state.step;
 
+  const collaborative = isCollaborative(cfg.algorithm);
+  const trackers = collaborative ? restoreTrackers(cfg, state) : [];
+
   for (let step = state.step; step < cfg.steps; step++) {
     const problems = nextProblems(train, cfg.seed, state.cursor, cfg.rollout.promptsPerStep);
-    let allSkipped = true;
-    for (const [i, agent] of agents.entries()) {
-      const o = stepOptions(cfg, agentsCfg[i]!, rewards, step);
-      const r = await rlStep(agent, references[i]!, optimizers[i]!, k, problems, o, {
-        sampling: samplingRngs[i]!,
-        order: orderRng,
+    let results: StepResult[];
+    if (collaborative) {
+      const team: Collaborator[] = agents.map((agent, i) => {
+        const a = agentsCfg[i]!;
+        return {
+          agent,
+          optimizer: optimizers[i]!,
+          reference: references[i]!,
+          tracker: trackers[i]!,
+          rollout: rolloutOptions(a, rewards),
+          samplingRng: samplingRngs[i]!,
+          lr: agentLr(cfg, a, step),
+          // Naive sharing has no exponential IS either.
+          alpha: cfg.algorithm === 'hacpo' ? a.alpha : 0,
+          stepwise: { delta: a.delta, deltaStep: a.deltaStep },
+          order: a.order,
+        };
       });
-      const updates = o.miniBatches * o.epochs;
-      if (r.skippedUpdates < updates) allSkipped = false;
+      results = await hacpoStep(team, k, problems, collaborativeOptions(cfg), orderRng);
+    } else {
+      results = [];
+      for (const [i, agent] of agents.entries()) {
+        const o = stepOptions(cfg, agentsCfg[i]!, rewards, step);
+        results.push(
+          await rlStep(agent, references[i]!, optimizers[i]!, k, problems, o, {
+            sampling: samplingRngs[i]!,
+            order: orderRng,
+          }),
+        );
+      }
+    }
+    const allSkipped = results.every((r) => r.skippedUpdates >= r.updates);
+    for (const [i, agent] of agents.entries()) {
+      const r = results[i]!;
       const row: Record<string, unknown> = { step: step + 1, agent: agent.name, ...r.metrics };
       // Validation every eval.every steps and always after the last one (eval.every = 0: only then).
       const evalNow = step + 1 === cfg.steps || (cfg.eval.every > 0 && (step + 1) % cfg.eval.every === 0);
@@ -207,6 +268,7 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
       options.progress(
         `step ${step + 1}/${cfg.steps} ${agent.name}  reward ${r.metrics.reward_mean!.toFixed(3)}  ` +
           `accuracy ${(100 * r.metrics.accuracy!).toFixed(1)}%  ${Math.round(r.metrics.tokens_per_s!)} tok/s  ` +
+          (r.metrics.p_hat === undefined ? '' : `P̂ ${r.metrics.p_hat.toFixed(3)}  `) +
           `ETA ${Math.round(eta)}s` +
           (row.val_accuracy ? `  val ${JSON.stringify(row.val_accuracy)}` : ''),
       );
@@ -223,6 +285,8 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
     const last = step + 1 === cfg.steps;
     if (last || (cfg.checkpoint.every > 0 && (step + 1) % cfg.checkpoint.every === 0)) {
       state.rngs = { order: orderRng.state() };
+      if (collaborative)
+        state.extra.capability = Object.fromEntries(agents.map((a, i) => [a.name, trackers[i]!.history()]));
       state.agents.forEach((a, i) => {
         a.optimizer = optimizers[i]!.state();
         a.rngs = { sampling: samplingRngs[i]!.state() };
@@ -231,6 +295,12 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
       options.progress(`checkpoint ${ref.dir}`);
     }
   }
+}
+
+/** Each agent's capability tracker, with the history a resumed run saved (empty for a fresh run). */
+function restoreTrackers(cfg: RunConfig, state: TrainState): CapabilityTracker[] {
+  const saved = (state.extra.capability ?? {}) as Record<string, number[]>;
+  return state.agents.map((a) => CapabilityTracker.fromHistory(cfg.hacpo.capabilityWindow, saved[a.name] ?? []));
 }
 
 /** Greedy accuracy of an agent on each validation set (the first eval.problems problems of each). */

@@ -1,0 +1,37 @@
+/** HACPO (HACRL Eqs. 6–14): capability estimates, capability-aware advantages, cross-agent ratios, the loss. */
+export {
+  CAPABILITY_FLOOR,
+  RATIO_CLAMP,
+  CapabilityTracker,
+  baselineRatios,
+  capabilityRatio,
+  discrepancyCoefficients,
+} from './capability.js';
+export {
+  type CapabilityAdvantageOptions,
+  type CapabilityAdvantageResult,
+  type CapabilityBatchAdvantages,
+  capabilityAwareAdvantages,
+  capabilityAwareBatchAdvantages,
+  capabilityBaseline,
+} from './advantage.js';
+export { type ExponentialIs, crossSequenceLogRatio, exponentialIs, meanOf } from './ratio.js';
+export {
+  type ForeignSequenceLoss,
+  type StepwiseClip,
+  DEFAULT_STEPWISE_CLIP,
+  foreignSequenceLoss,
+  stepwiseLowerBound,
+  validateStepwiseClip,
+} from './clip.js';
+export {
+  type ForeignObjective,
+  type ForeignRatioStats,
+  type HacpoLossOptions,
+  type HacpoLossResult,
+  type HacpoLossStats,
+  type HacpoSequence,
+  type OwnRatioStats,
+  hacpoLoss,
+  hacpoLossUnits,
+} from './loss.js';

@@ -1,0 +1,176 @@
+// Collaborative training end to end on very small agents: the three kinds of heterogeneity (state, size, model with
+// another tokenizer), three agents at once, naive sharing as HACPO with every mechanism off, and a SIGKILL'd
+// collaborative run resumed bit for bit.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { hacrl, TINY_AGENT_FLAGS } from './cli.js';
+
+const root = await mkdtemp(join(tmpdir(), 'hacrl-hacpo-'));
+after(() => rm(root, { recursive: true, force: true }));
+const rewardPath = join(root, 'digits.mjs');
+
+/** The starting agents: `base` and three others, each different from it in one way. */
+const AGENTS: Record<string, string[]> = {
+  base: [...TINY_AGENT_FLAGS, '--steps', '10'],
+  // state: same architecture and tokenizer, more warm-up training.
+  state: [...TINY_AGENT_FLAGS, '--steps', '30'],
+  // size: same family and tokenizer, wider and deeper.
+  size: ['--hidden', '48', '--layers', '2', '--heads', '2', '--batch-size', '8', '--steps', '10'],
+  // model: another architecture and a trained byte-level BPE instead of characters.
+  model: ['--arch', 'gpt2', '--tokenizer', 'bpe', '--bpe-vocab', '300', ...TINY_AGENT_FLAGS, '--steps', '10'],
+};
+const dir = (name: string): string => join(root, 'agents', name);
+
+type Row = Record<string, unknown>;
+
+/** Overrides of a small collaborative run of `agents` in `runDir`. */
+function runArgs(runDir: string, agents: string[], extra: string[] = []): string[] {
+  return [
+    'train',
+    '--set',
+    ...agents.flatMap((a, i) => [`agents.${i}.name=${a}`, `agents.${i}.checkpoint=${dir(a)}`]),
+    'preset=hacpo',
+    `runDir=${runDir}`,
+    'data.train=easy:train:64',
+    'data.validation=[easy:test:4]',
+    'data.template={question}',
+    'rollout.promptsPerStep=2',
+    'rollout.groupSize=4',
+    'rollout.maxNewTokens=12',
+    'optim.lr=0.003',
+    'reward.math=0',
+    `reward.custom=[{path: ${rewardPath}, weight: 1, name: digits}]`,
+    'steps=2',
+    'eval.every=0',
+    'eval.problems=4',
+    ...extra,
+  ];
+}
+
+/** metrics.jsonl rows without the wall-clock fields. */
+async function metrics(runDir: string): Promise<Row[]> {
+  const text = await readFile(join(runDir, 'metrics.jsonl'), 'utf8');
+  return text
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Row)
+    .map((row) => Object.fromEntries(Object.entries(row).filter(([key]) => !/^time_|tokens_per_s/.test(key))));
+}
+
+const weights = (path: string): Promise<Buffer> => readFile(join(path, 'model.safetensors'));
+const finalWeights = (runDir: string, agent: string, step: number): Promise<Buffer> =>
+  weights(join(runDir, 'checkpoints', `step-${String(step).padStart(6, '0')}`, 'agents', agent));
+
+/** Runs `agents` together for 2 steps and checks what every collaborative run must show. */
+async function twoSteps(name: string, agents: string[], extra: string[] = [], miniBatches = 4): Promise<Row[]> {
+  const runDir = join(root, name);
+  const r = hacrl(runArgs(runDir, agents, extra));
+  assert.equal(r.status, 0, r.stderr);
+  const rows = await metrics(runDir);
+  assert.equal(rows.length, 2 * agents.length, 'one row per step and agent');
+  for (const row of rows) {
+    const others = agents.filter((a) => a !== row.agent);
+    // Every learner trained on its own B·G samples and on the (n − 1)·B·G foreign ones, less any whose text its
+    // tokenizer cannot encode (a character-level learner reading a byte-level BPE agent's stray bytes).
+    const foreign = (row.foreign_samples as number) + (row.foreign_dropped as number);
+    assert.equal(foreign, others.length * 2 * 4, `${name}: foreign samples of ${String(row.agent)}`);
+    assert.ok((row.foreign_samples as number) > 0, `${name}: ${String(row.agent)} learned from others`);
+    assert.ok(typeof row.p_hat === 'number' && row.p_hat >= 1e-8 && row.p_hat <= 1, `${name}: P̂ ${String(row.p_hat)}`);
+    for (const o of others) {
+      const w = row[`omega_${o}`];
+      assert.ok(typeof w === 'number' && w >= 0.1 && w <= 10, `${name}: ω to ${o} is ${String(w)}`);
+    }
+    assert.ok(Number.isFinite(row.loss), `${name}: loss ${String(row.loss)}`);
+    assert.ok(Number.isFinite(row.foreign_ratio_mean), `${name}: foreign ratio ${String(row.foreign_ratio_mean)}`);
+    for (let m = 0; m < miniBatches; m++) {
+      const f = row[`foreign_in_band_frac_m${m}`];
+      assert.ok(f === null || (typeof f === 'number' && f >= 0 && f <= 1), `${name}: in-band fraction m${m}: ${f}`);
+    }
+  }
+  for (const a of agents)
+    assert.ok(!(await weights(dir(a))).equals(await finalWeights(runDir, a, 2)), `${name}: ${a}'s weights changed`);
+  return rows;
+}
+
+describe('hacrl train: collaborative runs', () => {
+  before(async () => {
+    await writeFile(
+      rewardPath,
+      'export default (s) => (s.response.match(/[0-9]/g) ?? []).length / Math.max(1, s.response.length);\n',
+    );
+    for (const [name, flags] of Object.entries(AGENTS)) {
+      const r = hacrl(['sft', '--out', dir(name), '--eval-every', '0', '--eval-n', '4', '--train-n', '200', ...flags]);
+      assert.equal(r.status, 0, r.stderr);
+    }
+  });
+
+  test('state heterogeneity: same architecture and tokenizer, different checkpoints', async () => {
+    await twoSteps('state', ['base', 'state']);
+  });
+
+  test('size heterogeneity: same family and tokenizer, different width and depth', async () => {
+    await twoSteps('size', ['base', 'size']);
+  });
+
+  test('model heterogeneity: another architecture and tokenizer (responses re-tokenized)', async () => {
+    await twoSteps('model', ['base', 'model']);
+  });
+
+  test('three agents of three kinds learn from each other', async () => {
+    await twoSteps('three', ['base', 'size', 'model'], ['optim.miniBatches=3'], 3);
+  });
+
+  test('naive sharing is HACPO with every mechanism off', async () => {
+    const naive = await twoSteps('naive', ['base', 'model'], ['preset=naive', 'algorithm=naive']);
+    const off = await twoSteps(
+      'off',
+      ['base', 'model'],
+      [
+        'hacpo.capabilityBaseline=false',
+        'hacpo.discrepancyCoefficient=false',
+        'hacpo.asymmetricClip=false',
+        'hacpo.alpha=0',
+      ],
+    );
+    assert.deepEqual(off, naive);
+    for (const a of ['base', 'model'])
+      assert.ok((await finalWeights(join(root, 'off'), a, 2)).equals(await finalWeights(join(root, 'naive'), a, 2)));
+    const hacpo = await metrics(join(root, 'model'));
+    assert.notDeepEqual(hacpo, naive, 'the mechanisms change the training');
+  });
+
+  test('a collaborative run killed with SIGKILL and resumed ends like an uninterrupted one', async () => {
+    const args = (d: string): string[] =>
+      runArgs(d, ['base', 'model'], ['steps=5', 'checkpoint.every=1', 'checkpoint.keepLast=10']);
+    const whole = join(root, 'whole');
+    assert.equal(hacrl(args(whole)).status, 0);
+    const killed = join(root, 'killed');
+    const child = spawn(process.execPath, ['dist/src/cli/main.js', ...args(killed)], { stdio: 'ignore' });
+    await new Promise<void>((resolve, reject) => {
+      const poll = setInterval(() => {
+        if (existsSync(join(killed, 'checkpoints', 'step-000002', 'state.json'))) {
+          clearInterval(poll);
+          child.kill('SIGKILL');
+          resolve();
+        }
+      }, 5);
+      child.on('exit', () => {
+        clearInterval(poll);
+        reject(new Error('the run finished before it could be killed'));
+      });
+    }).catch((e: Error) => assert.fail(e.message));
+    await new Promise((r) => child.once('exit', r));
+    assert.ok(!existsSync(join(killed, 'checkpoints', 'step-000005')), 'killed before the end');
+    const resumed = hacrl([...args(killed), '--resume']);
+    assert.equal(resumed.status, 0, resumed.stderr);
+    assert.match(resumed.stdout, /resuming .* from step [2-4]/);
+    for (const a of ['base', 'model'])
+      assert.ok((await finalWeights(killed, a, 5)).equals(await finalWeights(whole, a, 5)), `${a}: final weights`);
+    assert.deepEqual(await metrics(killed), await metrics(whole));
+  });
+});
