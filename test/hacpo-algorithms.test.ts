@@ -290,6 +290,18 @@ describe('stepwise asymmetric clipping of foreign responses (HACRL Eqs. 13–14)
     // the same s = 0.9 is dropped at m = 5 (band [0.925, 1]).
     assert.equal(foreignSequenceLoss(ln(0.9), 0.5, 1.5, 1, clip, 5).clipped, 'low');
   });
+
+  test('without a band (no Clip ablation) every ratio carries a gradient: ℓ = −A·ω·s^(1+α)', () => {
+    // s = 1.1, α = 1, ω = 1.5, A = 0.5: ℓ = −0.75·1.21 = −0.9075 = ∂ℓ/∂ log s; s = 0.5: −0.75·0.25 = −0.1875.
+    for (const [s, v] of [
+      [1.1, -0.9075],
+      [0.5, -0.1875],
+    ] as const) {
+      const r = foreignSequenceLoss(ln(s), 0.5, 1.5, 1, null, 7);
+      near([r.loss, r.dLogRatio], [v, v], 1e-14);
+      assert.equal(r.inBand, true);
+    }
+  });
 });
 
 describe('HACPO mini-batch loss', () => {

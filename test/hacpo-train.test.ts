@@ -133,7 +133,7 @@ describe('hacrl train: collaborative runs', () => {
       [
         'hacpo.capabilityBaseline=false',
         'hacpo.discrepancyCoefficient=false',
-        'hacpo.asymmetricClip=false',
+        'hacpo.foreignClip=gspo',
         'hacpo.alpha=0',
       ],
     );
@@ -142,6 +142,13 @@ describe('hacrl train: collaborative runs', () => {
       assert.ok((await finalWeights(join(root, 'off'), a, 2)).equals(await finalWeights(join(root, 'naive'), a, 2)));
     const hacpo = await metrics(join(root, 'model'));
     assert.notDeepEqual(hacpo, naive, 'the mechanisms change the training');
+  });
+
+  test("the paper's no-Clip ablation is one config change: every foreign sample stays in the loss", async () => {
+    const rows = await twoSteps('noclip', ['base', 'state'], ['hacpo.foreignClip=none']);
+    // null: a mini-batch of 4 that happened to draw no foreign sample.
+    const fractions = rows.flatMap((row) => [0, 1, 2, 3].map((m) => row[`foreign_in_band_frac_m${m}`]));
+    assert.ok(fractions.every((f) => f === 1 || f === null) && fractions.includes(1), JSON.stringify(fractions));
   });
 
   test('a collaborative run killed with SIGKILL and resumed ends like an uninterrupted one', async () => {

@@ -209,10 +209,11 @@ const RunConfigObject = z.strictObject({
         true,
         'Scale the advantage of a foreign response by ω = P̂_generator / P̂_learner (Eq. 10)',
       ),
-      asymmetricClip: field(
-        z.boolean(),
-        true,
-        'Clip foreign ratios to [1 − δ + m·δ_step, 1] with no gradient outside (Eqs. 13–14); false: the own GSPO clip',
+      foreignClip: field(
+        z.enum(['stepwise', 'none', 'gspo']),
+        'stepwise',
+        'Foreign ratios: clipped to [1 − δ + m·δ_step, 1] with no gradient outside (Eqs. 13–14; δ_step 0 = not ' +
+          "stepwise), 'none' (no clip: the paper's Figure 4 ablation), or 'gspo' (the own GSPO clip, no exponential IS)",
       ),
       ...HACPO_PER_AGENT,
     }),

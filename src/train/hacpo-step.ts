@@ -15,6 +15,7 @@ import {
   hacpoLoss,
   meanOf,
   type CapabilityTracker,
+  type ForeignObjective,
   type HacpoLossStats,
   type HacpoSequence,
   type StepwiseClip,
@@ -65,8 +66,8 @@ export interface HacpoMechanisms {
   capabilityBaseline: boolean;
   /** Foreign advantages scaled by ω^(j,k) (Eq. 10); off: factor 1. */
   discrepancyCoefficient: boolean;
-  /** Foreign ratios under the asymmetric stepwise clip (Eqs. 13–14); off: the own GSPO clip. */
-  asymmetricClip: boolean;
+  /** How foreign responses enter the loss: HACPO's clip band (Eqs. 12–14), no band, or plain GSPO (naive). */
+  foreign: ForeignObjective;
 }
 
 /** The run-wide settings of a collaborative step. */
@@ -255,7 +256,7 @@ export async function hacpoStep(
           batch.map((i, j) => ({ ...sequences[i]!, logProbs: logProbs[j]! })),
           {
             ownClip: o.ownClip,
-            foreign: o.mechanisms.asymmetricClip ? 'hacpo' : 'gspo',
+            foreign: o.mechanisms.foreign,
             alpha: c.alpha,
             stepwise: c.stepwise,
             update,

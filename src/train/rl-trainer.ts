@@ -111,6 +111,9 @@ function stepOptions(cfg: RunConfig, a: ResolvedAgent, rewards: WeightedReward[]
   };
 }
 
+/** The loss of foreign responses for each hacpo.foreignClip setting. */
+const FOREIGN_OBJECTIVE = { stepwise: 'hacpo', none: 'hacpo-unclipped', gspo: 'gspo' } as const;
+
 /** The run-wide options of a collaborative step; naive sharing is HACPO with every mechanism off. */
 function collaborativeOptions(cfg: RunConfig): HacpoStepOptions {
   const o = cfg.optim;
@@ -119,7 +122,7 @@ function collaborativeOptions(cfg: RunConfig): HacpoStepOptions {
     mechanisms: {
       capabilityBaseline: on && cfg.hacpo.capabilityBaseline,
       discrepancyCoefficient: on && cfg.hacpo.discrepancyCoefficient,
-      asymmetricClip: on && cfg.hacpo.asymmetricClip,
+      foreign: on ? FOREIGN_OBJECTIVE[cfg.hacpo.foreignClip] : 'gspo',
     },
     miniBatches: o.miniBatches,
     epochs: o.epochs,

@@ -51,6 +51,7 @@ export interface ForeignSequenceLoss {
 
 /**
  * ℓ = −A·ω·c·sg(c)^α with c = clip(s, lower, 1) and lower = stepwiseLowerBound(clip, update) (HACRL Eqs. 12–14;
+ * `clip` null: c = s, no band — the "no Clip" ablation of the paper's Figure 4;
  * `coefficient` is ω^(j,k) of Eq. 10, or 1). Unlike GSPO there is no min() with the unclipped term (spec §5):
  * outside the band c is a constant, so the sample gives no gradient whatever the sign of A — a foreign response is
  * never up-weighted (c ≤ 1), and one too far from the learner is dropped. Inside, ∂ℓ/∂ log s = −A·ω·s^(1+α).
@@ -60,13 +61,13 @@ export function foreignSequenceLoss(
   advantage: number,
   coefficient: number,
   alpha: number,
-  clip: StepwiseClip,
+  clip: StepwiseClip | null,
   update: number,
 ): ForeignSequenceLoss {
-  const lower = stepwiseLowerBound(clip, update);
+  const lower = clip === null ? 0 : stepwiseLowerBound(clip, update);
   const clamped = Math.min(MAX_SEQUENCE_LOG_RATIO, logRatio);
   const ratio = Math.exp(clamped);
-  const clipped = ratio < lower ? 'low' : ratio > 1 ? 'high' : 'none';
+  const clipped = ratio < lower ? 'low' : ratio > 1 && clip !== null ? 'high' : 'none';
   const c = clipped === 'low' ? lower : clipped === 'high' ? 1 : ratio;
   const is = exponentialIs(c, alpha);
   const scale = -advantage * coefficient;

@@ -37,10 +37,10 @@ export interface HacpoSequence {
 
 /**
  * How foreign responses enter the loss. 'hacpo': HACRL Eqs. 12–14 (foreignSequenceLoss: exponential IS, stepwise
- * asymmetric clip, no min). 'gspo': exactly like own responses — GSPO's min-clip with the own clip range, no
+ * asymmetric clip, no min). 'hacpo-unclipped': the same without any clip band (Figure 4's "no Clip"). 'gspo': exactly like own responses — GSPO's min-clip with the own clip range, no
  * exponential IS — the naive-sharing baseline (the coefficient still multiplies A; pass 1 for naive sharing).
  */
-export type ForeignObjective = 'hacpo' | 'gspo';
+export type ForeignObjective = 'hacpo' | 'hacpo-unclipped' | 'gspo';
 
 /** Options of hacpoLoss. */
 export interface HacpoLossOptions {
@@ -139,8 +139,8 @@ function resolve(options: HacpoLossOptions): Resolved {
     maskTruncated: options.maskTruncated ?? false,
   };
   validateClip(r.ownClip);
-  if (r.foreign !== 'hacpo' && r.foreign !== 'gspo') {
-    throw new Error(`foreign objective must be 'hacpo' or 'gspo', got '${String(r.foreign)}'`);
+  if (!['hacpo', 'hacpo-unclipped', 'gspo'].includes(r.foreign)) {
+    throw new Error(`foreign objective must be 'hacpo', 'hacpo-unclipped' or 'gspo', got '${String(r.foreign)}'`);
   }
   if (!(r.alpha >= 0 && Number.isFinite(r.alpha))) throw new Error(`α must be finite and ≥ 0, got ${r.alpha}`);
   if (!(r.klCoef >= 0)) throw new Error(`KL coefficient must be ≥ 0, got ${r.klCoef}`);
@@ -239,8 +239,9 @@ export function hacpoLoss(batch: readonly HacpoSequence[], options: HacpoLossOpt
   const sequenceLoss = (seq: HacpoSequence): { loss: number; dLogRatio: number } => {
     const logRatio = crossSequenceLogRatio(seq.logProbs, seq.generatorOldMean);
     const coefficient = seq.coefficient ?? 1;
-    if (!seq.own && o.foreign === 'hacpo') {
-      const r = foreignSequenceLoss(logRatio, seq.advantage, coefficient, o.alpha, o.stepwise, options.update);
+    if (!seq.own && o.foreign !== 'gspo') {
+      const band = o.foreign === 'hacpo' ? o.stepwise : null;
+      const r = foreignSequenceLoss(logRatio, seq.advantage, coefficient, o.alpha, band, options.update);
       foreignTally.add(r.ratio, r.clipped);
       foreignCount++;
       if (r.inBand) foreignInBand++;
