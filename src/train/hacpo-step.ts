@@ -10,8 +10,9 @@ import type { ClipRange } from '../algorithms/clip.js';
 import type { LossAggregation } from '../algorithms/aggregate.js';
 import type { KlEstimator } from '../algorithms/kl.js';
 import {
+  baselineRatios,
   capabilityAwareBatchAdvantages,
-  capabilityRatio,
+  discrepancyCoefficients,
   hacpoLoss,
   meanOf,
   type CapabilityTracker,
@@ -223,16 +224,15 @@ export async function hacpoStep(
   return team.map((c, learner) => {
     const t2 = performance.now();
     const { items, sequences, source, dropped } = samples[learner]!;
-    const omega = team.map((_, j) => capabilityRatio(pHat[learner]!, pHat[j]!));
+    const omega = baselineRatios(pHat, learner);
+    const coefficients = discrepancyCoefficients(pHat, learner);
     // The baseline uses every response's reward, including foreign ones this learner cannot train on.
     const adv = capabilityAwareBatchAdvantages(rewards, generators, groups, learner, omega, {
       capabilityAware: o.mechanisms.capabilityBaseline,
     });
     sequences.forEach((s, i) => {
       s.advantage = adv.advantages[source[i]!]!;
-      const j = generators[source[i]!]!;
-      s.coefficient =
-        j !== learner && o.mechanisms.discrepancyCoefficient ? capabilityRatio(pHat[j]!, pHat[learner]!) : 1;
+      s.coefficient = o.mechanisms.discrepancyCoefficient ? coefficients[generators[source[i]!]!]! : 1;
     });
     const ref = o.kl
       ? scoreResponses(
