@@ -9,17 +9,7 @@ import { grpoTokenLoss } from '../src/algorithms/grpo.js';
 import { klK1, klK3 } from '../src/algorithms/kl.js';
 import { type PolicyLossOptions, type PolicyObjective, policyLoss } from '../src/algorithms/policy-loss.js';
 import { type PolicySequence, lossUnits } from '../src/algorithms/sequence.js';
-import { mulberry32, randn } from './helpers.js';
-
-/** Asserts |got − want| ≤ tol for each entry. */
-function near(got: ArrayLike<number> | number, want: ArrayLike<number> | number, tol: number, what = ''): void {
-  const g = typeof got === 'number' ? [got] : Array.from(got);
-  const w = typeof want === 'number' ? [want] : Array.from(want);
-  assert.equal(g.length, w.length, `${what}: length`);
-  for (let i = 0; i < w.length; i++) {
-    assert.ok(Math.abs(g[i]! - w[i]!) <= tol, `${what}[${i}]: got ${g[i]}, want ${w[i]} (±${tol})`);
-  }
-}
+import { logProbFiniteDifferences, mulberry32, near, randn } from './helpers.js';
 
 /** A sequence whose token log-ratios new − old are `logRatios` (old log-probs −1, −1.1, …). */
 function seq(logRatios: readonly number[], advantage: number, extra: Partial<PolicySequence> = {}): PolicySequence {
@@ -354,24 +344,11 @@ describe('gradients equal central finite differences of the loss (float64)', () 
             const r = policyLoss(batch, options);
             const s = r.stats;
             clippedSomewhere += s.clipFracLow + s.clipFracHigh + s.clipFracDual > 0 ? 1 : 0;
-            const h = 1e-6;
-            const fd = batch.map((sq, i) =>
-              Array.from(sq.logProbs, (_, t) => {
-                const at = (delta: number): number => {
-                  const lp = Float64Array.from(sq.logProbs);
-                  lp[t]! += delta;
-                  return policyLoss(
-                    batch.map((x, j) => (j === i ? { ...x, logProbs: lp } : x)),
-                    options,
-                  ).loss;
-                };
-                return (at(h) - at(-h)) / (2 * h);
-              }),
-            );
-            const scale = Math.max(1e-3, ...fd.flat().map(Math.abs));
+            const fd = logProbFiniteDifferences(batch, (b) => policyLoss(b, options).loss);
+            const scale = Math.max(1e-3, ...fd.map(Math.abs));
             near(
               r.grad.flatMap((g) => Array.from(g)),
-              fd.flat(),
+              fd,
               2e-5 * scale,
               label,
             );

@@ -1,5 +1,6 @@
 // Running the built CLI from tests, and the size flags of the very small agents the CLI tests train.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 
 /** Runs `node dist/src/cli/main.js ARGS` and returns its exit status and output. */
 export function hacrl(args: string[]): { status: number | null; stdout: string; stderr: string } {
@@ -9,3 +10,26 @@ export function hacrl(args: string[]): { status: number | null; stdout: string; 
 
 /** `hacrl sft` flags of a one-layer, 32-wide agent that trains in about a second. */
 export const TINY_AGENT_FLAGS = ['--hidden', '32', '--layers', '1', '--heads', '2', '--batch-size', '8'];
+
+/**
+ * Starts `hacrl ARGS` and SIGKILLs it the moment `file` exists (e.g. a checkpoint's state.json), as a crash would;
+ * rejects when the run ends before that.
+ */
+export async function hacrlKilledAt(args: string[], file: string): Promise<void> {
+  const child = spawn(process.execPath, ['dist/src/cli/main.js', ...args], { stdio: 'ignore' });
+  const exited = new Promise((r) => child.once('exit', r));
+  await new Promise<void>((resolve, reject) => {
+    const poll = setInterval(() => {
+      if (existsSync(file)) {
+        clearInterval(poll);
+        child.kill('SIGKILL');
+        resolve();
+      }
+    }, 5);
+    child.on('exit', () => {
+      clearInterval(poll);
+      reject(new Error(`the run finished before ${file} appeared, so it could not be killed`));
+    });
+  });
+  await exited;
+}

@@ -28,17 +28,7 @@ import {
   stepwiseLowerBound,
 } from '../src/algorithms/hacpo/index.js';
 import { Rng } from '../src/util/rng.js';
-import { mulberry32, randn } from './helpers.js';
-
-/** Asserts |got − want| ≤ tol for each entry. */
-function near(got: ArrayLike<number> | number, want: ArrayLike<number> | number, tol: number, what = ''): void {
-  const g = typeof got === 'number' ? [got] : Array.from(got);
-  const w = typeof want === 'number' ? [want] : Array.from(want);
-  assert.equal(g.length, w.length, `${what}: length`);
-  for (let i = 0; i < w.length; i++) {
-    assert.ok(Math.abs(g[i]! - w[i]!) <= tol, `${what}[${i}]: got ${g[i]}, want ${w[i]} (±${tol})`);
-  }
-}
+import { logProbFiniteDifferences, mulberry32, near, randn } from './helpers.js';
 
 const ln = Math.log;
 
@@ -469,22 +459,8 @@ describe('HACPO gradients equal finite differences of the loss (float64)', () =>
   }
 
   /** Central finite differences of hacpoLoss in every learner log-prob. */
-  function finiteDifferences(batch: readonly HacpoSequence[], options: HacpoLossOptions): number[] {
-    const h = 1e-6;
-    return batch.flatMap((sq, i) =>
-      Array.from(sq.logProbs, (_, t) => {
-        const at = (delta: number): number => {
-          const lp = Float64Array.from(sq.logProbs);
-          lp[t]! += delta;
-          return hacpoLoss(
-            batch.map((x, j) => (j === i ? { ...x, logProbs: lp } : x)),
-            options,
-          ).loss;
-        };
-        return (at(h) - at(-h)) / (2 * h);
-      }),
-    );
-  }
+  const finiteDifferences = (batch: readonly HacpoSequence[], options: HacpoLossOptions): number[] =>
+    logProbFiniteDifferences(batch, (b) => hacpoLoss(b, options).loss);
 
   let seed = 100;
   const bands = { low: 0, none: 0, high: 0, ownClipped: 0 };

@@ -2,13 +2,12 @@
 // another tokenizer), three agents at once, naive sharing as HACPO with every mechanism off, and a SIGKILL'd
 // collaborative run resumed bit for bit.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { hacrl, TINY_AGENT_FLAGS } from './cli.js';
+import { hacrl, hacrlKilledAt, TINY_AGENT_FLAGS } from './cli.js';
 
 const root = await mkdtemp(join(tmpdir(), 'hacrl-hacpo-'));
 after(() => rm(root, { recursive: true, force: true }));
@@ -157,21 +156,7 @@ describe('hacrl train: collaborative runs', () => {
     const whole = join(root, 'whole');
     assert.equal(hacrl(args(whole)).status, 0);
     const killed = join(root, 'killed');
-    const child = spawn(process.execPath, ['dist/src/cli/main.js', ...args(killed)], { stdio: 'ignore' });
-    await new Promise<void>((resolve, reject) => {
-      const poll = setInterval(() => {
-        if (existsSync(join(killed, 'checkpoints', 'step-000002', 'state.json'))) {
-          clearInterval(poll);
-          child.kill('SIGKILL');
-          resolve();
-        }
-      }, 5);
-      child.on('exit', () => {
-        clearInterval(poll);
-        reject(new Error('the run finished before it could be killed'));
-      });
-    }).catch((e: Error) => assert.fail(e.message));
-    await new Promise((r) => child.once('exit', r));
+    await hacrlKilledAt(args(killed), join(killed, 'checkpoints', 'step-000002', 'state.json'));
     assert.ok(!existsSync(join(killed, 'checkpoints', 'step-000005')), 'killed before the end');
     const resumed = hacrl([...args(killed), '--resume']);
     assert.equal(resumed.status, 0, resumed.stderr);

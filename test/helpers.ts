@@ -94,3 +94,34 @@ export function assertOutputsClose(got: Outputs, want: Outputs, tol: number, sha
     assert.ok(err <= tol, `${name}: relative error ${err.toExponential(3)} > ${tol.toExponential(1)}`);
   }
 }
+
+/**
+ * Central finite differences of a policy loss in every log-prob of every sequence of `batch` (step h), flattened in
+ * sequence then token order — the reference for the analytic gradients of the loss functions.
+ */
+export function logProbFiniteDifferences<S extends { logProbs: ArrayLike<number> }>(
+  batch: readonly S[],
+  loss: (batch: S[]) => number,
+  h = 1e-6,
+): number[] {
+  return batch.flatMap((sq, i) =>
+    Array.from(sq.logProbs, (_, t) => {
+      const at = (delta: number): number => {
+        const lp = Float64Array.from(sq.logProbs);
+        lp[t]! += delta;
+        return loss(batch.map((x, j) => (j === i ? { ...x, logProbs: lp } : x)));
+      };
+      return (at(h) - at(-h)) / (2 * h);
+    }),
+  );
+}
+
+/** Asserts |got − want| ≤ tol for each entry. */
+export function near(got: ArrayLike<number> | number, want: ArrayLike<number> | number, tol: number, what = ''): void {
+  const g = typeof got === 'number' ? [got] : Array.from(got);
+  const w = typeof want === 'number' ? [want] : Array.from(want);
+  assert.equal(g.length, w.length, `${what}: length`);
+  for (let i = 0; i < w.length; i++) {
+    assert.ok(Math.abs(g[i]! - w[i]!) <= tol, `${what}[${i}]: got ${g[i]}, want ${w[i]} (±${tol})`);
+  }
+}

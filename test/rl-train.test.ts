@@ -1,13 +1,12 @@
 // The RL loop end to end on a very small agent: reproducibility, a SIGKILL'd run resumed bit for bit, refusals, and
 // the stop after repeated non-finite steps.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { hacrl, TINY_AGENT_FLAGS } from './cli.js';
+import { hacrl, hacrlKilledAt, TINY_AGENT_FLAGS } from './cli.js';
 
 const root = await mkdtemp(join(tmpdir(), 'hacrl-rl-'));
 after(() => rm(root, { recursive: true, force: true }));
@@ -99,22 +98,7 @@ describe('hacrl train', () => {
 
   test('a run killed with SIGKILL and resumed ends with the weights and metrics of an uninterrupted run', async () => {
     const dir = join(root, 'killed');
-    const child = spawn(process.execPath, ['dist/src/cli/main.js', ...runArgs(dir)], { stdio: 'ignore' });
-    // Kill it as soon as step 2's checkpoint is complete (mid-run, with later steps not yet done).
-    await new Promise<void>((resolve, reject) => {
-      const poll = setInterval(() => {
-        if (existsSync(join(dir, 'checkpoints', 'step-000002', 'state.json'))) {
-          clearInterval(poll);
-          child.kill('SIGKILL');
-          resolve();
-        }
-      }, 5);
-      child.on('exit', () => {
-        clearInterval(poll);
-        reject(new Error('the run finished before it could be killed'));
-      });
-    }).catch((e: Error) => assert.fail(e.message));
-    await new Promise((r) => child.once('exit', r));
+    await hacrlKilledAt(runArgs(dir), join(dir, 'checkpoints', 'step-000002', 'state.json'));
     assert.ok(!existsSync(join(dir, 'checkpoints', 'step-000005')), 'killed before the end');
     const resumed = hacrl([...runArgs(dir), '--resume']);
     assert.equal(resumed.status, 0, resumed.stderr);

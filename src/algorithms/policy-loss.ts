@@ -8,7 +8,14 @@ import { grpoTokenLoss } from './grpo.js';
 import { gspoLogRatio, gspoSequenceLoss } from './gspo.js';
 import { type KlEstimator, klTerm } from './kl.js';
 import { Mean, type RatioStats, RatioTally } from './loss-stats.js';
-import { type LossUnits, type PolicySequence, countedTokens, lossUnits, validateSequence } from './sequence.js';
+import {
+  type LossUnits,
+  type PolicySequence,
+  checkedDenominators,
+  countedTokens,
+  lossUnits,
+  validateSequence,
+} from './sequence.js';
 
 /** GRPO: one importance ratio per token. */
 export interface GrpoObjective {
@@ -110,18 +117,6 @@ function resolve(options: PolicyLossOptions): Resolved {
   return r;
 }
 
-/** The denominators to use: the caller's, checked against the batch's own counts, or the batch's own. */
-function denominators(given: LossUnits | undefined, own: LossUnits): LossUnits {
-  if (given === undefined) return own;
-  if (given.tokens < own.tokens || given.sequences < own.sequences) {
-    throw new Error(
-      `denominators (${given.sequences} sequences, ${given.tokens} tokens) are smaller than this batch's own ` +
-        `(${own.sequences}, ${own.tokens}): pass lossUnits() of the whole mini-batch`,
-    );
-  }
-  return given;
-}
-
 /**
  * L = Σ_i w_i Σ_{t counted} [ℓ_{i,t} + β·KL_{i,t}] with w_i from the aggregation mode (aggregate.ts), ℓ from GRPO
  * (grpo.ts) or GSPO (gspo.ts), and ∂L/∂new_{i,t} for every token. Throws on malformed sequences or options; a
@@ -131,7 +126,7 @@ export function policyLoss(batch: readonly PolicySequence[], options: PolicyLoss
   const o = resolve(options);
   batch.forEach(validateSequence);
   const own = lossUnits(batch, o.maskTruncated);
-  const units = denominators(options.denominators, own);
+  const units = checkedDenominators(options.denominators, own, 'lossUnits');
   const tally = new RatioTally(options.objective.kind === 'grpo' ? 'token' : 'sequence');
   const klMean = new Mean();
   const moved = new Mean();

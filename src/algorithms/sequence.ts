@@ -74,3 +74,18 @@ export function validateSequence(seq: PolicySequence, index: number): void {
     if (m !== 0 && m !== 1) throw new Error(`sequence ${index}: mask[${t}] is ${m}; a token mask holds only 0 and 1`);
   }
 }
+
+/**
+ * The denominators a loss divides by: the caller's (checked to cover the batch's own counts, as when a mini-batch is
+ * split into micro-batches) or the batch's own. `unitsFn` names the function the caller should have used.
+ */
+export function checkedDenominators(given: LossUnits | undefined, own: LossUnits, unitsFn: string): LossUnits {
+  if (given === undefined) return own;
+  if (given.tokens < own.tokens || given.sequences < own.sequences) {
+    throw new Error(
+      `denominators (${given.sequences} sequences, ${given.tokens} tokens) are smaller than this batch's own ` +
+        `(${own.sequences}, ${own.tokens}): pass ${unitsFn}() of the whole mini-batch`,
+    );
+  }
+  return given;
+}

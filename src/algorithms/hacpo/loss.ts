@@ -11,7 +11,7 @@ import { type ClipRange, GSPO_CLIP, validateClip } from '../clip.js';
 import { gspoSequenceLoss } from '../gspo.js';
 import { type KlEstimator, klTerm } from '../kl.js';
 import { Mean, type RatioStats, RatioTally } from '../loss-stats.js';
-import type { LossUnits } from '../sequence.js';
+import { type LossUnits, checkedDenominators } from '../sequence.js';
 import { type StepwiseClip, DEFAULT_STEPWISE_CLIP, foreignSequenceLoss, stepwiseLowerBound } from './clip.js';
 import { crossSequenceLogRatio, meanOf } from './ratio.js';
 
@@ -198,18 +198,6 @@ function validateSequence(seq: HacpoSequence, index: number): void {
   }
 }
 
-/** The caller's denominators, checked against the batch's own counts, or the batch's own. */
-function denominators(given: LossUnits | undefined, own: LossUnits): LossUnits {
-  if (given === undefined) return own;
-  if (given.tokens < own.tokens || given.sequences < own.sequences) {
-    throw new Error(
-      `denominators (${given.sequences} sequences, ${given.tokens} tokens) are smaller than this batch's own ` +
-        `(${own.sequences}, ${own.tokens}): pass hacpoLossUnits() of the whole mini-batch`,
-    );
-  }
-  return given;
-}
-
 /**
  * L = Σ_i w_i·|y_i|·ℓ_i + β·Σ_{own i} w_i Σ_t KL_{i,t}, with ℓ_i = gspoSequenceLoss (own responses, and foreign ones
  * under 'gspo', with A·coefficient) or foreignSequenceLoss (foreign under 'hacpo', HACRL Eqs. 12–14, with A and
@@ -221,7 +209,7 @@ export function hacpoLoss(batch: readonly HacpoSequence[], options: HacpoLossOpt
   const o = resolve(options);
   batch.forEach(validateSequence);
   const counts = hacpoLossUnits(batch, o.maskTruncated);
-  const units = denominators(options.denominators, counts);
+  const units = checkedDenominators(options.denominators, counts, 'hacpoLossUnits');
   const lowerBound = o.foreign === 'hacpo' ? stepwiseLowerBound(o.stepwise, options.update) : NaN;
   const ownTally = new RatioTally('sequence');
   const foreignTally = new RatioTally('sequence');
