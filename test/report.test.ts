@@ -155,7 +155,7 @@ describe('report content', async () => {
     const titles = [...html.matchAll(/<title>([^<]*)<\/title>/g)].map((m) => m[1]);
     for (const t of ['Reward', 'Validation accuracy', 'Completion length', 'Clip fractions', 'Time split'])
       assert.ok(titles.includes(t), `no panel "${t}"`);
-    assert.ok(titles.includes('Capability P̂ and ω') && titles.includes('Foreign samples'));
+    assert.ok(titles.includes('Capability P̂ and ω') && titles.includes('Foreign samples in the clip band'));
     assert.equal(titles.at(-1), 'my_custom_metric', 'an unknown field gets a panel after the known ones');
     assert.ok(titles.indexOf('Reward') < titles.indexOf('Entropy'));
   });
