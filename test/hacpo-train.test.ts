@@ -66,7 +66,13 @@ const finalWeights = (runDir: string, agent: string, step: number): Promise<Buff
   weights(join(runDir, 'checkpoints', `step-${String(step).padStart(6, '0')}`, 'agents', agent));
 
 /** Runs `agents` together for 2 steps and checks what every collaborative run must show. */
-async function twoSteps(name: string, agents: string[], extra: string[] = [], miniBatches = 4): Promise<Row[]> {
+async function twoSteps(
+  name: string,
+  agents: string[],
+  extra: string[] = [],
+  miniBatches = 4,
+  groupSizes: Record<string, number> = {},
+): Promise<Row[]> {
   const runDir = join(root, name);
   const r = hacrl(runArgs(runDir, agents, extra));
   assert.equal(r.status, 0, r.stderr);
@@ -77,7 +83,8 @@ async function twoSteps(name: string, agents: string[], extra: string[] = [], mi
     // Every learner trained on its own B·G samples and on the (n − 1)·B·G foreign ones, less any whose text its
     // tokenizer cannot encode (a character-level learner reading a byte-level BPE agent's stray bytes).
     const foreign = (row.foreign_samples as number) + (row.foreign_dropped as number);
-    assert.equal(foreign, others.length * 2 * 4, `${name}: foreign samples of ${String(row.agent)}`);
+    const expected = others.reduce((n, o) => n + 2 * (groupSizes[o] ?? 4), 0);
+    assert.equal(foreign, expected, `${name}: foreign samples of ${String(row.agent)}`);
     assert.ok((row.foreign_samples as number) > 0, `${name}: ${String(row.agent)} learned from others`);
     assert.ok(typeof row.p_hat === 'number' && row.p_hat >= 1e-8 && row.p_hat <= 1, `${name}: P̂ ${String(row.p_hat)}`);
     for (const o of others) {
@@ -109,7 +116,8 @@ describe('hacrl train: collaborative runs', () => {
   });
 
   test('state heterogeneity: same architecture and tokenizer, different checkpoints', async () => {
-    await twoSteps('state', ['base', 'state']);
+    // With its own group size: 2 prompts × 4 of its own and × 2 of the other's (3 mini-batches of 4).
+    await twoSteps('state', ['base', 'state'], ['agents.1.groupSize=2', 'optim.miniBatches=3'], 3, { state: 2 });
   });
 
   test('size heterogeneity: same family and tokenizer, different width and depth', async () => {
