@@ -228,6 +228,10 @@ test('every refused combination says what to change', async () => {
     [['optim.entropyCoef=0.01'], /an entropy bonus is not implemented yet: set optim\.entropyCoef to 0/],
     [['algorithm=hacpo'], /algorithm "hacpo" trains agents on each other's rollouts but agents lists 1: add a second/],
     [['algorithm=naive'], /algorithm "naive" trains agents on each other's rollouts but agents lists 1/],
+    [
+      ['algorithm=hacpo', 'agents.1.name=b', 'agents.1.checkpoint=y', 'optim.miniBatches=4', 'optim.epochs=3'],
+      /hacpo\.deltaStep 0\.025 closes the foreign clip band by the last of the 12 updates per step .* set it below 0\.0182/,
+    ],
     [['hacpo.delta=1'], /too big|less than 1|<1/i],
     [['agents.0.alpha=-1'], /too small|greater than or equal to 0|>=0/i],
     [['preset=gspo', 'algorithm=grpo'], /preset "gspo" is a gspo preset but algorithm is "grpo"/],

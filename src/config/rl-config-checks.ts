@@ -156,7 +156,26 @@ const templatesHaveQuestion: Check = (c) => {
   );
 };
 
+const stepwiseBandStaysOpen: Check = (c) => {
+  if (c.algorithm !== 'hacpo' || c.hacpo.foreignClip !== 'stepwise') return [];
+  const updates = c.optim.miniBatches * c.optim.epochs;
+  return c.agents.flatMap((a, i) => {
+    const delta = a.delta ?? c.hacpo.delta;
+    const step = a.deltaStep ?? c.hacpo.deltaStep;
+    // Eq. 14's lower bound 1 − δ + m·δ_step reaches 1 at the last update m = M·E − 1: no foreign sample could pass.
+    if (1 - delta + (updates - 1) * step < 1 - 1e-12) return [];
+    const where = a.deltaStep === undefined ? 'hacpo.deltaStep' : `agents.${i}.deltaStep`;
+    return issue(
+      a.deltaStep === undefined ? ['hacpo', 'deltaStep'] : ['agents', i, 'deltaStep'],
+      `${where} ${step} closes the foreign clip band by the last of the ${updates} updates per step ` +
+        `(1 − δ + ${updates - 1}·δ_step ≥ 1 with δ ${delta}), so those updates would ignore every foreign sample: ` +
+        `set it below ${(delta / Math.max(1, updates - 1)).toPrecision(3)} or use fewer mini-batches or epochs`,
+    );
+  });
+};
+
 const CHECKS: readonly Check[] = [
+  stepwiseBandStaysOpen,
   collaborationHasPartners,
   presetMatchesAlgorithm,
   agentNamesUnique,
