@@ -125,3 +125,14 @@ export function near(got: ArrayLike<number> | number, want: ArrayLike<number> | 
     assert.ok(Math.abs(g[i]! - w[i]!) <= tol, `${what}[${i}]: got ${g[i]}, want ${w[i]} (±${tol})`);
   }
 }
+
+/** Asserts a loss's per-sequence gradients equal finite differences `fd` within 2e-5 of the largest |fd| (≥ 1e-3). */
+export function assertGradientMatches(grad: readonly Float32Array[], fd: readonly number[], label: string): void {
+  const scale = Math.max(1e-3, ...fd.map(Math.abs));
+  near(
+    grad.flatMap((g) => Array.from(g)),
+    fd,
+    2e-5 * scale,
+    label,
+  );
+}

@@ -35,3 +35,27 @@ export function klK3(newLogProb: number, refLogProb: number): KlTerm {
 export function klTerm(estimator: KlEstimator, newLogProb: number, refLogProb: number): KlTerm {
   return estimator === 'k1' ? klK1(newLogProb, refLogProb) : klK3(newLogProb, refLogProb);
 }
+
+/**
+ * Adds coef·w·∂KL/∂new of each of `tokens` of one sequence to its gradient `g` and returns coef·w·Σ KL, the
+ * sequence's share of the penalty; every token's estimate is also handed to `record` (for the mean-KL statistic).
+ */
+export function addKlPenalty(
+  estimator: KlEstimator,
+  coef: number,
+  w: number,
+  logProbs: ArrayLike<number>,
+  refLogProbs: ArrayLike<number>,
+  tokens: Iterable<number>,
+  g: Float64Array,
+  record: (value: number) => void,
+): number {
+  let loss = 0;
+  for (const t of tokens) {
+    const k = klTerm(estimator, logProbs[t]!, refLogProbs[t]!);
+    record(k.value);
+    loss += coef * w * k.value;
+    g[t] += coef * w * k.grad;
+  }
+  return loss;
+}

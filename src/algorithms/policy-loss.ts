@@ -6,7 +6,7 @@ import { type LossAggregation, sequenceWeight } from './aggregate.js';
 import { type ClipRange, DAPO_CLIP, GSPO_CLIP, validateClip } from './clip.js';
 import { grpoTokenLoss } from './grpo.js';
 import { gspoLogRatio, gspoSequenceLoss } from './gspo.js';
-import { type KlEstimator, klTerm } from './kl.js';
+import { type KlEstimator, addKlPenalty } from './kl.js';
 import { Mean, type RatioStats, RatioTally } from './loss-stats.js';
 import {
   type LossUnits,
@@ -160,14 +160,9 @@ export function policyLoss(batch: readonly PolicySequence[], options: PolicyLoss
         `sequence ${i} has no refLogProbs but the KL coefficient is ${o.klCoef}: pass them or set it to 0`,
       );
     }
-    for (const t of tokens) {
-      moved.add(seq.oldLogProbs[t]! - seq.logProbs[t]!);
-      if (ref === undefined) continue;
-      const k = klTerm(o.estimator, seq.logProbs[t]!, ref[t]!);
-      klMean.add(k.value);
-      klLoss += o.klCoef * w * k.value;
-      g[t] += o.klCoef * w * k.grad;
-    }
+    for (const t of tokens) moved.add(seq.oldLogProbs[t]! - seq.logProbs[t]!);
+    if (ref !== undefined)
+      klLoss += addKlPenalty(o.estimator, o.klCoef, w, seq.logProbs, ref, tokens, g, (v) => klMean.add(v));
   };
 
   const grad = batch.map((seq, i) => {

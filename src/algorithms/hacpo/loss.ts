@@ -9,7 +9,7 @@
 import { type LossAggregation, sequenceWeight } from '../aggregate.js';
 import { type ClipRange, GSPO_CLIP, validateClip } from '../clip.js';
 import { gspoSequenceLoss } from '../gspo.js';
-import { type KlEstimator, klTerm } from '../kl.js';
+import { type KlEstimator, addKlPenalty } from '../kl.js';
 import { Mean, type RatioStats, RatioTally } from '../loss-stats.js';
 import { type LossUnits, checkedDenominators } from '../sequence.js';
 import { type StepwiseClip, DEFAULT_STEPWISE_CLIP, foreignSequenceLoss, stepwiseLowerBound } from './clip.js';
@@ -261,12 +261,8 @@ export function hacpoLoss(batch: readonly HacpoSequence[], options: HacpoLossOpt
       }
       return;
     }
-    for (let t = 0; t < g.length; t++) {
-      const k = klTerm(o.estimator, seq.logProbs[t]!, ref[t]!);
-      klMean.add(k.value);
-      klLoss += o.klCoef * w * k.value;
-      g[t] += o.klCoef * w * k.grad;
-    }
+    const all = Array.from({ length: g.length }, (_, t) => t);
+    klLoss += addKlPenalty(o.estimator, o.klCoef, w, seq.logProbs, ref, all, g, (v) => klMean.add(v));
   };
 
   const grad = batch.map((seq, i) => {
