@@ -50,7 +50,7 @@ test('a config with only an agent gets every default', async () => {
     epochs: 1,
     lossAggregation: 'token-mean',
     clipLow: 0.2,
-    clipHigh: 0.2,
+    clipHigh: 0.28,
     dualClip: null,
     klEstimator: 'k3',
     klCoef: 0,
@@ -89,23 +89,108 @@ test('per-agent settings override the run-wide ones and absent ones inherit them
   assert.deepEqual([b!.temperature, b!.lr, b!.topP, b!.template], [1, 3e-5, 0.9, 'Q: {question}']);
 });
 
-test('presets fill the baselines of the paper, and values the user gives win', async () => {
+/** The config `hacrl config resolve` gives for a file holding only `lines` and one agent (two for sharing). */
+async function resolveFile(name: string, lines: string[], agents = 1): Promise<RunConfig> {
+  const path = join(root, `${name}.yaml`);
+  const list = Array.from({ length: agents }, (_, i) => `  - { name: a${i}, checkpoint: runs/a${i} }`);
+  await writeFile(path, [...lines, 'agents:', ...list, 'data: { train: easy:train:100 }', ''].join('\n'));
+  return loadRunConfig(path);
+}
+
+/** The recipe-owned settings of a resolved config, in one comparable shape. */
+const recipeOf = (c: RunConfig) => ({
+  algorithm: c.algorithm,
+  clip: [c.optim.clipLow, c.optim.clipHigh],
+  aggregation: c.optim.lossAggregation,
+  advantage: c.optim.advantage,
+  miniBatches: c.optim.miniBatches,
+  groupSize: c.rollout.groupSize,
+});
+
+test('recipe grpo: `algorithm: grpo` alone is GRPO with DAPO clip-higher and a token-mean loss', async () => {
+  assert.deepEqual(recipeOf(await resolveFile('grpo', ['algorithm: grpo'])), {
+    algorithm: 'grpo',
+    clip: [0.2, 0.28],
+    aggregation: 'token-mean',
+    advantage: 'group-std',
+    miniBatches: 1,
+    groupSize: 8,
+  });
+});
+
+test('recipe gspo: `algorithm: gspo` alone is GSPO (ε 3e-4/4e-4, seq-mean-token-mean, 2 updates)', async () => {
+  assert.deepEqual(recipeOf(await resolveFile('gspo', ['algorithm: gspo'])), {
+    algorithm: 'gspo',
+    clip: [3e-4, 4e-4],
+    aggregation: 'seq-mean-token-mean',
+    advantage: 'group-std',
+    miniBatches: 2,
+    groupSize: 8,
+  });
+});
+
+test('recipe hacpo: `algorithm: hacpo` alone is HACPO with every mechanism and the stepwise schedule', async () => {
+  const c = await resolveFile('hacpo', ['algorithm: hacpo'], 2);
+  assert.deepEqual(recipeOf(c), {
+    algorithm: 'hacpo',
+    clip: [3e-4, 4e-4],
+    aggregation: 'seq-mean-token-mean',
+    advantage: 'group-std',
+    miniBatches: 4,
+    groupSize: 8,
+  });
+  assert.deepEqual(c.hacpo, {
+    capabilityWindow: 5,
+    capabilityBaseline: true,
+    discrepancyCoefficient: true,
+    foreignClip: 'stepwise',
+    alpha: 1,
+    delta: 0.2,
+    deltaStep: 0.025,
+    order: 'shuffled',
+  });
+});
+
+test('recipe naive: `algorithm: naive` alone is HACPO with every mechanism off', async () => {
+  const c = await resolveFile('naive', ['algorithm: naive'], 2);
+  assert.deepEqual(recipeOf(c), {
+    algorithm: 'naive',
+    clip: [3e-4, 4e-4],
+    aggregation: 'seq-mean-token-mean',
+    advantage: 'group-std',
+    miniBatches: 4,
+    groupSize: 8,
+  });
+  const { capabilityBaseline, discrepancyCoefficient, foreignClip, alpha } = c.hacpo;
+  assert.deepEqual({ capabilityBaseline, discrepancyCoefficient, foreignClip, alpha }, {
+    capabilityBaseline: false,
+    discrepancyCoefficient: false,
+    foreignClip: 'gspo',
+    alpha: 0,
+  });
+  assert.deepEqual(resolveAgents(c).map((a) => a.alpha), [0, 0]);
+});
+
+test('variant gspo-x2: one agent, G 16 and 4 updates of GSPO', async () => {
+  assert.deepEqual(recipeOf(await resolveFile('x2', ['preset: gspo-x2'])), {
+    algorithm: 'gspo',
+    clip: [3e-4, 4e-4],
+    aggregation: 'seq-mean-token-mean',
+    advantage: 'group-std',
+    miniBatches: 4,
+    groupSize: 16,
+  });
+});
+
+test('variants grpo-dapo and dr-grpo, and values the user gives win over any recipe', async () => {
   const dapo = await withOverrides('preset=grpo-dapo');
-  assert.deepEqual([dapo.algorithm, dapo.optim.clipLow, dapo.optim.clipHigh], ['grpo', 0.2, 0.28]);
-  assert.equal(dapo.optim.lossAggregation, 'token-mean');
-
-  const gspo = await withOverrides('preset=gspo');
-  assert.equal(gspo.algorithm, 'gspo');
-  assert.deepEqual([gspo.optim.clipLow, gspo.optim.clipHigh, gspo.optim.miniBatches], [3e-4, 4e-4, 2]);
-  assert.equal(gspo.optim.lossAggregation, 'seq-mean-token-mean');
-  assert.equal(gspo.rollout.groupSize, 8);
-
-  const x2 = await withOverrides('preset=gspo-x2');
-  assert.deepEqual([x2.algorithm, x2.rollout.groupSize, x2.optim.miniBatches], ['gspo', 16, 4]);
-  assert.deepEqual([x2.optim.clipLow, x2.optim.clipHigh], [3e-4, 4e-4]);
-
+  assert.deepEqual(recipeOf(dapo), recipeOf(await withOverrides('algorithm=grpo')));
+  const dr = await withOverrides('preset=dr-grpo');
+  assert.deepEqual([dr.algorithm, dr.optim.advantage, dr.optim.lossAggregation], ['grpo', 'none', 'seq-mean-token-sum']);
   const mine = await withOverrides('preset=gspo-x2', 'rollout.groupSize=8', 'optim.clipHigh=1e-3');
   assert.deepEqual([mine.rollout.groupSize, mine.optim.miniBatches, mine.optim.clipHigh], [8, 4, 1e-3]);
+  const hacpo = await withOverrides('algorithm=hacpo', 'agents.1.name=b', 'agents.1.checkpoint=y', 'hacpo.alpha=0.5');
+  assert.deepEqual([hacpo.hacpo.alpha, hacpo.optim.miniBatches], [0.5, 4]);
 });
 
 test('YAML and JSON files give the same config; overrides apply on top of a file', async () => {
@@ -225,7 +310,7 @@ test('every refused combination says what to change', async () => {
     ],
     [['agents.0.temperature=0'], /agents\.0\.temperature is 0 \(greedy\)/],
     [['reward.math=0'], /every reward weight is 0, .*give reward\.math, reward\.format or a reward\.custom entry/],
-    [['optim.entropyCoef=0.01'], /an entropy bonus is not implemented yet: set optim\.entropyCoef to 0/],
+    [['optim.entropyCoef=-0.01'], /too small|greater than or equal to 0|>=0/i],
     [['algorithm=hacpo'], /algorithm "hacpo" trains agents on each other's rollouts but agents lists 1: add a second/],
     [['algorithm=naive'], /algorithm "naive" trains agents on each other's rollouts but agents lists 1/],
     [
@@ -253,7 +338,7 @@ test('every refused combination says what to change', async () => {
       ['reward.custom=[{path: a/len.js, weight: 1}, {path: b/len.mjs, weight: 1}]'],
       /custom reward name "len" is used twice/,
     ],
-    [['preset=gspo3'], /Invalid option: expected one of "grpo-dapo"\|"gspo"\|"gspo-x2"/],
+    [['preset=gspo3'], /Invalid option: expected one of "grpo-dapo"\|"dr-grpo"\|"gspo"\|"gspo-x2"/],
     [['agents=[]'], /list at least one agent/],
   ];
   for (const [overrides, message] of cases) await assertRefused(overrides, message);
@@ -264,13 +349,13 @@ test('several problems are reported together, each at its field', () => {
     () =>
       parseRunConfig({
         agents: [{ name: 'a', checkpoint: 'x' }],
-        optim: { entropyCoef: 1 },
+        optim: { entropyCoef: -1 },
         reward: { math: 0 },
       }),
     (e: Error) => {
       assert.match(e.message, /^the configuration is invalid:\n/);
       assert.match(e.message, /every reward weight is 0[^\n]*\n {2}→ at reward/);
-      assert.match(e.message, /entropy bonus is not implemented yet[^\n]*\n {2}→ at optim\.entropyCoef/);
+      assert.match(e.message, /[^\n]*\n {2}→ at optim\.entropyCoef/);
       return true;
     },
   );

@@ -126,7 +126,7 @@ config
   .action(() => runConfigSchema());
 config
   .command('resolve')
-  .description('print a configuration after presets, defaults and overrides (validated)')
+  .description('print a configuration after the recipe, defaults and overrides (validated)')
   .argument('[file]', 'YAML or JSON configuration')
   .argument('[overrides...]', 'key.path=value overrides')
   .action((file: string | undefined, overrides: string[]) => runConfigResolve(file, overrides));

@@ -1,13 +1,13 @@
 /**
  * From a config file and command-line overrides to a validated RunConfig: read YAML or JSON, apply `key.path=value`
- * overrides, refuse unknown keys (naming the closest valid one), fill the preset's values, then validate.
+ * overrides, refuse unknown keys (naming the closest valid one), fill the recipe's values (the algorithm's or its named variant's), then validate.
  */
 import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { parseWith } from '../util/json-file.js';
 import { applyOverrides } from './overrides.js';
-import { applyPreset } from './presets.js';
+import { applyRecipe } from './recipe-defaults.js';
 import { RunConfigSchema, type RunConfig } from './rl-config.js';
 import { isPlainObject, unknownKeys } from './schema-keys.js';
 
@@ -34,11 +34,11 @@ export async function readConfigFile(path: string): Promise<Record<string, unkno
   return value;
 }
 
-/** Validates a raw config (after overrides): unknown keys first, then the preset's values, then the schema. */
+/** Validates a raw config (after overrides): unknown keys first, then the recipe's values, then the schema. */
 export function parseRunConfig(raw: Record<string, unknown>, what = 'the configuration'): RunConfig {
   const unknown = unknownKeys(RunConfigSchema, raw);
   if (unknown.length > 0) throw new Error(`${what} is invalid:\n${unknown.map((m) => `✖ ${m}`).join('\n')}`);
-  return parseWith(RunConfigSchema, applyPreset(raw), what);
+  return parseWith(RunConfigSchema, applyRecipe(raw), what);
 }
 
 /** The run configuration from an optional file and `key.path=value` overrides (applied in order, later wins). */

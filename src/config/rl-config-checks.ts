@@ -4,8 +4,7 @@
  */
 import { basename, extname } from 'node:path';
 import type { z } from 'zod';
-import { PRESETS } from './presets.js';
-import { isCollaborative } from './algorithms.js';
+import { VARIANT_RECIPES, sharesRollouts } from '../algorithms/recipes.js';
 import type { RunConfigFields } from './rl-config.js';
 
 /** A refused combination: where to look and what to change. */
@@ -19,7 +18,7 @@ type Check = (c: RunConfigFields) => ConfigIssue[];
 const issue = (path: (string | number)[], message: string): ConfigIssue[] => [{ path, message }];
 
 const collaborationHasPartners: Check = (c) =>
-  !isCollaborative(c.algorithm) || c.agents.length >= 2
+  !sharesRollouts(c.algorithm) || c.agents.length >= 2
     ? []
     : issue(
         ['agents'],
@@ -29,7 +28,8 @@ const collaborationHasPartners: Check = (c) =>
 
 const presetMatchesAlgorithm: Check = (c) => {
   if (c.preset === undefined) return [];
-  const want = PRESETS[c.preset].algorithm;
+  const variant = VARIANT_RECIPES[c.preset];
+  const want = variant.algorithm;
   const out =
     want === c.algorithm
       ? []
@@ -37,10 +37,10 @@ const presetMatchesAlgorithm: Check = (c) => {
           ['algorithm'],
           `preset "${c.preset}" is a ${want} preset but algorithm is "${c.algorithm}": remove the preset or the algorithm`,
         );
-  if (c.preset === 'gspo-x2' && c.agents.length !== 1)
+  if ('agents' in variant && variant.agents === 'one' && c.agents.length !== 1)
     out.push({
       path: ['agents'],
-      message: `preset "gspo-x2" is the one-agent baseline but agents lists ${c.agents.length}: keep one agent, or use preset "gspo"`,
+      message: `preset "${c.preset}" is the one-agent baseline but agents lists ${c.agents.length}: keep one agent, or use preset "${want}"`,
     });
   return out;
 };
@@ -65,7 +65,7 @@ const miniBatchesDivide: Check = (c) => {
   const m = c.optim.miniBatches;
   const sizes = c.agents.map((_, i) => groupSizeOf(c, i));
   // A collaborative learner trains on every agent's rollouts; an agent alone on its own.
-  const totals = isCollaborative(c.algorithm) ? [b * sizes.reduce((x, y) => x + y, 0)] : sizes.map((g) => b * g);
+  const totals = sharesRollouts(c.algorithm) ? [b * sizes.reduce((x, y) => x + y, 0)] : sizes.map((g) => b * g);
   if (m < 1) return []; // reported by the field's own check
   return [...new Set(totals)].flatMap((total) => {
     if (total % m === 0) return [];
@@ -73,7 +73,7 @@ const miniBatchesDivide: Check = (c) => {
     return issue(
       ['optim', 'miniBatches'],
       `${total} rollouts per step and learner (rollout.promptsPerStep ${b} × the group sizes${
-        isCollaborative(c.algorithm) ? ' of all agents' : ''
+        sharesRollouts(c.algorithm) ? ' of all agents' : ''
       }) cannot be split into ${m} equal mini-batches: set optim.miniBatches to a divisor of ${total} ` +
         `(${divisors.join(', ')})`,
     );
@@ -82,7 +82,7 @@ const miniBatchesDivide: Check = (c) => {
 
 const groupsHaveTwo: Check = (c) => {
   // A collaborative group holds every agent's responses to the prompt, so G = 1 per agent still gives a baseline.
-  if (isCollaborative(c.algorithm)) return [];
+  if (sharesRollouts(c.algorithm)) return [];
   return c.agents.flatMap((a, i) =>
     groupSizeOf(c, i) !== 1
       ? []
@@ -129,11 +129,6 @@ const customRewardNames: Check = (c) => {
     ...uniqueNames(names, path, 'custom reward name'),
   ];
 };
-
-const noEntropyBonus: Check = (c) =>
-  c.optim.entropyCoef === 0
-    ? []
-    : issue(['optim', 'entropyCoef'], 'an entropy bonus is not implemented yet: set optim.entropyCoef to 0');
 
 const warmupEnds: Check = (c) =>
   c.optim.warmupSteps === 0 || c.optim.warmupSteps < c.steps
@@ -184,7 +179,6 @@ const CHECKS: readonly Check[] = [
   samplingNotGreedy,
   someReward,
   customRewardNames,
-  noEntropyBonus,
   warmupEnds,
   templatesHaveQuestion,
 ];

@@ -5,15 +5,17 @@
  */
 import { z } from 'zod';
 import { DEFAULT_QUESTION_TEMPLATE } from '../tasks/prompt.js';
-import { ALGORITHMS } from './algorithms.js';
+import { ALGORITHM_RECIPES, ALGORITHMS, VARIANTS, type Recipe } from '../algorithms/recipes.js';
+import { defaultsByAlgorithm, describeVariants } from './recipe-defaults.js';
 import { checkRunConfig } from './rl-config-checks.js';
-import { describePresets, PRESET_NAMES } from './presets.js';
 
 /** A schema with its default and doc, kept together so that the doc always states the real default. */
 interface Field<T extends z.ZodType> {
   schema: T;
   value: NoUndefined<z.output<T>>;
   doc: string;
+  /** How the doc states the default when it is not just the value (a recipe-owned setting). */
+  defaultDoc?: string;
 }
 type NoUndefined<T> = T extends undefined ? never : T;
 type AnyField = Field<z.ZodType>;
@@ -24,7 +26,21 @@ function field<T extends z.ZodType>(schema: T, value: NoUndefined<z.output<T>>, 
 
 /** The field with its default applied; the description ends with "; default VALUE". */
 function withDefault<T extends z.ZodType>(f: Field<T>): z.ZodDefault<T> {
-  return f.schema.default(f.value).describe(`${f.doc}; default ${JSON.stringify(f.value)}`);
+  return f.schema.default(f.value).describe(`${f.doc}; default ${f.defaultDoc ?? JSON.stringify(f.value)}`);
+}
+
+/**
+ * A field whose default the algorithm's recipe sets (src/algorithms/recipes.ts): the schema's own default is grpo's
+ * (the default algorithm), and the doc lists every algorithm's.
+ */
+function recipeField<T extends z.ZodType>(
+  schema: T,
+  pick: (r: Recipe) => NoUndefined<z.output<T>> | undefined,
+  doc: string,
+): Field<T> {
+  // A HACPO-only setting has no grpo value: the hacpo recipe's is the schema's default then.
+  const value = pick(ALGORITHM_RECIPES.grpo) ?? pick(ALGORITHM_RECIPES.hacpo)!;
+  return { ...field(schema, value, doc), defaultDoc: `per algorithm: ${defaultsByAlgorithm(pick)}` };
 }
 
 function defaults<F extends Record<string, AnyField>>(fields: F): { [K in keyof F]: z.ZodDefault<F[K]['schema']> } {
@@ -78,9 +94,9 @@ const GROUP_SIZE = field(count(1), 8, 'Completions per prompt and agent (G)');
 
 /** The HACPO knobs an agent may set for itself (HACRL §3.3–3.4): run-wide in `hacpo`, overridable per agent. */
 const HACPO_PER_AGENT = {
-  alpha: field(
+  alpha: recipeField(
     z.number().min(0),
-    1,
+    (r) => r.hacpo?.alpha,
     'Exponential importance sampling: foreign ratios are weighted by sg(s)^α (Eq. 12; 0 = off)',
   ),
   delta: field(z.number().gt(0).lt(1), 0.2, 'δ: foreign ratios below 1 − δ are clipped out of the loss (Eq. 13)'),
@@ -126,14 +142,14 @@ const RunConfigObject = z.strictObject({
     field(
       z.enum(ALGORITHMS),
       'grpo',
-      'Algorithm: grpo (per-token clipped ratio) or gspo (sequence-level ratio), each agent alone; hacpo (agents ' +
-        "learn from each other's rollouts) or naive (rollouts shared, plain GSPO on all), 2 or more agents",
+      'Algorithm, whose recipe fills the settings you leave out (grpo and gspo train each agent alone; hacpo and ' +
+        `naive need 2 or more agents) — ${ALGORITHMS.map((a) => `${a}: ${ALGORITHM_RECIPES[a].summary}`).join('; ')}`,
     ),
   ),
   preset: z
-    .enum(PRESET_NAMES)
+    .enum(VARIANTS)
     .optional()
-    .describe(`Baseline preset that fills the values you leave out (yours win) — ${describePresets()}; default none`),
+    .describe(`Named variant of an algorithm whose recipe replaces the algorithm's — ${describeVariants()}; default none`),
   agents: z
     .array(AgentConfigSchema)
     .min(1, 'list at least one agent: agents: [{ name: a, checkpoint: path/to/folder }]')
@@ -163,15 +179,19 @@ const RunConfigObject = z.strictObject({
   ),
   optim: section(
     defaults({
-      miniBatches: field(count(1), 1, "Optimizer updates per epoch over the step's B·G rollouts (M; divides B·G)"),
+      miniBatches: recipeField(
+        count(1),
+        (r) => r.miniBatches,
+        "Optimizer updates per epoch over the step's B·G rollouts (M; divides B·G)",
+      ),
       epochs: field(count(1, 'must be at least 1: each step trains on its rollouts at least once'), 1, 'Epochs (E)'),
-      lossAggregation: field(
+      lossAggregation: recipeField(
         z.enum(['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum']),
-        'token-mean',
+        (r) => r.aggregation,
         'Loss over a mini-batch: mean of all tokens, mean of per-sequence token means, or of per-sequence sums',
       ),
-      clipLow: field(z.number().gt(0).lt(1), 0.2, 'ε_low: the ratio is clipped below at 1 − ε_low'),
-      clipHigh: field(z.number().gt(0), 0.2, 'ε_high: the ratio is clipped above at 1 + ε_high (DAPO: 0.28)'),
+      clipLow: recipeField(z.number().gt(0).lt(1), (r) => r.clip.low, 'ε_low: the ratio is clipped below at 1 − ε_low'),
+      clipHigh: recipeField(z.number().gt(0), (r) => r.clip.high, 'ε_high: the ratio is clipped above at 1 + ε_high'),
       dualClip: field(
         z.number().gt(1, 'must be greater than 1 (e.g. 3), or null for off').nullable(),
         null,
@@ -179,10 +199,14 @@ const RunConfigObject = z.strictObject({
       ),
       klEstimator: field(z.enum(['k1', 'k3']), 'k3', 'KL-to-reference estimator: k1 (log ratio), k3 (low variance)'),
       klCoef: field(z.number().min(0), 0, 'KL penalty coefficient (0 = off, and no reference model is kept)'),
-      entropyCoef: field(z.number(), 0, 'Entropy bonus coefficient (only 0: the bonus is not implemented yet)'),
-      advantage: field(
+      entropyCoef: field(
+        z.number().min(0),
+        0,
+        'Entropy bonus β_H: the loss subtracts β_H × the mean entropy (nats) of the policy over own response tokens',
+      ),
+      advantage: recipeField(
         z.enum(['group-std', 'batch-std', 'none']),
-        'group-std',
+        (r) => r.advantage,
         "Advantage = reward − group mean, divided by the group's std, the step's std, or nothing",
       ),
       filterZeroVariance: field(z.boolean(), false, 'Leave groups whose rewards are all equal out of the loss'),
@@ -199,25 +223,25 @@ const RunConfigObject = z.strictObject({
   hacpo: section(
     defaults({
       capabilityWindow: field(count(1), 5, 'Steps K averaged in the capability estimate P̂ (Eq. 9)'),
-      capabilityBaseline: field(
+      capabilityBaseline: recipeField(
         z.boolean(),
-        true,
+        (r) => r.hacpo?.capabilityBaseline,
         "Capability-aware advantage baseline (Eqs. 6–8); false: the plain mean of all agents' rewards",
       ),
-      discrepancyCoefficient: field(
+      discrepancyCoefficient: recipeField(
         z.boolean(),
-        true,
+        (r) => r.hacpo?.discrepancyCoefficient,
         'Scale the advantage of a foreign response by ω = P̂_generator / P̂_learner (Eq. 10)',
       ),
-      foreignClip: field(
+      foreignClip: recipeField(
         z.enum(['stepwise', 'none', 'gspo']),
-        'stepwise',
+        (r) => r.hacpo?.foreignClip,
         'Foreign ratios: clipped to [1 − δ + m·δ_step, 1] with no gradient outside (Eqs. 13–14; δ_step 0 = not ' +
           "stepwise), 'none' (no clip: the paper's Figure 4 ablation), or 'gspo' (the own GSPO clip, no exponential IS)",
       ),
       ...HACPO_PER_AGENT,
     }),
-    'HACPO mechanisms (algorithm hacpo; naive turns them all off): each switch is one ablation of the paper',
+    'HACPO mechanisms (algorithms hacpo and naive; naive\'s recipe turns them all off): each switch is one ablation of the paper',
   ),
   reward: section(
     defaults({

@@ -21,7 +21,7 @@ import { loadDataSpec } from '../tasks/data-spec.js';
 import type { Problem } from '../tasks/problem.js';
 import { Rng } from '../util/rng.js';
 import { CapabilityTracker } from '../algorithms/hacpo/index.js';
-import { isCollaborative } from '../config/algorithms.js';
+import { sharesRollouts as isCollaborative } from '../algorithms/recipes.js';
 import { hacpoStep, type Collaborator, type HacpoStepOptions } from './hacpo-step.js';
 import type { RolloutOptions } from './policy-updates.js';
 import { rlStep, type RlStepOptions, type StepResult } from './rl-step.js';
