@@ -361,7 +361,7 @@ describe('HACPO mini-batch loss', () => {
         });
         const shared: HacpoSequence[] = plain.map((p, i) => ({
           logProbs: p.logProbs,
-          generatorOldMean: meanOf(p.oldLogProbs),
+          generatorOldMean: meanOf(p.oldLogProbs!),
           advantage: p.advantage,
           own: i % 2 === 0,
           coefficient: 1,

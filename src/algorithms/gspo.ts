@@ -26,7 +26,7 @@ export interface SequenceLoss extends Surrogate {
 /** log s = (1/|y|) Σ_{t ∈ tokens} (new_t − old_t) over the counted `tokens` (HACRL Eq. 11 = Eq. 48); 0 when none. */
 export function gspoLogRatio(seq: PolicySequence, tokens: readonly number[]): number {
   let sum = 0;
-  for (const t of tokens) sum += seq.logProbs[t]! - seq.oldLogProbs[t]!;
+  for (const t of tokens) sum += seq.logProbs[t]! - seq.oldLogProbs![t]!;
   return tokens.length === 0 ? 0 : sum / tokens.length;
 }
 

@@ -1,11 +1,12 @@
 /**
- * The policy loss of a mini-batch as a pure function of numbers: per-sequence log-probs and advantages in, the loss,
- * ∂loss/∂(each new log-prob) and statistics out. The trainer seeds tape.backward(logProbs, grad[i]) with the result.
+ * The one policy loss of a mini-batch, for every algorithm, as a pure function of numbers: per-sequence log-probs and
+ * advantages in, the loss, ∂loss/∂(each new log-prob) (and ∂loss/∂(each token's entropy) under an entropy bonus) and
+ * statistics out. The surrogate of each sequence (surrogates.ts) is the only part that differs between GRPO, GSPO and
+ * HACPO; aggregation, KL, entropy and statistics are here, once.
  */
 import { type LossAggregation, sequenceWeight } from './aggregate.js';
 import { type ClipRange, DAPO_CLIP, GSPO_CLIP, validateClip } from './clip.js';
-import { grpoTokenLoss } from './grpo.js';
-import { gspoLogRatio, gspoSequenceLoss } from './gspo.js';
+import { DEFAULT_STEPWISE_CLIP, type StepwiseClip, stepwiseLowerBound } from './hacpo/clip.js';
 import { type KlEstimator, addKlPenalty } from './kl.js';
 import { Mean, type RatioStats, RatioTally } from './loss-stats.js';
 import {
@@ -16,6 +17,7 @@ import {
   lossUnits,
   validateSequence,
 } from './sequence.js';
+import { type Surrogate, foreignSurrogate, sequenceSurrogate, tokenSurrogate } from './surrogates.js';
 
 /** GRPO: one importance ratio per token. */
 export interface GrpoObjective {
@@ -33,10 +35,29 @@ export interface GspoObjective {
   clip?: ClipRange;
 }
 
-/** The surrogate objective. */
+/** The surrogate objective of own responses. */
 export type PolicyObjective = GrpoObjective | GspoObjective;
 
-/** β·KL(π_θ ‖ π_ref) added to each counted token's loss and aggregated like it. */
+/**
+ * How foreign responses enter the loss. 'hacpo': HACRL Eqs. 12–14 (exponential IS, stepwise asymmetric clip, no
+ * min). 'hacpo-unclipped': the same without any band (Figure 4's "no Clip"). 'gspo': like own responses under the
+ * GSPO objective — the naive-sharing baseline (the coefficient still multiplies A; pass 1 for naive sharing).
+ */
+export type ForeignObjective = 'hacpo' | 'hacpo-unclipped' | 'gspo';
+
+/** The foreign-response terms of a HACPO mini-batch. */
+export interface ForeignTerms {
+  /** Default 'hacpo'. */
+  objective?: ForeignObjective;
+  /** Exponential IS exponent α ≥ 0 (HACRL Eq. 12) under 'hacpo'/'hacpo-unclipped'; default 1; 0 = off. */
+  alpha?: number;
+  /** The band of HACRL Eq. 14 under 'hacpo'; default δ 0.2, δ_step 0.025. */
+  stepwise?: StepwiseClip;
+  /** m: the 0-based optimizer update within the current step (sets the band's lower bound); required. */
+  update: number;
+}
+
+/** β·KL(π_θ ‖ π_ref) added to each counted own token's loss and aggregated like it. */
 export interface KlPenalty {
   /** β ≥ 0 (the HACPO spec uses 0.001, on own responses only). */
   coef: number;
@@ -46,12 +67,19 @@ export interface KlPenalty {
 
 /** Options of policyLoss. */
 export interface PolicyLossOptions {
-  /** The surrogate objective and its clip range. */
+  /** The surrogate objective of own responses and its clip range. */
   objective: PolicyObjective;
+  /** How foreign responses (own: false) enter; required when the batch holds any. */
+  foreign?: ForeignTerms;
   /** Default 'token-mean' for GRPO (DAPO), 'seq-mean-token-mean' for GSPO (the GSPO paper and verl's recipe). */
   aggregation?: LossAggregation;
-  /** KL penalty to the frozen reference; default none. Every counted sequence then needs refLogProbs. */
+  /** KL penalty to the frozen reference on own responses; default none. Own sequences then need refLogProbs. */
   kl?: KlPenalty;
+  /**
+   * Entropy bonus β_H ≥ 0: the loss subtracts β_H·H over counted own tokens, aggregated like the surrogate; own
+   * sequences then need `entropy`, and the result carries ∂loss/∂H per token (−β_H·w_i). Default 0 (off).
+   */
+  entropyCoef?: number;
   /** Drop sequences flagged `truncated` from the loss and from every denominator; default false. */
   maskTruncated?: boolean;
   /**
@@ -59,19 +87,36 @@ export interface PolicyLossOptions {
    * micro-batches of one mini-batch, so that their losses and gradients add up to the mini-batch's.
    */
   denominators?: LossUnits;
-  // No entropy bonus: it needs ∂H/∂logits, and the model only hands out the sampled tokens' log-probs.
+}
+
+/** Foreign responses' sequence ratios: s before the clip, and how many fell inside the clip band in use. */
+export interface ForeignRatioStats extends RatioStats {
+  /** Fraction of counted foreign sequences inside the band (bounds inclusive); NaN if none. */
+  inBandFrac: number;
+  /** Counted foreign sequences. */
+  count: number;
 }
 
 /** Statistics of one policyLoss call (means over nothing are NaN, which JSON writes as null). */
 export interface PolicyLossStats extends RatioStats {
-  /** The clipped-surrogate part of the loss. */
+  /** The surrogate part of the loss (own + foreign). */
   policyLoss: number;
   /** The β·KL part of the loss (0 without a penalty). */
   klLoss: number;
-  /** Token mean of the KL estimate to the reference over tokens that have refLogProbs; NaN when none do. */
+  /** The −β_H·H part of the loss (0 without a bonus). */
+  entropyLoss: number;
+  /** Token mean of the KL estimate to the reference over own tokens that have refLogProbs; NaN when none. */
   kl: number;
-  /** Token mean of old − new: the k1 estimate of KL(π_old ‖ π_θ), how far this mini-batch moved (verl's ppo_kl). */
+  /** Token mean of old − new over counted tokens that have oldLogProbs: how far this mini-batch moved (ppo_kl). */
   approxKl: number;
+  /** Token mean of the entropy over counted own tokens that carry it (nats); NaN when none. */
+  entropy: number;
+  /** Counted own sequences (the ratio statistics above are theirs). */
+  ownCount: number;
+  /** Foreign responses' ratios. */
+  foreign: ForeignRatioStats;
+  /** This update's stepwise lower bound 1 − δ + m·δ_step under the 'hacpo' foreign objective; NaN otherwise. */
+  lowerBound: number;
   /** Counted sequences of this batch. */
   sequences: number;
   /** Counted tokens of this batch. */
@@ -85,110 +130,140 @@ export interface PolicyLossStats extends RatioStats {
 /** The loss of a mini-batch, its gradient per sequence and token (0 where not counted), and statistics. */
 export interface PolicyLossResult {
   loss: number;
+  /** ∂L/∂ logProbs[t] per sequence (seed for tape.backward). */
   grad: Float32Array[];
+  /** ∂L/∂ entropy[t] per sequence; only with an entropy bonus. */
+  entropyGrad?: Float32Array[];
   stats: PolicyLossStats;
 }
 
-/** The options with their defaults filled in. */
+/** The surrogates of own and foreign responses, and the options with defaults filled in. */
 interface Resolved {
+  own: Surrogate;
+  foreign: Surrogate | null;
+  lowerBound: number;
   aggregation: LossAggregation;
-  clip: ClipRange;
-  dualClip: number | undefined;
   klCoef: number;
   estimator: KlEstimator;
+  entropyCoef: number;
   maskTruncated: boolean;
 }
 
-/** Fills in defaults and validates. */
+/** Fills in defaults, validates, and picks each kind of response's surrogate. */
 function resolve(options: PolicyLossOptions): Resolved {
-  const { objective } = options;
-  const grpo = objective.kind === 'grpo';
+  const { objective: obj, foreign: f } = options;
+  const grpo = obj.kind === 'grpo';
+  const clip = obj.clip ?? (grpo ? DAPO_CLIP : GSPO_CLIP);
+  validateClip(clip);
+  const dualClip = obj.kind === 'grpo' ? obj.dualClip : undefined;
+  if (dualClip !== undefined && !(dualClip >= 1)) throw new Error(`dual clip c must be ≥ 1, got ${dualClip}`);
+  const klCoef = options.kl?.coef ?? 0;
+  if (!(klCoef >= 0)) throw new Error(`KL coefficient must be ≥ 0, got ${klCoef}`);
+  const entropyCoef = options.entropyCoef ?? 0;
+  if (!(entropyCoef >= 0)) throw new Error(`entropy coefficient must be ≥ 0, got ${entropyCoef}`);
   const r: Resolved = {
+    own: grpo ? tokenSurrogate(clip, dualClip) : sequenceSurrogate(clip),
+    foreign: null,
+    lowerBound: NaN,
     aggregation: options.aggregation ?? (grpo ? 'token-mean' : 'seq-mean-token-mean'),
-    clip: objective.clip ?? (grpo ? DAPO_CLIP : GSPO_CLIP),
-    dualClip: objective.kind === 'grpo' ? objective.dualClip : undefined,
-    klCoef: options.kl?.coef ?? 0,
+    klCoef,
     estimator: options.kl?.estimator ?? 'k3',
+    entropyCoef,
     maskTruncated: options.maskTruncated ?? false,
   };
-  validateClip(r.clip);
-  if (r.dualClip !== undefined && !(r.dualClip >= 1)) throw new Error(`dual clip c must be ≥ 1, got ${r.dualClip}`);
-  if (!(r.klCoef >= 0)) throw new Error(`KL coefficient must be ≥ 0, got ${r.klCoef}`);
-  return r;
+  if (f === undefined) return r;
+  const kind = f.objective ?? 'hacpo';
+  if (!['hacpo', 'hacpo-unclipped', 'gspo'].includes(kind))
+    throw new Error(`foreign objective must be 'hacpo', 'hacpo-unclipped' or 'gspo', got '${String(kind)}'`);
+  const alpha = f.alpha ?? 1;
+  if (!(alpha >= 0 && Number.isFinite(alpha))) throw new Error(`α must be finite and ≥ 0, got ${alpha}`);
+  const band = f.stepwise ?? DEFAULT_STEPWISE_CLIP;
+  const lowerBound = stepwiseLowerBound(band, f.update);
+  if (kind === 'gspo') return { ...r, foreign: sequenceSurrogate(clip) };
+  return {
+    ...r,
+    foreign: foreignSurrogate(alpha, kind === 'hacpo' ? band : null, f.update),
+    lowerBound: kind === 'hacpo' ? lowerBound : NaN,
+  };
 }
 
 /**
- * L = Σ_i w_i Σ_{t counted} [ℓ_{i,t} + β·KL_{i,t}] with w_i from the aggregation mode (aggregate.ts), ℓ from GRPO
- * (grpo.ts) or GSPO (gspo.ts), and ∂L/∂new_{i,t} for every token. Throws on malformed sequences or options; a
- * non-finite log-prob is not an error but makes the loss NaN, so the trainer can skip the step as for a NaN grad norm.
+ * L = Σ_i w_i·[ℓ_i + β·Σ_t KL_{i,t} − β_H·Σ_t H_{i,t}] with w_i from the aggregation mode (aggregate.ts) and ℓ_i the
+ * sequence's surrogate: GRPO's token ratios or GSPO's sequence ratio for own responses, HACPO's Eqs. 12–14 (or GSPO,
+ * for naive sharing) for foreign ones; KL and entropy on own responses only. Throws on malformed sequences or options;
+ * a non-finite log-prob is not an error but makes the loss NaN, so the trainer can skip the step.
  */
 export function policyLoss(batch: readonly PolicySequence[], options: PolicyLossOptions): PolicyLossResult {
   const o = resolve(options);
   batch.forEach(validateSequence);
-  const own = lossUnits(batch, o.maskTruncated);
-  const units = checkedDenominators(options.denominators, own, 'lossUnits');
-  const tally = new RatioTally(options.objective.kind === 'grpo' ? 'token' : 'sequence');
-  const klMean = new Mean();
-  const moved = new Mean();
-  let policy = 0;
-  let klLoss = 0;
-  let truncatedDropped = 0;
-  let empty = 0;
-
-  /** Adds sequence i's clipped-surrogate term (GRPO: per token; GSPO: one ratio for the sequence) to g and policy. */
-  const addPolicyTerm = (seq: PolicySequence, tokens: readonly number[], w: number, g: Float64Array): void => {
-    if (options.objective.kind === 'gspo') {
-      const r = gspoSequenceLoss(gspoLogRatio(seq, tokens), seq.advantage, o.clip);
-      tally.add(r.ratio, r.clipped);
-      for (const t of tokens) g[t] += w * r.dLogRatio;
-      policy += w * tokens.length * r.loss;
-      return;
-    }
-    for (const t of tokens) {
-      const r = grpoTokenLoss(seq.logProbs[t]!, seq.oldLogProbs[t]!, seq.advantage, o.clip, o.dualClip);
-      tally.add(r.ratio, r.clipped);
-      g[t] += w * r.dNew;
-      policy += w * r.loss;
-    }
-  };
-
-  /** Adds β·KL of sequence i's tokens to g and klLoss, and the KL and old − new statistics. */
-  const addKlTerm = (seq: PolicySequence, i: number, tokens: readonly number[], w: number, g: Float64Array): void => {
-    const ref = seq.refLogProbs;
-    if (ref === undefined && o.klCoef > 0) {
-      throw new Error(
-        `sequence ${i} has no refLogProbs but the KL coefficient is ${o.klCoef}: pass them or set it to 0`,
-      );
-    }
-    for (const t of tokens) moved.add(seq.oldLogProbs[t]! - seq.logProbs[t]!);
-    if (ref !== undefined)
-      klLoss += addKlPenalty(o.estimator, o.klCoef, w, seq.logProbs, ref, tokens, g, (v) => klMean.add(v));
-  };
+  const counts = lossUnits(batch, o.maskTruncated);
+  const units = checkedDenominators(options.denominators, counts, 'lossUnits');
+  const ownTally = new RatioTally(options.objective.kind === 'grpo' ? 'token' : 'sequence');
+  const foreignTally = new RatioTally('sequence');
+  const [klMean, moved, entropy] = [new Mean(), new Mean(), new Mean()];
+  let [policy, klLoss, entropyLoss, ownCount, foreignCount, inBand, truncatedDropped, empty] = [0, 0, 0, 0, 0, 0, 0, 0];
+  const entropyGrad: Float32Array[] = [];
 
   const grad = batch.map((seq, i) => {
     const g = new Float64Array(seq.logProbs.length);
+    const gH = new Float32Array(o.entropyCoef > 0 ? seq.logProbs.length : 0);
+    entropyGrad.push(gH);
     const tokens = countedTokens(seq, o.maskTruncated);
     if (tokens.length === 0) {
-      if (o.maskTruncated && seq.truncated === true) truncatedDropped++;
+      if (o.maskTruncated && seq.truncated === true && seq.logProbs.length > 0) truncatedDropped++;
       else empty++;
-    } else {
-      const w = sequenceWeight(tokens.length, o.aggregation, units);
-      addPolicyTerm(seq, tokens, w, g);
-      addKlTerm(seq, i, tokens, w, g);
+      return Float32Array.from(g);
+    }
+    const w = sequenceWeight(tokens.length, o.aggregation, units);
+    const own = seq.own !== false;
+    if (!own && o.foreign === null) throw new Error(`sequence ${i} is foreign but options.foreign is not set`);
+    const term = (own ? o.own : o.foreign!)(seq, tokens, w, g);
+    policy += term.loss;
+    for (const r of term.ratios) (own ? ownTally : foreignTally).add(r.ratio, r.clipped);
+    if (own) ownCount++;
+    else {
+      foreignCount++;
+      if (term.ratios[0]!.inBand) inBand++;
+    }
+    for (const t of seq.oldLogProbs === undefined ? [] : tokens) moved.add(seq.oldLogProbs![t]! - seq.logProbs[t]!);
+    if (!own) return Float32Array.from(g);
+    if (seq.refLogProbs !== undefined)
+      klLoss += addKlPenalty(o.estimator, o.klCoef, w, seq.logProbs, seq.refLogProbs, tokens, g, (v) => klMean.add(v));
+    else if (o.klCoef > 0)
+      throw new Error(
+        `sequence ${i} (own) has no refLogProbs but the KL coefficient is ${o.klCoef}: pass them or set it to 0`,
+      );
+    if (o.entropyCoef > 0 && seq.entropy === undefined)
+      throw new Error(`sequence ${i} has no entropy but the entropy coefficient is ${o.entropyCoef}: pass it`);
+    const h = seq.entropy;
+    for (const t of h === undefined ? [] : tokens) {
+      entropy.add(h![t]!);
+      if (o.entropyCoef === 0) continue;
+      entropyLoss -= o.entropyCoef * w * h![t]!;
+      gH[t] = -o.entropyCoef * w;
     }
     return Float32Array.from(g);
   });
 
   const stats: PolicyLossStats = {
-    ...tally.stats(),
+    ...ownTally.stats(),
     policyLoss: policy,
     klLoss,
+    entropyLoss,
     kl: klMean.value,
     approxKl: moved.value,
-    sequences: own.sequences,
-    tokens: own.tokens,
+    entropy: entropy.value,
+    ownCount,
+    foreign: {
+      ...foreignTally.stats(),
+      inBandFrac: foreignCount === 0 ? NaN : inBand / foreignCount,
+      count: foreignCount,
+    },
+    lowerBound: o.lowerBound,
+    sequences: counts.sequences,
+    tokens: counts.tokens,
     truncatedDropped,
     empty,
   };
-  return { loss: policy + klLoss, grad, stats };
+  return { loss: policy + klLoss + entropyLoss, grad, ...(o.entropyCoef > 0 ? { entropyGrad } : {}), stats };
 }

@@ -1,11 +1,26 @@
 /** One response of a policy-loss mini-batch, and which of its tokens the loss counts. */
 
-/** Per-token log-probs of one response (all arrays the same length, one entry per response token) and its advantage. */
+/**
+ * Per-token log-probs of one response in the learner's tokenization (all arrays the same length, one entry per
+ * response token) and its advantage. An own response carries the learner's old log-probs; a response another agent
+ * generated (HACPO) carries that generator's old mean instead, since the two tokenizations may differ.
+ */
 export interface PolicySequence {
   /** log π_θ(y_t | x, y_<t) under the current policy: the numbers the gradient is taken with respect to. */
   logProbs: ArrayLike<number>;
-  /** log π_old(y_t | x, y_<t) of the policy that generated the batch, before this step's updates. */
-  oldLogProbs: ArrayLike<number>;
+  /** log π_old(y_t | x, y_<t) of the learner before this step's updates; required for own responses. */
+  oldLogProbs?: ArrayLike<number>;
+  /**
+   * The generator's mean pre-update log-prob over the response (HACRL Eq. 11's denominator); required for a foreign
+   * response; for an own one it replaces the mean of oldLogProbs in the sequence ratio (the HACPO API's form).
+   */
+  generatorOldMean?: number;
+  /** False for a response another agent generated; default true. */
+  own?: boolean;
+  /** ω^(j,k) of HACRL Eq. 10 on a foreign response's advantage; default 1, and must be 1 for own responses. */
+  coefficient?: number;
+  /** The learner's current entropy (nats) at each response token; needed only for an entropy bonus. */
+  entropy?: ArrayLike<number>;
   /** log π_ref(y_t | x, y_<t) under the frozen reference; needed only for a KL penalty. */
   refLogProbs?: ArrayLike<number>;
   /** The response's advantage, shared by all its tokens. */
@@ -56,18 +71,33 @@ export function lossUnits(batch: readonly PolicySequence[], maskTruncated = fals
   return { sequences, tokens };
 }
 
-/** Throws, naming the sequence, when its arrays differ in length or its mask holds anything but 0 and 1. */
+/**
+ * Throws, naming the sequence, when its arrays differ in length, its mask holds anything but 0 and 1, it lacks the
+ * old log-probs its kind needs, or its coefficient is not finite and > 0 (or not 1 on an own response).
+ */
 export function validateSequence(seq: PolicySequence, index: number): void {
   const n = seq.logProbs.length;
   const others: [string, ArrayLike<number> | undefined][] = [
     ['oldLogProbs', seq.oldLogProbs],
     ['refLogProbs', seq.refLogProbs],
+    ['entropy', seq.entropy],
     ['mask', seq.mask],
   ];
   for (const [name, arr] of others) {
     if (arr !== undefined && arr.length !== n) {
       throw new Error(`sequence ${index}: ${name} has ${arr.length} entries but logProbs has ${n}; pass one per token`);
     }
+  }
+  if (seq.own === false && seq.generatorOldMean === undefined)
+    throw new Error(`sequence ${index}: a foreign response needs generatorOldMean (the generator's old mean)`);
+  if (seq.own !== false && seq.oldLogProbs === undefined && seq.generatorOldMean === undefined)
+    throw new Error(`sequence ${index}: an own response needs oldLogProbs (the learner's pre-update log-probs)`);
+  const c = seq.coefficient;
+  if (c !== undefined && !(Number.isFinite(c) && c > 0)) {
+    throw new Error(`sequence ${index}: coefficient ${c}; ω^(j,k) must be finite and > 0`);
+  }
+  if (seq.own !== false && c !== undefined && c !== 1) {
+    throw new Error(`sequence ${index}: an own response takes coefficient 1 (HACRL Eq. 10), got ${c}`);
   }
   for (let t = 0; t < n && seq.mask !== undefined; t++) {
     const m = seq.mask[t];
