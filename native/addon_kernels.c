@@ -5,6 +5,7 @@
  * a JS Error naming the op and the argument instead of touching memory it does not own. */
 #include "blas.h"
 #include "kernels.h"
+#include "entropy.h"
 #include "napi_util.h"
 #include <limits.h>
 #include <stdarg.h>
@@ -246,6 +247,14 @@ static void do_gather_log_probs_backward(call_t *c) {
   if (ok(c)) hx_gather_log_probs_backward(logits, targets, lse, dlogp, dlogits, rows, vocab);
 }
 
+static void do_entropy_backward(call_t *c) {
+  int64_t rows = size_at(c, 5, "rows"), vocab = size_at(c, 6, "vocab"), n = product(c, rows, vocab);
+  float *logits = f32_at(c, 0, "logits", n), *lse = f32_at(c, 1, "lse", rows), *h = f32_at(c, 2, "entropy", rows);
+  float *dh = f32_at(c, 3, "dEntropy", rows), *dlogits = f32_at(c, 4, "dLogits", n);
+  if (ok(c) && dlogits == logits) fail(c, "dLogits must not alias logits");
+  if (ok(c)) hx_entropy_backward(logits, lse, h, dh, dlogits, rows, vocab);
+}
+
 static void do_rope(call_t *c) {
   int64_t rows = size_at(c, 4, "rows"), heads = size_at(c, 5, "heads"), hd = size_at(c, 6, "headDim");
   int inverse = bool_at(c, 7, "inverse");
@@ -408,6 +417,7 @@ static void do_embedding_backward(call_t *c) {
   X("logSoftmax", do_log_softmax, 4, 4)                                                                                \
   X("gatherLogProbs", do_gather_log_probs, 6, 7)                                                                       \
   X("gatherLogProbsBackward", do_gather_log_probs_backward, 7, 7)                                                      \
+  X("entropyBackward", do_entropy_backward, 7, 7)                                                                      \
   X("rope", do_rope, 8, 8)                                                                                             \
   X("swiglu", do_swiglu, 4, 4)                                                                                         \
   X("swigluBackward", do_swiglu_backward, 6, 6)                                                                        \

@@ -9,10 +9,18 @@ export * as ops from './tensor/ops.js';
 export * from './algorithms/hacpo/index.js';
 export { type ClipRange, DAPO_CLIP, GSPO_CLIP, clippedSurrogate } from './algorithms/clip.js';
 export { groupAdvantages, zeroVarianceGroups } from './algorithms/advantages.js';
-export { policyLoss, type PolicyLossOptions } from './algorithms/policy-loss.js';
 export { gspoLogRatio, gspoSequenceLoss } from './algorithms/gspo.js';
 export { retokenizeResponse, sameTokenization, spanMean, UnencodableTextError } from './rollout/retokenize.js';
-export { hacpoStep, type Collaborator, type HacpoMechanisms, type HacpoStepOptions } from './train/hacpo-step.js';
-export { rlStep, type RlStepOptions } from './train/rl-step.js';
+export {
+  policyLoss,
+  type ForeignObjective,
+  type ForeignTerms,
+  type PolicyLossOptions,
+  type PolicyLossStats,
+} from './algorithms/policy-loss.js';
+export { type SampleRecord, type LearnerTokens, learnerView } from './train/sample-table.js';
+export { RolloutSource, type SampleSource, type StepInputs, type RolloutRole } from './train/sample-sources.js';
+export { learnerStep, type Learner, type UpdateRecipe } from './train/learner-step.js';
+export { ALGORITHM_RECIPES, VARIANT_RECIPES, type Recipe } from './algorithms/recipes.js';
 export { trainRl } from './train/rl-trainer.js';
 export { loadRunConfig } from './config/load-config.js';

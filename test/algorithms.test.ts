@@ -237,6 +237,34 @@ describe('KL penalty to the reference', () => {
   });
 });
 
+describe('entropy bonus', () => {
+  test('−β_H·H aggregated like the loss; ∂L/∂H_t = −β_H·w_i matches finite differences; foreign rows get none', () => {
+    // seq-mean-token-mean over 2 own sequences of 2 and 1 tokens: w = 1/(2·2) and 1/(2·1). H = [1.5, 0.5], [2]:
+    // entropyLoss = −0.1·(0.25·2 + 0.5·2) = −0.15; the mean-entropy statistic is (1.5 + 0.5 + 2)/3.
+    const a = seq([0, 0], 1, { entropy: [1.5, 0.5] });
+    const b = seq([0], -1, { entropy: [2] });
+    const options: PolicyLossOptions = { objective: { kind: 'gspo' }, entropyCoef: 0.1 };
+    const r = policyLoss([a, b], options);
+    near([r.stats.entropyLoss, r.stats.entropy], [-0.15, 4 / 3], 1e-12);
+    near(r.loss, r.stats.policyLoss - 0.15, 1e-12);
+    const h = 1e-6;
+    const fd = (i: number, t: number): number => {
+      const bump = (d: number) =>
+        policyLoss(
+          [a, b].map((q, j) =>
+            j !== i ? q : { ...q, entropy: Array.from(q.entropy!, (v, u) => (u === t ? v + d : v)) },
+          ),
+          options,
+        ).loss;
+      return (bump(h) - bump(-h)) / (2 * h);
+    };
+    near(r.entropyGrad![0]!, [fd(0, 0), fd(0, 1)], 1e-8);
+    near(r.entropyGrad![1]!, [fd(1, 0)], 1e-8);
+    assert.equal(policyLoss([a, b], { objective: { kind: 'gspo' } }).entropyGrad, undefined, 'no bonus: no gradient');
+    assert.throws(() => policyLoss([seq([0], 1)], options), /no entropy but the entropy coefficient is 0\.1/);
+  });
+});
+
 describe('truncation, empty responses, token masks and micro-batches', () => {
   const a = seq([0.1, -0.2], 1);
   const b = seq([0.05, 0, 0.3], -0.5);

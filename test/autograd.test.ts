@@ -12,6 +12,7 @@ import {
   refAddBias,
   refAttention,
   refEmbedding,
+  refEntropy,
   refGatherLogProbs,
   refGelu,
   refGemm,
@@ -203,6 +204,44 @@ for (const backend of availableBackends()) {
           assert.ok(err < 1e-4, `${c.name}: gradient of ${name} off by ${err.toExponential(2)} relative`);
         }
       });
+
+    test('lmHeadLogProbs with an entropy seed: the entropy bonus gradient matches finite differences', () => {
+      // L = Σ_r dLp_r·log p_r(target) + Σ_r dH_r·H_r, the second term through entropySeed (rows 0 and 4 get none).
+      const [rows, vocab, dim] = [7, 11, 6];
+      const h0 = input([rows, dim]).data;
+      const w0 = input([vocab, dim]).data;
+      const dLp = randn(rows, mulberry32(5));
+      const dH = randn(rows, mulberry32(6)).map((v, r) => (r === 0 || r === 4 ? 0 : v));
+      const tape = new Tape();
+      const [h, w] = [
+        new Tensor(Float32Array.from(h0), [rows, dim], true),
+        new Tensor(Float32Array.from(w0), [vocab, dim], true),
+      ];
+      const r = ops.lmHeadLogProbs({ k, tape }, h, w, targets, { chunkRows: 3, entropy: true });
+      r.entropySeed!.set(dH);
+      tape.backward(r.logProb, dLp);
+      const f = (hv: Vec, wv: Vec): Float64Array => {
+        const logits = linearRef(hv, wv, rows, vocab, dim);
+        const lp = refGatherLogProbs(logits, targets, rows, vocab).map((x, i) => (targets[i]! < 0 ? 0 : x));
+        return Float64Array.from([...lp, ...refEntropy(logits, rows, vocab)]);
+      };
+      const dy = Float64Array.from([...dLp, ...dH]);
+      const H = Float64Array.from(h0);
+      const W = Float64Array.from(w0);
+      assert.ok(relError(r.entropy!, refEntropy(linearRef(H, W, rows, vocab, dim), rows, vocab)) < 1e-5);
+      const errH = relError(
+        h.grad!,
+        refVjp((x) => f(x, W), h0, dy),
+      );
+      const errW = relError(
+        w.grad!,
+        refVjp((x) => f(H, x), w0, dy),
+      );
+      assert.ok(
+        errH < 1e-4 && errW < 1e-4,
+        `hidden ${errH.toExponential(2)}, weight ${errW.toExponential(2)} relative`,
+      );
+    });
 
     test('no tape: ops record nothing and allocate no gradients', () => {
       const x = new Tensor(Float32Array.of(1, 2, 3, 4), [2, 2], true);

@@ -1,6 +1,10 @@
-// Running the built CLI from tests, and the size flags of the very small agents the CLI tests train.
+// Running the built CLI from tests, the size flags of the very small agents the CLI tests train, and their metrics.
+import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { rowsPerAgent } from '../src/report/run-data.js';
 
 /** Runs `node dist/src/cli/main.js ARGS` and returns its exit status and output. */
 export function hacrl(args: string[]): { status: number | null; stdout: string; stderr: string } {
@@ -32,4 +36,21 @@ export async function hacrlKilledAt(args: string[], file: string): Promise<void>
     });
   });
   await exited;
+}
+
+/**
+ * metrics.jsonl of a run as one row per step and agent, without the wall-clock fields (which legitimately differ
+ * between runs); asserts that every metric name is namespaced per agent (agent/NAME/metric).
+ */
+export async function metricRows(runDir: string): Promise<Record<string, unknown>[]> {
+  const text = await readFile(join(runDir, 'metrics.jsonl'), 'utf8');
+  const lines = text
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { step: number } & Record<string, unknown>);
+  for (const line of lines)
+    for (const key of Object.keys(line)) assert.match(key, /^(step|agent\/[^/]+\/.+)$/, 'metric names are namespaced');
+  return lines
+    .flatMap(rowsPerAgent)
+    .map((row) => Object.fromEntries(Object.entries(row).filter(([key]) => !/^time_|tokens_per_s/.test(key))));
 }

@@ -7,7 +7,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { hacrl, hacrlKilledAt, TINY_AGENT_FLAGS } from './cli.js';
+import { hacrl, hacrlKilledAt, metricRows as metrics, TINY_AGENT_FLAGS } from './cli.js';
 
 const root = await mkdtemp(join(tmpdir(), 'hacrl-hacpo-'));
 after(() => rm(root, { recursive: true, force: true }));
@@ -49,16 +49,6 @@ function runArgs(runDir: string, agents: string[], extra: string[] = []): string
     'eval.problems=4',
     ...extra,
   ];
-}
-
-/** metrics.jsonl rows without the wall-clock fields. */
-async function metrics(runDir: string): Promise<Row[]> {
-  const text = await readFile(join(runDir, 'metrics.jsonl'), 'utf8');
-  return text
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l) as Row)
-    .map((row) => Object.fromEntries(Object.entries(row).filter(([key]) => !/^time_|tokens_per_s/.test(key))));
 }
 
 const weights = (path: string): Promise<Buffer> => readFile(join(path, 'model.safetensors'));

@@ -338,6 +338,31 @@ kernelCase(
   }),
 );
 
+for (const [rows, vocab] of [
+  [6, 37],
+  [3, 50257],
+])
+  kernelCase(
+    `entropyBackward ${rows}×${vocab} adds dH·∂H/∂x (vs finite differences of the entropy)`,
+    TOL,
+    (rng) => ({ ...gatherInputs(rows, vocab)(rng), base: randn(rows * vocab, rng) }),
+    (k, { logits, targets, dLogProb, base }) => {
+      const [lse, entropy] = [new F32(rows), new F32(rows)];
+      k.gatherLogProbs(logits, targets, new F32(rows), lse, rows, vocab, entropy);
+      const dLogits = Float32Array.from(base);
+      k.entropyBackward(logits, lse, entropy, dLogProb, dLogits, rows, vocab);
+      return { dLogits };
+    },
+    ({ logits, dLogProb, base }) => {
+      const vjp =
+        vocab < 100
+          ? ref.refVjp((x) => ref.refEntropy(x, rows, vocab), logits, dLogProb)
+          : ref.refEntropyBackward(logits, dLogProb, rows, vocab);
+      return { dLogits: vjp.map((v, i) => v + base[i]!) };
+    },
+    true,
+  );
+
 // ---------------------------------------------------------------------------------------------------------------
 // Rotary embedding and activations
 

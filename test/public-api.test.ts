@@ -26,7 +26,8 @@ test('the HACPO equations are exported from the package entry point and work on 
     'crossSequenceLogRatio',
     'stepwiseLowerBound',
     'retokenizeResponse',
-    'hacpoStep',
+    'policyLoss',
+    'learnerStep',
     'trainRl',
   ] as const)
     assert.equal(typeof hacrl[name], 'function', name);

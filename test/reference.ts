@@ -129,6 +129,16 @@ export function refEntropy(logits: Vec, rows: number, vocab: number): Float64Arr
   return perRow(logp, rows, vocab, (row) => -sum(row.map((l) => Math.exp(l) * l)));
 }
 
+/** −dH[r]·p·(log p + H_r) per row: the analytic backward of refEntropy (for vocabularies too large for refVjp). */
+export function refEntropyBackward(logits: Vec, dH: Vec, rows: number, vocab: number): Float64Array {
+  const logp = refLogSoftmax(logits, rows, vocab);
+  const h = refEntropy(logits, rows, vocab);
+  return logp.map((l, i) => {
+    const r = Math.floor(i / vocab);
+    return -dH[r]! * Math.exp(l) * (l + h[r]!);
+  });
+}
+
 /** dLogProb[r]·(onehot(t_r) − softmax(x[r,:])), zero rows for negative targets (the analytic backward). */
 export function refGatherLogProbsBackward(
   logits: Vec,

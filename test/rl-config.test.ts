@@ -162,13 +162,19 @@ test('recipe naive: `algorithm: naive` alone is HACPO with every mechanism off',
     groupSize: 8,
   });
   const { capabilityBaseline, discrepancyCoefficient, foreignClip, alpha } = c.hacpo;
-  assert.deepEqual({ capabilityBaseline, discrepancyCoefficient, foreignClip, alpha }, {
-    capabilityBaseline: false,
-    discrepancyCoefficient: false,
-    foreignClip: 'gspo',
-    alpha: 0,
-  });
-  assert.deepEqual(resolveAgents(c).map((a) => a.alpha), [0, 0]);
+  assert.deepEqual(
+    { capabilityBaseline, discrepancyCoefficient, foreignClip, alpha },
+    {
+      capabilityBaseline: false,
+      discrepancyCoefficient: false,
+      foreignClip: 'gspo',
+      alpha: 0,
+    },
+  );
+  assert.deepEqual(
+    resolveAgents(c).map((a) => a.alpha),
+    [0, 0],
+  );
 });
 
 test('variant gspo-x2: one agent, G 16 and 4 updates of GSPO', async () => {
@@ -186,7 +192,10 @@ test('variants grpo-dapo and dr-grpo, and values the user gives win over any rec
   const dapo = await withOverrides('preset=grpo-dapo');
   assert.deepEqual(recipeOf(dapo), recipeOf(await withOverrides('algorithm=grpo')));
   const dr = await withOverrides('preset=dr-grpo');
-  assert.deepEqual([dr.algorithm, dr.optim.advantage, dr.optim.lossAggregation], ['grpo', 'none', 'seq-mean-token-sum']);
+  assert.deepEqual(
+    [dr.algorithm, dr.optim.advantage, dr.optim.lossAggregation],
+    ['grpo', 'none', 'seq-mean-token-sum'],
+  );
   const mine = await withOverrides('preset=gspo-x2', 'rollout.groupSize=8', 'optim.clipHigh=1e-3');
   assert.deepEqual([mine.rollout.groupSize, mine.optim.miniBatches, mine.optim.clipHigh], [8, 4, 1e-3]);
   const hacpo = await withOverrides('algorithm=hacpo', 'agents.1.name=b', 'agents.1.checkpoint=y', 'hacpo.alpha=0.5');

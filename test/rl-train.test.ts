@@ -6,7 +6,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { hacrl, hacrlKilledAt, TINY_AGENT_FLAGS } from './cli.js';
+import { hacrl, hacrlKilledAt, metricRows as metrics, TINY_AGENT_FLAGS } from './cli.js';
 
 const root = await mkdtemp(join(tmpdir(), 'hacrl-rl-'));
 after(() => rm(root, { recursive: true, force: true }));
@@ -38,16 +38,6 @@ function runArgs(runDir: string, extra: string[] = []): string[] {
     'checkpoint.keepLast=10',
     ...extra,
   ];
-}
-
-/** metrics.jsonl rows without the wall-clock fields (which legitimately differ between runs). */
-async function metrics(runDir: string): Promise<Record<string, unknown>[]> {
-  const text = await readFile(join(runDir, 'metrics.jsonl'), 'utf8');
-  return text
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l) as Record<string, unknown>)
-    .map((row) => Object.fromEntries(Object.entries(row).filter(([key]) => !/^time_|tokens_per_s/.test(key))));
 }
 
 const finalWeights = (runDir: string): Promise<Buffer> =>

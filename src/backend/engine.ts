@@ -234,6 +234,20 @@ export class Engine implements Kernels {
     this.backend.gatherLogProbsBackward(logits, targets, lse, dLogProb, dLogits, rows, vocab);
   }
 
+  entropyBackward(logits: F32, lse: F32, entropy: F32, dEntropy: F32, dLogits: F32, rows: number, vocab: number): void {
+    const op = 'entropyBackward';
+    dims(op, { rows, vocab });
+    const s = `[rows=${rows},vocab=${vocab}]`;
+    need(op, 'logits', logits, rows * vocab, s);
+    need(op, 'lse', lse, rows, s);
+    need(op, 'entropy', entropy, rows, s);
+    need(op, 'dEntropy', dEntropy, rows, s);
+    need(op, 'dLogits', dLogits, rows * vocab, s);
+    if (dLogits.buffer === logits.buffer && dLogits.byteOffset === logits.byteOffset)
+      fail(op, 'dLogits must not alias logits (the logits are read after dLogits is written)');
+    this.backend.entropyBackward(logits, lse, entropy, dEntropy, dLogits, rows, vocab);
+  }
+
   private gatherChecks(op: string, logits: F32, targets: I32, rows: number, vocab: number): void {
     dims(op, { rows, vocab });
     const s = `[rows=${rows},vocab=${vocab}]`;

@@ -128,6 +128,11 @@ export interface Kernels {
     rows: number,
     vocab: number,
   ): void;
+  /**
+   * Adds the entropy's backward to dLogits: dLogits[r,v] += dEntropy[r]·∂H_r/∂x[r,v] = −dEntropy[r]·p_v·(log p_v + H_r),
+   * p = softmax(x[r,:]) from lse (gatherLogProbs' lse and entropy of the same logits). dLogits must not alias logits.
+   */
+  entropyBackward(logits: F32, lse: F32, entropy: F32, dEntropy: F32, dLogits: F32, rows: number, vocab: number): void;
 
   /**
    * Rotary position embedding in place on x laid out [rows, heads, headDim] (Hugging Face "rotate_half" pairing:

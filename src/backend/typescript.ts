@@ -330,6 +330,19 @@ const gatherLogProbsBackward: Kernels['gatherLogProbsBackward'] = (
   }
 };
 
+const entropyBackward: Kernels['entropyBackward'] = (logits, lse, entropy, dEntropy, dLogits, rows, vocab) => {
+  for (let r = 0, o = 0; r < rows; r++, o += vocab) {
+    const g = dEntropy[r];
+    if (g === 0) continue;
+    const l = lse[r];
+    const h = entropy[r];
+    for (let j = 0; j < vocab; j++) {
+      const logP = logits[o + j] - l;
+      dLogits[o + j] -= g * Math.exp(logP) * (logP + h);
+    }
+  }
+};
+
 // ---------------------------------------------------------------------------------------------------------------
 // Position embedding and activations
 
@@ -626,6 +639,7 @@ export const typescriptKernels: Kernels = {
   logSoftmax,
   gatherLogProbs,
   gatherLogProbsBackward,
+  entropyBackward,
   rope,
   swiglu,
   swigluBackward,

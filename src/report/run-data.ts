@@ -14,6 +14,27 @@ const MetricRowSchema = z.looseObject({
 /** One line of metrics.jsonl: a step, an optional agent, and any metric fields. */
 export type MetricRow = z.output<typeof MetricRowSchema>;
 
+const NAMESPACED = /^agent\/([^/]+)\/(.+)$/;
+
+/**
+ * One row per agent from a row whose fields are namespaced per agent (`agent/NAME/metric`, what the trainer writes):
+ * {step, agent: NAME, metric, …}, plus a row without an agent for any fields not namespaced. A row that is not
+ * namespaced (older runs, or logged with an `agent` field) is returned as it is.
+ */
+export function rowsPerAgent(row: MetricRow): MetricRow[] {
+  const byAgent = new Map<string | undefined, MetricRow>();
+  for (const [key, value] of Object.entries(row)) {
+    if (key === 'step') continue;
+    const m = NAMESPACED.exec(key);
+    const agent = m ? m[1] : row.agent;
+    if (!m && key === 'agent') continue;
+    const out = byAgent.get(agent) ?? { step: row.step, ...(agent === undefined ? {} : { agent }) };
+    out[m ? m[2]! : key] = value;
+    byAgent.set(agent, out);
+  }
+  return byAgent.size === 0 ? [row] : [...byAgent.values()];
+}
+
 const scalar = z.union([z.string(), z.number(), z.boolean(), z.null()]);
 const SampleRowSchema = z.looseObject({
   step: z.number().int().nonnegative(),
@@ -50,7 +71,7 @@ export async function loadRun(dir: string, label: string = basename(resolve(dir)
   const samplesPath = join(dir, 'samples.jsonl');
   // A run that has only just started may not have written its config or any samples yet; it still gets plotted.
   const [metrics, config, samples] = await Promise.all([
-    readJsonl(metricsPath, MetricRowSchema),
+    readJsonl(metricsPath, MetricRowSchema).then((rows) => rows.flatMap(rowsPerAgent)),
     (await pathExists(configPath)) ? readJsonFile(configPath) : null,
     (await pathExists(samplesPath)) ? readJsonl(samplesPath, SampleRowSchema) : [],
   ]);

@@ -278,8 +278,13 @@ export function embedding(ctx: Ctx, table: Tensor, ids: I32): Tensor {
 export interface TokenLogProbs {
   /** log π(target) per row, differentiable: [rows]. */
   logProb: Tensor;
-  /** Entropy of the predicted distribution per row (nats), not differentiated; present when asked for. */
+  /** Entropy of the predicted distribution per row (nats); present when asked for. */
   entropy: Float32Array | null;
+  /**
+   * ∂loss/∂entropy per row (zeros; present with entropy when tracking gradients): write it before tape.backward and
+   * the backward adds its term (an entropy bonus) to the logits' gradient.
+   */
+  entropySeed: Float32Array | null;
 }
 
 /**
@@ -329,15 +334,19 @@ export function lmHeadLogProbs(
     );
   }
   const out = new Tensor(logProb, [rows], tracking(ctx, hidden, weight));
+  const entropySeed = entropy && out.requiresGrad ? new Float32Array(rows) : null;
   if (out.requiresGrad)
     ctx.tape!.record(() => {
       const dy = out.grad;
       if (!dy) return;
+      const withEntropy = entropySeed !== null && entropySeed.some((v) => v !== 0);
       const dHidden = hidden.requiresGrad ? hidden.ensureGrad() : null;
       const dWeight = weight.requiresGrad ? weight.ensureGrad() : null;
       for (let r0 = 0; r0 < rows; r0 += chunk) {
         const n = Math.min(chunk, rows - r0);
         const z = chunkLogits(r0, n);
+        // The log-prob backward overwrites the logits in place; the entropy term needs them, so it reads a copy.
+        const zCopy = withEntropy ? z.slice() : null;
         ctx.k.gatherLogProbsBackward(
           z,
           targets.subarray(r0, r0 + n),
@@ -347,6 +356,16 @@ export function lmHeadLogProbs(
           n,
           vocab,
         );
+        if (zCopy)
+          ctx.k.entropyBackward(
+            zCopy,
+            lse.subarray(r0, r0 + n),
+            entropy!.subarray(r0, r0 + n),
+            entropySeed!.subarray(r0, r0 + n),
+            z,
+            n,
+            vocab,
+          );
         if (dHidden)
           ctx.k.gemm({
             m: n,
@@ -370,7 +389,7 @@ export function lmHeadLogProbs(
           });
       }
     });
-  return { logProb: out, entropy };
+  return { logProb: out, entropy, entropySeed };
 }
 
 /** Σ_i w_i·x_i as a one-element tensor: how a loss written over per-token values (RL objectives, SFT) enters autograd. */

@@ -1,89 +1,28 @@
 /**
- * The parts of an RL step that single-agent and collaborative training share: sampling and scoring an agent's
- * rollouts, the metrics of those rollouts, and the mini-batch update loop that turns a loss over per-sequence
- * log-probs into optimizer steps.
+ * The mini-batch update loop every learner runs: forward pass over a mini-batch's prompt+response pairs, a loss over
+ * the per-sequence log-probs (and entropies), backward, gradient clip, optimizer step; and the step's summary of the
+ * per-update statistics.
  */
-import { performance } from 'node:perf_hooks';
 import type { Kernels } from '../backend/kernels.js';
 import { packPromptResponses, type PromptResponse } from '../model/pack.js';
-import type { SamplingOptions } from '../model/generate.js';
 import type { Transformer } from '../model/transformer.js';
 import type { AdamW } from '../optim/adamw.js';
 import { clipGradNorm } from '../optim/clip.js';
-import { scoreSamples, type WeightedReward } from '../rewards/reward.js';
-import { sampleRollouts, type Agent, type Rollout } from '../rollout/rollout.js';
-import type { Problem } from '../tasks/problem.js';
-import type { PromptOptions } from '../tasks/prompt.js';
 import { Tape } from '../tensor/tape.js';
-import type { Rng } from '../util/rng.js';
-
-/** Metrics of one step (the names the run log and the report use). */
-export type StepMetrics = Record<string, number>;
-
-/** How an agent samples its rollouts and how they are scored. */
-export interface RolloutOptions {
-  /** Responses per prompt G. */
-  groupSize: number;
-  sampling: Omit<SamplingOptions, 'rng' | 'seed' | 'decode'>;
-  prompt: PromptOptions;
-  rewards: readonly WeightedReward[];
-  /** Sequences per generation call. */
-  generationBatch: number;
-}
-
-/** An agent's scored rollouts of one step. */
-export interface ScoredRollouts {
-  rollouts: Rollout[];
-  /** Total reward of each rollout. */
-  rewards: number[];
-  /** The step's metrics of these rollouts: rewards, accuracy, lengths, timings. */
-  metrics: StepMetrics;
-}
+import type { StepMetrics } from './sample-sources.js';
 
 const mean = (xs: readonly number[]): number => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
 
-/** Samples G responses per problem from `agent` and scores them. */
-export async function sampleAndScore(
-  agent: Agent,
-  k: Kernels,
-  problems: readonly Problem[],
-  o: RolloutOptions,
-  rng: Rng,
-): Promise<ScoredRollouts> {
-  const t0 = performance.now();
-  const rollouts = sampleRollouts(agent, k, problems, o.groupSize, o.sampling, rng, o.prompt, o.generationBatch);
-  const t1 = performance.now();
-  const scored = await scoreSamples(
-    rollouts.map((r) => ({ prompt: r.problem.prompt, response: r.text, gold: r.problem.answer })),
-    o.rewards,
-  );
-  const t2 = performance.now();
-  const rewards = scored.scores.map((s) => s.total);
-  const lengths = rollouts.map((r) => r.responseIds.length);
-  // Accuracy is the math reward's verdict when there is one (a format bonus must not count as correct).
-  const correct = scored.scores.map((s) => s.values.math ?? s.total);
-  const metrics: StepMetrics = {
-    reward_mean: mean(rewards),
-    reward_std: Math.sqrt(mean(rewards.map((r) => (r - mean(rewards)) ** 2))),
-    accuracy: mean(correct.map((c) => (c > 0 ? 1 : 0))),
-    length_mean: mean(lengths),
-    length_min: Math.min(...lengths),
-    length_max: Math.max(...lengths),
-    truncated_frac: mean(rollouts.map((r) => (r.truncated ? 1 : 0))),
-    tokens: lengths.reduce((a, b) => a + b, 0),
-    time_generate_s: (t1 - t0) / 1e3,
-    time_score_s: (t2 - t1) / 1e3,
-    reward_failures: scored.stats.reduce((n, r) => n + r.failures, 0),
-  };
-  return { rollouts, rewards, metrics };
-}
-
-/** One mini-batch's loss over its sequences' current log-probs (one array per sequence, in `batch` order). */
+/**
+ * One mini-batch's loss over its sequences' current log-probs and entropies (one array per sequence, in `batch`
+ * order): the loss, its gradient in the log-probs and, under an entropy bonus, in the entropies.
+ */
 export type MiniBatchLoss = (
   batch: readonly number[],
   logProbs: readonly Float32Array[],
+  entropy: readonly Float32Array[],
   update: number,
-) => { loss: number; grad: Float32Array[]; stats: Record<string, number> };
+) => { loss: number; grad: Float32Array[]; entropyGrad?: Float32Array[]; stats: Record<string, number> };
 
 /** What the update loop did. */
 export interface UpdateResult {
@@ -102,15 +41,15 @@ export function splitMiniBatches(order: readonly number[], count: number): numbe
 }
 
 /**
- * One optimizer update per mini-batch of `batches`, in order: forward pass over the mini-batch's prompt+response
- * pairs, the loss and its gradient in the response log-probs from `lossFn`, backward, gradient clip, AdamW step.
- * An update whose loss or gradient norm is not finite is skipped (no step) and counted.
+ * One optimizer update per mini-batch of `batches` (indices that `item` turns into prompt+response pairs), in order:
+ * forward pass, the loss and its gradients from `lossFn`, backward, gradient clip, AdamW step. An update whose loss
+ * or gradient norm is not finite is skipped (no step) and counted.
  */
 export function runUpdates(
   model: Transformer,
   optimizer: AdamW,
   k: Kernels,
-  items: readonly PromptResponse[],
+  item: (i: number) => PromptResponse,
   batches: readonly (readonly number[])[],
   lossFn: MiniBatchLoss,
   o: { clip: number; lr: number },
@@ -119,13 +58,17 @@ export function runUpdates(
   const note = (name: string, v: number): void => void (stats[name] ??= []).push(v);
   let skippedUpdates = 0;
   for (const [update, batch] of batches.entries()) {
-    const packed = packPromptResponses(batch.map((i) => items[i]!));
+    const packed = packPromptResponses(batch.map(item));
     const tape = new Tape();
-    const { logProb } = model.tokenLogProbs({ k, tape }, packed, packed.targets);
+    const { logProb, entropy, entropySeed } = model.tokenLogProbs({ k, tape }, packed, packed.targets, {
+      entropy: true,
+    });
     const rows = packed.responseRows.map((r) => logProb.data.subarray(r.start, r.start + r.length));
-    const { loss, grad, stats: s } = lossFn(batch, rows, update);
+    const entropyRows = packed.responseRows.map((r) => entropy!.subarray(r.start, r.start + r.length));
+    const { loss, grad, entropyGrad, stats: s } = lossFn(batch, rows, entropyRows, update);
     const seed = new Float32Array(logProb.size);
     packed.responseRows.forEach((r, j) => seed.set(grad[j]!, r.start));
+    if (entropyGrad) packed.responseRows.forEach((r, j) => entropySeed!.set(entropyGrad[j]!, r.start));
     optimizer.zeroGrad();
     tape.backward(logProb, seed);
     const gradNorm = clipGradNorm(k, model.params.values(), o.clip);

@@ -1,9 +1,13 @@
 /**
- * The RLVR training loop (GRPO, GSPO, GSPO×2 alone; HACPO and naive sharing together): steps over the training problems, per-step metrics and samples in the
- * run folder, validation, atomic checkpoints, and a resume that continues bit for bit.
+ * The RLVR training loop for every algorithm: each step, the sources fill one table of samples (sample-table.ts), then
+ * every learner updates on its view of it (learner-step.ts) — a single-agent run is a team of one that does not share.
+ * Per-step metrics (namespaced per agent, `agent/NAME/metric`) and samples go to the run folder, with validation,
+ * atomic checkpoints, and a resume that continues bit for bit.
  */
 import { performance } from 'node:perf_hooks';
 import { engine } from '../backend/engine.js';
+import { CapabilityTracker } from '../algorithms/hacpo/index.js';
+import { ALGORITHM_RECIPES } from '../algorithms/recipes.js';
 import type { RunConfig } from '../config/rl-config.js';
 import { resolveAgents, type ResolvedAgent } from '../config/rl-config.js';
 import { evaluate } from '../eval/evaluate.js';
@@ -20,11 +24,9 @@ import { loadTrainState, saveTrainState, type DataCursor, type TrainState } from
 import { loadDataSpec } from '../tasks/data-spec.js';
 import type { Problem } from '../tasks/problem.js';
 import { Rng } from '../util/rng.js';
-import { CapabilityTracker } from '../algorithms/hacpo/index.js';
-import { sharesRollouts as isCollaborative } from '../algorithms/recipes.js';
-import { hacpoStep, type Collaborator, type HacpoStepOptions } from './hacpo-step.js';
-import type { RolloutOptions } from './policy-updates.js';
-import { rlStep, type RlStepOptions, type StepResult } from './rl-step.js';
+import { learnerStep, type Learner, type UpdateRecipe } from './learner-step.js';
+import { RolloutSource, type RolloutOptions, type StepMetrics } from './sample-sources.js';
+import { addLearnerTokens, type SampleRecord } from './sample-table.js';
 
 /** What the loop reports as it goes (one call per step, and for checkpoints and evaluations). */
 export type ProgressFn = (line: string) => void;
@@ -88,51 +90,36 @@ function agentLr(cfg: RunConfig, a: ResolvedAgent, step: number): number {
   });
 }
 
-const klOption = (cfg: RunConfig) =>
-  cfg.optim.klCoef > 0 ? { kl: { coef: cfg.optim.klCoef, estimator: cfg.optim.klEstimator } } : {};
+/** How foreign responses enter the loss for each hacpo.foreignClip setting. */
+const FOREIGN_OBJECTIVE = { stepwise: 'hacpo', none: 'hacpo-unclipped', gspo: 'gspo' } as const;
 
-/** The step options of one agent trained alone (grpo, gspo). */
-function stepOptions(cfg: RunConfig, a: ResolvedAgent, rewards: WeightedReward[], step: number): RlStepOptions {
+/** The update settings of every learner: the algorithm's recipe as the config resolved it. */
+function updateRecipe(cfg: RunConfig): UpdateRecipe {
   const o = cfg.optim;
-  const clip = { low: o.clipLow, high: o.clipHigh };
-  const objective =
-    cfg.algorithm === 'gspo'
-      ? { kind: 'gspo' as const, clip }
-      : { kind: 'grpo' as const, clip, ...(o.dualClip ? { dualClip: o.dualClip } : {}) };
+  const recipe = ALGORITHM_RECIPES[cfg.algorithm];
   return {
-    ...rolloutOptions(a, rewards),
+    surrogate: recipe.surrogate,
+    sharing: recipe.sharing,
+    clip: { low: o.clipLow, high: o.clipHigh },
+    dualClip: o.dualClip,
+    aggregation: o.lossAggregation,
+    advantage: o.advantage,
+    kl: o.klCoef > 0 ? { coef: o.klCoef, estimator: o.klEstimator } : null,
+    entropyCoef: o.entropyCoef,
+    maskTruncated: o.maskTruncated,
+    filterZeroVariance: o.filterZeroVariance,
     miniBatches: o.miniBatches,
     epochs: o.epochs,
-    loss: { objective, aggregation: o.lossAggregation, maskTruncated: o.maskTruncated, ...klOption(cfg) },
-    advantageNormalization: o.advantage,
-    filterZeroVariance: o.filterZeroVariance,
-    clip: o.gradClip > 0 ? o.gradClip : Infinity,
-    lr: agentLr(cfg, a, step),
+    gradClip: o.gradClip > 0 ? o.gradClip : Infinity,
+    capabilityBaseline: cfg.hacpo.capabilityBaseline,
+    discrepancyCoefficient: cfg.hacpo.discrepancyCoefficient,
+    foreign: FOREIGN_OBJECTIVE[cfg.hacpo.foreignClip],
   };
 }
 
-/** The loss of foreign responses for each hacpo.foreignClip setting. */
-const FOREIGN_OBJECTIVE = { stepwise: 'hacpo', none: 'hacpo-unclipped', gspo: 'gspo' } as const;
-
-/** The run-wide options of a collaborative step; naive sharing is HACPO with every mechanism off. */
-function collaborativeOptions(cfg: RunConfig): HacpoStepOptions {
-  const o = cfg.optim;
-  const on = cfg.algorithm === 'hacpo';
-  return {
-    mechanisms: {
-      capabilityBaseline: on && cfg.hacpo.capabilityBaseline,
-      discrepancyCoefficient: on && cfg.hacpo.discrepancyCoefficient,
-      foreign: on ? FOREIGN_OBJECTIVE[cfg.hacpo.foreignClip] : 'gspo',
-    },
-    miniBatches: o.miniBatches,
-    epochs: o.epochs,
-    ownClip: { low: o.clipLow, high: o.clipHigh },
-    aggregation: o.lossAggregation,
-    ...klOption(cfg),
-    maskTruncated: o.maskTruncated,
-    filterZeroVariance: o.filterZeroVariance,
-    clip: o.gradClip > 0 ? o.gradClip : Infinity,
-  };
+/** The metric names of agent `name` in metrics.jsonl: one vocabulary, namespaced per agent. */
+export function namespaced(name: string, metrics: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(metrics).map(([k, v]) => [`agent/${name}/${k}`, v]));
 }
 
 /** A fresh state: the agents as their checkpoints hold them, new optimizers, RNGs from the seed. */
@@ -210,72 +197,82 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
   const started = performance.now();
   const firstStep = state.step;
 
-  const collaborative = isCollaborative(cfg.algorithm);
-  const trackers = collaborative ? restoreTrackers(cfg, state) : [];
+  const recipe = updateRecipe(cfg);
+  const shared = recipe.sharing !== 'none';
+  const trackers = restoreTrackers(cfg, state);
+  const source = new RolloutSource(
+    agents.map((policy, i) => ({
+      name: policy.name,
+      policy,
+      rollout: rolloutOptions(agentsCfg[i]!, rewards),
+      rng: samplingRngs[i]!,
+    })),
+  );
+  const byName = new Map(agents.map((a) => [a.name, a]));
 
   for (let step = state.step; step < cfg.steps; step++) {
     const problems = nextProblems(train, cfg.seed, state.cursor, cfg.rollout.promptsPerStep);
-    let results: StepResult[];
-    if (collaborative) {
-      const team: Collaborator[] = agents.map((agent, i) => {
-        const a = agentsCfg[i]!;
-        return {
-          agent,
-          optimizer: optimizers[i]!,
-          reference: references[i]!,
-          tracker: trackers[i]!,
-          rollout: rolloutOptions(a, rewards),
-          samplingRng: samplingRngs[i]!,
-          lr: agentLr(cfg, a, step),
-          // Naive sharing has no exponential IS either.
-          alpha: cfg.algorithm === 'hacpo' ? a.alpha : 0,
-          stepwise: { delta: a.delta, deltaStep: a.deltaStep },
-          order: a.order,
-        };
-      });
-      results = await hacpoStep(team, k, problems, collaborativeOptions(cfg), orderRng);
-    } else {
-      results = [];
-      for (const [i, agent] of agents.entries()) {
-        const o = stepOptions(cfg, agentsCfg[i]!, rewards, step);
-        results.push(
-          await rlStep(agent, references[i]!, optimizers[i]!, k, problems, o, {
-            sampling: samplingRngs[i]!,
-            order: orderRng,
-          }),
-        );
-      }
-    }
-    const allSkipped = results.every((r) => r.skippedUpdates >= r.updates);
+    const t0 = performance.now();
+    const table: SampleRecord[] = [];
+    const sampled = await source.collect({ problems, k }, table);
+    if (shared) for (const a of agents) addLearnerTokens(table, a, byName);
+    // Eq. 9: this step's mean reward enters each agent's window before anyone updates.
+    if (shared) agents.forEach((a, i) => trackers[i]!.record(sampled.get(a.name)!.reward_mean!));
+    const capability = trackers.map((t) => t.estimate());
+    const tSampled = performance.now();
+    const team: Learner[] = agents.map((policy, i) => ({
+      policy,
+      optimizer: optimizers[i]!,
+      reference: references[i]!,
+      lr: agentLr(cfg, agentsCfg[i]!, step),
+      alpha: agentsCfg[i]!.alpha,
+      stepwise: { delta: agentsCfg[i]!.delta, deltaStep: agentsCfg[i]!.deltaStep },
+      order: agentsCfg[i]!.order,
+    }));
+    const row: Record<string, unknown> = { step: step + 1 };
+    let allSkipped = true;
     for (const [i, agent] of agents.entries()) {
-      const r = results[i]!;
-      const row: Record<string, unknown> = { step: step + 1, agent: agent.name, ...r.metrics };
+      const t1 = performance.now();
+      const r = learnerStep(table, team, i, recipe, capability, k, orderRng);
+      const t2 = performance.now();
+      allSkipped &&= r.skippedUpdates >= r.updates;
+      const own = sampled.get(agent.name)!;
+      const metrics: StepMetrics = {
+        ...own,
+        ...r.metrics,
+        time_train_s: (t2 - t1) / 1e3,
+        tokens_per_s: own.tokens! / ((t2 - t1 + (tSampled - t0) / agents.length) / 1e3),
+      };
       // Validation every eval.every steps and always after the last one (eval.every = 0: only then).
       const evalNow = step + 1 === cfg.steps || (cfg.eval.every > 0 && (step + 1) % cfg.eval.every === 0);
-      if (evalNow && validation.length > 0) row.val_accuracy = await validate(agent, validation, cfg);
-      await run.appendMetrics(row as { step: number });
+      const val = evalNow && validation.length > 0 ? await validate(agent, validation, cfg) : null;
+      Object.assign(row, namespaced(agent.name, { ...metrics, ...(val ? { val_accuracy: val } : {}) }));
       await run.appendSamples(
-        r.rollouts.slice(0, cfg.samplesPerStep).map((ro, j) => ({
-          step: step + 1,
-          agent: agent.name,
-          prompt: ro.problem.prompt,
-          response: ro.text,
-          answer: extractAnswer(ro.text),
-          gold: ro.problem.answer,
-          reward: r.rewards[j],
-          correct: (r.rewards[j] ?? 0) > 0,
-        })),
+        table
+          .filter((s) => s.generator === agent.name)
+          .slice(0, cfg.samplesPerStep)
+          .map((s) => ({
+            step: step + 1,
+            agent: agent.name,
+            prompt: s.prompt,
+            response: s.text,
+            answer: extractAnswer(s.text),
+            gold: s.gold,
+            reward: s.reward,
+            correct: s.reward > 0,
+          })),
       );
       const done = step + 1 - firstStep;
       const eta = ((performance.now() - started) / done / 1e3) * (cfg.steps - step - 1);
       options.progress(
-        `step ${step + 1}/${cfg.steps} ${agent.name}  reward ${r.metrics.reward_mean!.toFixed(3)}  ` +
-          `accuracy ${(100 * r.metrics.accuracy!).toFixed(1)}%  ${Math.round(r.metrics.tokens_per_s!)} tok/s  ` +
-          (r.metrics.p_hat === undefined ? '' : `P̂ ${r.metrics.p_hat.toFixed(3)}  `) +
+        `step ${step + 1}/${cfg.steps} ${agent.name}  reward ${metrics.reward_mean!.toFixed(3)}  ` +
+          `accuracy ${(100 * metrics.accuracy!).toFixed(1)}%  ${Math.round(metrics.tokens_per_s!)} tok/s  ` +
+          (shared ? `P̂ ${capability[i]!.toFixed(3)}  ` : '') +
           `ETA ${Math.round(eta)}s` +
-          (row.val_accuracy ? `  val ${JSON.stringify(row.val_accuracy)}` : ''),
+          (val ? `  val ${JSON.stringify(val)}` : ''),
       );
     }
+    await run.appendMetrics(row as { step: number });
     state.nonFiniteStreak = allSkipped ? state.nonFiniteStreak + 1 : 0;
     if (state.nonFiniteStreak >= cfg.maxNonFiniteSteps) {
       const last = await run.latestCheckpoint();
@@ -288,8 +285,7 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
     const last = step + 1 === cfg.steps;
     if (last || (cfg.checkpoint.every > 0 && (step + 1) % cfg.checkpoint.every === 0)) {
       state.rngs = { order: orderRng.state() };
-      if (collaborative)
-        state.extra.capability = Object.fromEntries(agents.map((a, i) => [a.name, trackers[i]!.history()]));
+      if (shared) state.extra.capability = Object.fromEntries(agents.map((a, i) => [a.name, trackers[i]!.history()]));
       state.agents.forEach((a, i) => {
         a.optimizer = optimizers[i]!.state();
         a.rngs = { sampling: samplingRngs[i]!.state() };

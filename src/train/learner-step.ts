@@ -1,0 +1,265 @@
+/**
+ * One learner's update in a step, for every algorithm: take its view of the step's table, compute its advantages
+ * (group-relative, HACRL Eq. 5, or capability-aware, Eqs. 6–9), leave out zero-variance groups if asked, and run its
+ * mini-batches through the one policy loss (own responses: GRPO's or GSPO's surrogate; foreign ones: HACPO's).
+ * A single-agent run is a team of one learner that does not share.
+ */
+import type { Kernels } from '../backend/kernels.js';
+import { groupAdvantages, zeroVarianceGroups, type AdvantageNormalization } from '../algorithms/advantages.js';
+import type { LossAggregation } from '../algorithms/aggregate.js';
+import type { ClipRange } from '../algorithms/clip.js';
+import {
+  baselineRatios,
+  capabilityAwareBatchAdvantages,
+  discrepancyCoefficients,
+  type StepwiseClip,
+} from '../algorithms/hacpo/index.js';
+import type { KlEstimator } from '../algorithms/kl.js';
+import { policyLoss, type ForeignObjective, type PolicyLossStats } from '../algorithms/policy-loss.js';
+import type { Sharing, SurrogateKind } from '../algorithms/recipes.js';
+import type { PolicySequence } from '../algorithms/sequence.js';
+import { scoreResponses } from '../model/score.js';
+import type { Transformer } from '../model/transformer.js';
+import type { AdamW } from '../optim/adamw.js';
+import type { Agent } from '../rollout/rollout.js';
+import type { Rng } from '../util/rng.js';
+import { runUpdates, splitMiniBatches, summarizeUpdates } from './policy-updates.js';
+import type { StepMetrics } from './sample-sources.js';
+import { generatorOldMean, learnerView, type SampleRecord } from './sample-table.js';
+
+/** The run-wide settings every learner's update follows (the algorithm's recipe with the config's overrides). */
+export interface UpdateRecipe {
+  surrogate: SurrogateKind;
+  sharing: Sharing;
+  /** Own-response clip range. */
+  clip: ClipRange;
+  /** GRPO's dual clip c (null: off). */
+  dualClip: number | null;
+  aggregation: LossAggregation;
+  /** Group-relative advantage scaling (sharing 'none'). */
+  advantage: AdvantageNormalization;
+  /** β·KL to the learner's reference on own responses; null: off. */
+  kl: { coef: number; estimator: KlEstimator } | null;
+  /** Entropy bonus β_H (0: off). */
+  entropyCoef: number;
+  maskTruncated: boolean;
+  /** Leave out prompt groups whose rewards (over the learner's advantage group) are all equal. */
+  filterZeroVariance: boolean;
+  /** Mini-batches per epoch M and epochs E. */
+  miniBatches: number;
+  epochs: number;
+  /** Largest global gradient norm (Infinity: off). */
+  gradClip: number;
+  /** HACPO switches (sharing 'hacpo' and 'naive'). */
+  capabilityBaseline: boolean;
+  discrepancyCoefficient: boolean;
+  foreign: ForeignObjective;
+}
+
+/** A policy being trained, with its optimizer, reference, this step's learning rate and its own HACPO knobs. */
+export interface Learner {
+  policy: Agent;
+  optimizer: AdamW;
+  /** The frozen reference for the KL penalty; null without one. */
+  reference: Transformer | null;
+  lr: number;
+  /** Exponential-IS α (Eq. 12). */
+  alpha: number;
+  /** δ and δ_step of its foreign clip band (Eqs. 13–14). */
+  stepwise: StepwiseClip;
+  /** Whether its mini-batches mix own and foreign samples or take its own first. */
+  order: 'shuffled' | 'own-first';
+}
+
+/** What one learner's update did. */
+export interface LearnerResult {
+  metrics: StepMetrics;
+  /** Optimizer updates skipped because the loss or gradient was not finite, and attempted. */
+  skippedUpdates: number;
+  updates: number;
+}
+
+/**
+ * The records whose prompt group carries signal: false for every record of a group whose rewards over `pool` (the
+ * records the learner's advantages compare) are all equal. One flag per table record.
+ */
+export function groupsWithVariance(table: readonly SampleRecord[], pool: readonly number[]): boolean[] {
+  const zero = zeroVarianceGroups(
+    pool.map((i) => table[i]!.reward),
+    { groupIds: pool.map((i) => table[i]!.group) },
+  );
+  const keepGroup = new Map<number, boolean>();
+  pool.forEach((i, j) => keepGroup.set(table[i]!.group, zero.keep[j]!));
+  return table.map((r) => keepGroup.get(r.group) ?? false);
+}
+
+/** Each table record's advantage for learner `k` (NaN outside `pool`), and the HACPO edge cases. */
+function advantages(
+  table: readonly SampleRecord[],
+  pool: readonly number[],
+  team: readonly Learner[],
+  k: number,
+  recipe: UpdateRecipe,
+  capability: readonly number[],
+): { values: Float64Array; fallbackGroups: number; omega: Float64Array | null } {
+  const rewards = pool.map((i) => table[i]!.reward);
+  const groups = pool.map((i) => table[i]!.group);
+  const values = new Float64Array(table.length).fill(NaN);
+  if (recipe.sharing === 'none') {
+    const a = groupAdvantages(rewards, { groupIds: groups }, { normalization: recipe.advantage });
+    pool.forEach((i, j) => (values[i] = a[j]!));
+    return { values, fallbackGroups: 0, omega: null };
+  }
+  const index = new Map(team.map((l, j) => [l.policy.name, j]));
+  const generators = pool.map((i) => index.get(table[i]!.generator)!);
+  const omega = baselineRatios(capability, k);
+  // The baseline uses every response's reward, including foreign ones this learner cannot train on.
+  const a = capabilityAwareBatchAdvantages(rewards, generators, groups, k, omega, {
+    capabilityAware: recipe.capabilityBaseline,
+  });
+  pool.forEach((i, j) => (values[i] = a.advantages[j]!));
+  return { values, fallbackGroups: a.fallbackGroups, omega };
+}
+
+/** The mini-batches of one learner (indices into its view): per epoch shuffled together, or its own ones first. */
+function miniBatches(view: readonly number[], own: (i: number) => boolean, l: Learner, r: UpdateRecipe, rng: Rng) {
+  const batches: number[][] = [];
+  for (let epoch = 0; epoch < r.epochs && view.length > 0; epoch++) {
+    const order =
+      l.order === 'shuffled'
+        ? rng.shuffle([...view])
+        : [...rng.shuffle(view.filter(own)), ...rng.shuffle(view.filter((i) => !own(i)))];
+    batches.push(...splitMiniBatches(order, r.miniBatches));
+  }
+  return batches;
+}
+
+/** The per-update numbers of the loss under the names the run log and the report use. */
+function lossMetrics(s: PolicyLossStats, sharing: boolean, kl: boolean): Record<string, number> {
+  return {
+    clip_frac_low: s.clipFracLow,
+    clip_frac_high: s.clipFracHigh,
+    ratio_mean: s.ratioMean,
+    ratio_min: s.ratioMin,
+    ratio_max: s.ratioMax,
+    approx_kl: s.approxKl,
+    ...(kl ? { kl: s.kl } : {}),
+    ...(Number.isNaN(s.entropy) ? {} : { entropy: s.entropy }),
+    ...(sharing
+      ? {
+          foreign_ratio_mean: s.foreign.ratioMean,
+          foreign_ratio_min: s.foreign.ratioMin,
+          foreign_ratio_max: s.foreign.ratioMax,
+          foreign_in_band_frac: s.foreign.inBandFrac,
+          // Per mini-batch, so the stepwise tightening of the band (Eq. 14) shows in the log.
+          foreign_in_band_frac_m: s.foreign.inBandFrac,
+        }
+      : {}),
+  };
+}
+
+/**
+ * Updates learner `k` of `team` on its view of the step's `table`; `capability` holds every learner's P̂ (Eq. 9)
+ * when the recipe shares rollouts. Mini-batch order is drawn from `rng`.
+ */
+export function learnerStep(
+  table: SampleRecord[],
+  team: readonly Learner[],
+  k: number,
+  recipe: UpdateRecipe,
+  capability: readonly number[],
+  kernels: Kernels,
+  rng: Rng,
+): LearnerResult {
+  const l = team[k]!;
+  const name = l.policy.name;
+  const shared = recipe.sharing !== 'none';
+  const view = learnerView(table, name, shared);
+  const isOwn = (i: number): boolean => table[i]!.generator === name;
+  const pool = table.filter((r) => shared || r.generator === name).map((r) => r.id);
+  const adv = advantages(table, pool, team, k, recipe, capability);
+  const coefficients = shared ? discrepancyCoefficients(capability, k) : null;
+  if (recipe.kl) {
+    const own = view.records.filter(isOwn);
+    const items = own.map((i) => ({
+      prompt: table[i]!.tokens[name]!.prompt,
+      response: table[i]!.tokens[name]!.response,
+    }));
+    const ref = scoreResponses(l.reference ?? l.policy.model, kernels, items);
+    own.forEach((i, j) => (table[i]!.refLogProbs[name] = ref[j]!));
+  }
+  const signal = groupsWithVariance(table, pool);
+  const kept = view.records.filter((i) => !recipe.filterZeroVariance || signal[i]);
+  const batches = miniBatches(kept, isOwn, l, recipe, rng);
+  const generatorIndex = new Map(team.map((t, j) => [t.policy.name, j]));
+
+  /** Record i as learner k's loss sequence, with its current log-probs. */
+  const sequence = (i: number, logProbs: Float32Array): PolicySequence => {
+    const r = table[i]!;
+    const base = { logProbs, advantage: adv.values[i]!, truncated: r.truncated };
+    if (r.generator === name)
+      return { ...base, oldLogProbs: r.generatorLogProbs, ...(recipe.kl ? { refLogProbs: r.refLogProbs[name]! } : {}) };
+    const j = generatorIndex.get(r.generator)!;
+    return {
+      ...base,
+      own: false,
+      generatorOldMean: generatorOldMean(r, name),
+      coefficient: recipe.discrepancyCoefficient ? coefficients![j]! : 1,
+    };
+  };
+  const items = table.map((r) =>
+    r.tokens[name] ? { prompt: r.tokens[name].prompt, response: r.tokens[name].response } : null,
+  );
+  const updates = runUpdates(
+    l.policy.model,
+    l.optimizer,
+    kernels,
+    (i) => items[i]!,
+    batches,
+    (batch, logProbs, entropy, update) => {
+      const seqs = batch.map((i, j) => ({
+        ...sequence(i, logProbs[j]!),
+        ...(entropy ? { entropy: entropy[j]! } : {}),
+      }));
+      const r = policyLoss(seqs, {
+        objective:
+          recipe.surrogate === 'token'
+            ? { kind: 'grpo', clip: recipe.clip, ...(recipe.dualClip ? { dualClip: recipe.dualClip } : {}) }
+            : { kind: 'gspo', clip: recipe.clip },
+        ...(shared ? { foreign: { objective: recipe.foreign, alpha: l.alpha, stepwise: l.stepwise, update } } : {}),
+        aggregation: recipe.aggregation,
+        maskTruncated: recipe.maskTruncated,
+        ...(recipe.kl ? { kl: recipe.kl } : {}),
+        entropyCoef: recipe.entropyCoef,
+      });
+      return { ...r, stats: lossMetrics(r.stats, shared, recipe.kl !== null) };
+    },
+    { clip: recipe.gradClip, lr: l.lr },
+  );
+  const sharingMetrics: StepMetrics = shared
+    ? {
+        p_hat: capability[k]!,
+        ...Object.fromEntries(team.flatMap((o, j) => (j === k ? [] : [[`omega_${o.policy.name}`, adv.omega![j]!]]))),
+      }
+    : {};
+  const groupCount = new Set(pool.map((i) => table[i]!.group)).size;
+  const zeroGroups = new Set(pool.filter((i) => !signal[i]).map((i) => table[i]!.group)).size;
+  return {
+    metrics: {
+      ...sharingMetrics,
+      zero_var_groups_frac: groupCount === 0 ? 0 : zeroGroups / groupCount,
+      ...(shared
+        ? {
+            baseline_fallback_groups: adv.fallbackGroups,
+            foreign_samples: view.records.filter((i) => !isOwn(i)).length,
+            foreign_dropped: view.dropped,
+          }
+        : {}),
+      lr: l.lr,
+      skipped_updates: updates.skippedUpdates,
+      ...summarizeUpdates(updates.stats),
+    },
+    skippedUpdates: updates.skippedUpdates,
+    updates: batches.length,
+  };
+}
