@@ -25,7 +25,7 @@ for seed in ${SEEDS:-1 2 3}; do
     dir=$out/$algo-$seed
     rm -rf "$dir"
     hacrl train --config examples/hacpo-easy.yaml --set "agents.0.checkpoint=$qwen" "agents.1.checkpoint=$llama" \
-      "runDir=$dir" "seed=$seed" eval.every=0 checkpoint.every=0 "algorithm=$algo" "preset=$algo" > "$dir.log"
+      "runDir=$dir" "seed=$seed" eval.every=0 checkpoint.every=0 "algorithm=$algo" > "$dir.log"
     for name in qwen llama; do echo "$algo seed $seed $name $(accuracy "$(final "$dir" $name)")"; done
   done
   for name in qwen llama; do

@@ -14,12 +14,11 @@ accuracy() { hacrl eval --model "$1" --data $heldout --template '{question}' --m
 mkdir -p "$out"
 echo "base $(accuracy "$base")"
 for algo in grpo gspo; do
-  preset=$([ $algo = grpo ] && echo grpo-dapo || echo gspo)
   for seed in 1 2 3; do
     dir=$out/$algo-$seed
     rm -rf "$dir"
     hacrl train --config examples/grpo-easy.yaml --set "agents.0.checkpoint=$base" "runDir=$dir" steps=20 \
-      "seed=$seed" eval.every=0 checkpoint.every=0 "algorithm=$algo" "preset=$preset" optim.lr=1e-4 > "$dir.log"
+      "seed=$seed" eval.every=0 checkpoint.every=0 "algorithm=$algo" optim.lr=1e-4 > "$dir.log"
     echo "$algo seed $seed $(accuracy "$dir/checkpoints/step-000020/agents/demo")"
   done
 done

@@ -7,7 +7,7 @@ export { Tensor } from './tensor/tensor.js';
 export { Tape, type Ctx } from './tensor/tape.js';
 export * as ops from './tensor/ops.js';
 export * from './algorithms/hacpo/index.js';
-export { type ClipRange, DAPO_CLIP, GSPO_CLIP, clippedSurrogate } from './algorithms/clip.js';
+export { type ClipRange, DAPO_CLIP, GSPO_CLIP, clippedSurrogate } from './algorithms/clipped-surrogate.js';
 export { groupAdvantages, zeroVarianceGroups } from './algorithms/advantages.js';
 export { gspoLogRatio, gspoSequenceLoss } from './algorithms/gspo.js';
 export { retokenizeResponse, sameTokenization, spanMean, UnencodableTextError } from './rollout/retokenize.js';

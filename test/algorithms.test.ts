@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { LossAggregation } from '../src/algorithms/aggregate.js';
 import { groupAdvantages, zeroVarianceGroups } from '../src/algorithms/advantages.js';
-import { DAPO_CLIP, GSPO_CLIP } from '../src/algorithms/clip.js';
+import { DAPO_CLIP, GSPO_CLIP } from '../src/algorithms/clipped-surrogate.js';
 import { grpoTokenLoss } from '../src/algorithms/grpo.js';
 import { klK1, klK3 } from '../src/algorithms/kl.js';
 import { type PolicyLossOptions, type PolicyObjective, policyLoss } from '../src/algorithms/policy-loss.js';

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { engine } from '../src/backend/engine.js';
 import { generate, sampleRows, sampleToken } from '../src/model/generate.js';
-import { scoreResponses } from '../src/model/score.js';
+import { scoreResponses } from '../src/model/response-log-probs.js';
 import type { Transformer } from '../src/model/transformer.js';
 import { Rng } from '../src/util/rng.js';
 import { CONFIGS, testModel } from './tiny-models.js';

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { LossAggregation } from '../src/algorithms/aggregate.js';
-import { DAPO_CLIP } from '../src/algorithms/clip.js';
+import { DAPO_CLIP } from '../src/algorithms/clipped-surrogate.js';
 import { policyLoss } from '../src/algorithms/policy-loss.js';
 import type { PolicySequence } from '../src/algorithms/sequence.js';
 import {

@@ -4,7 +4,7 @@ import { describe, test } from 'node:test';
 import { engine } from '../src/backend/engine.js';
 import { responseTokens, sftLoss } from '../src/model/sft.js';
 import { AdamW } from '../src/optim/adamw.js';
-import { clipGradNorm } from '../src/optim/clip.js';
+import { clipGradNorm } from '../src/optim/grad-clip.js';
 import { learningRate } from '../src/optim/schedule.js';
 import { Tape } from '../src/tensor/tape.js';
 import { Tensor } from '../src/tensor/tensor.js';

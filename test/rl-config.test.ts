@@ -202,6 +202,19 @@ test('variants grpo-dapo and dr-grpo, and values the user gives win over any rec
   assert.deepEqual([hacpo.hacpo.alpha, hacpo.optim.miniBatches], [0.5, 4]);
 });
 
+test('the example configs name only their algorithm and get its recipe', async () => {
+  const grpo = await loadRunConfig('examples/grpo-easy.yaml');
+  assert.deepEqual(
+    [grpo.preset, grpo.optim.clipLow, grpo.optim.clipHigh, grpo.optim.miniBatches],
+    [undefined, 0.2, 0.28, 4],
+  );
+  const hacpo = await loadRunConfig('examples/hacpo-easy.yaml');
+  assert.deepEqual(
+    [hacpo.preset, hacpo.optim.clipHigh, hacpo.optim.miniBatches, hacpo.hacpo.deltaStep],
+    [undefined, 4e-4, 4, 0.025],
+  );
+});
+
 test('YAML and JSON files give the same config; overrides apply on top of a file', async () => {
   const yamlPath = join(root, 'run.yaml');
   await writeFile(

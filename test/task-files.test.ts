@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { lastBoxed, matchBrace } from '../src/tasks/boxed.js';
+import { extractBoxed } from '../src/rewards/extract.js';
 import { gsm8kGold, gsm8kRationale, loadTaskFile } from '../src/tasks/files.js';
 import {
   applyQuestionTemplate,
@@ -134,15 +134,13 @@ test('bad rows report file:line', async () => {
   await assert.rejects(loadTaskFile(join(root, 'missing.jsonl')), /cannot read .*missing\.jsonl/);
 });
 
-test('brace matching: nested and escaped braces, the last well-formed \\boxed{}', () => {
-  assert.equal(matchBrace('{a{b}c}d', 0), 6);
-  assert.equal(matchBrace('{a\\}b}', 0), 5);
-  assert.equal(matchBrace('{never', 0), -1);
-  assert.equal(lastBoxed('\\boxed{1} then \\boxed{\\frac{a}{b^{2}}}'), '\\frac{a}{b^{2}}');
-  assert.equal(lastBoxed('\\boxed{\\{1,2\\}}'), '\\{1,2\\}');
-  assert.equal(lastBoxed('\\boxed{3} and a broken \\boxed{4'), '3');
-  assert.equal(lastBoxed('\\fbox{ 5 }'), '5');
-  assert.equal(lastBoxed('no answer'), null);
+test("a data file's \\boxed{} answer is read by the same finder the reward uses (the last box, nested braces)", () => {
+  assert.equal(extractBoxed('\\boxed{1} then \\boxed{\\frac{a}{b^{2}}}'), '\\frac{a}{b^{2}}');
+  assert.equal(extractBoxed('\\boxed{\\{1,2\\}}'), '\\{1,2\\}');
+  // The last box is the answer: an unclosed last one gives none, as it would for a response.
+  assert.equal(extractBoxed('\\boxed{3} and a broken \\boxed{4'), null);
+  assert.equal(extractBoxed('\\fbox{ 5 }'), '5');
+  assert.equal(extractBoxed('no answer'), null);
 });
 
 test('prompt templates: the paper suffix by default, literal substitution, a missing placeholder fails', () => {

@@ -2,7 +2,7 @@
  * GRPO's token-level clipped objective (Shao et al. 2024, DeepSeekMath, arXiv 2402.03300; not numbered in the HACRL
  * preprint), with DAPO's asymmetric clip and verl's optional dual clip.
  */
-import { type ClipRange, type Surrogate, clippedSurrogate } from './clip.js';
+import { type ClipRange, type Surrogate, clippedSurrogate } from './clipped-surrogate.js';
 
 /** verl clamps the token log-ratio to ±20 before exp so one wild token cannot overflow; beyond it the gradient is 0. */
 export const MAX_TOKEN_LOG_RATIO = 20;

@@ -9,7 +9,7 @@
  * That is exactly the GSPO-token form, where token t's ratio is sg(s_i)·exp(new_t − sg(new_t)) and its own term has
  * ∂/∂new_t = −A_i·s_i. For one sequence under seq-mean-token-mean (w = 1/|y|) it reads −A·s/|y|.
  */
-import { type ClipRange, type Surrogate, clippedSurrogate } from './clip.js';
+import { type ClipRange, type Surrogate, clippedSurrogate } from './clipped-surrogate.js';
 import type { PolicySequence } from './sequence.js';
 
 /** log s is clamped at 10 (HACPO spec §4, verl's GSPO); beyond it the gradient is 0. */

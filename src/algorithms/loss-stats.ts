@@ -1,5 +1,5 @@
 /** Running statistics of a policy loss: means, importance-ratio range and clip fractions. */
-import type { ClipSide } from './clip.js';
+import type { ClipSide } from './clipped-surrogate.js';
 
 /** A running mean. */
 export class Mean {

@@ -5,8 +5,8 @@
  * HACPO; aggregation, KL, entropy and statistics are here, once.
  */
 import { type LossAggregation, sequenceWeight } from './aggregate.js';
-import { type ClipRange, DAPO_CLIP, GSPO_CLIP, validateClip } from './clip.js';
-import { DEFAULT_STEPWISE_CLIP, type StepwiseClip, stepwiseLowerBound } from './hacpo/clip.js';
+import { type ClipRange, DAPO_CLIP, GSPO_CLIP, validateClip } from './clipped-surrogate.js';
+import { DEFAULT_STEPWISE_CLIP, type StepwiseClip, stepwiseLowerBound } from './hacpo/stepwise-clip.js';
 import { type KlEstimator, addKlPenalty } from './kl.js';
 import { Mean, type RatioStats, RatioTally } from './loss-stats.js';
 import {

@@ -5,7 +5,7 @@
  */
 import type { AdvantageNormalization } from './advantages.js';
 import type { LossAggregation } from './aggregate.js';
-import { type ClipRange, DAPO_CLIP, GSPO_CLIP } from './clip.js';
+import { type ClipRange, DAPO_CLIP, GSPO_CLIP } from './clipped-surrogate.js';
 
 /** The per-sequence surrogate of own responses: GRPO's token ratio or GSPO's sequence ratio (HACRL Eq. 11). */
 export type SurrogateKind = 'token' | 'sequence';

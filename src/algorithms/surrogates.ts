@@ -3,10 +3,10 @@
  * weighted loss and ∂loss/∂(new log-prob) per token. The driver owns everything they share (aggregation weights, KL,
  * entropy, statistics); a new algorithm's objective is one more function here.
  */
-import { type ClipRange, type ClipSide } from './clip.js';
+import { type ClipRange, type ClipSide } from './clipped-surrogate.js';
 import { grpoTokenLoss } from './grpo.js';
 import { gspoLogRatio, gspoSequenceLoss } from './gspo.js';
-import { foreignSequenceLoss, type StepwiseClip } from './hacpo/clip.js';
+import { foreignSequenceLoss, type StepwiseClip } from './hacpo/stepwise-clip.js';
 import type { PolicySequence } from './sequence.js';
 
 /** What one surrogate call adds: its weighted loss, and each ratio it formed with the clip side that was active. */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { engine } from '../backend/engine.js';
-import { scoreResponses } from '../model/score.js';
+import { scoreResponses } from '../model/response-log-probs.js';
 import { loadModel } from '../model/weights.js';
 import { loadTokenizer } from '../tokenizer/load.js';
 import { assertVocabCompatible, checkIds, type Tokenizer } from '../tokenizer/tokenizer.js';

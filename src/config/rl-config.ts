@@ -149,7 +149,9 @@ const RunConfigObject = z.strictObject({
   preset: z
     .enum(VARIANTS)
     .optional()
-    .describe(`Named variant of an algorithm whose recipe replaces the algorithm's — ${describeVariants()}; default none`),
+    .describe(
+      `Named variant of an algorithm whose recipe replaces the algorithm's — ${describeVariants()}; default none`,
+    ),
   agents: z
     .array(AgentConfigSchema)
     .min(1, 'list at least one agent: agents: [{ name: a, checkpoint: path/to/folder }]')
@@ -241,7 +243,7 @@ const RunConfigObject = z.strictObject({
       ),
       ...HACPO_PER_AGENT,
     }),
-    'HACPO mechanisms (algorithms hacpo and naive; naive\'s recipe turns them all off): each switch is one ablation of the paper',
+    "HACPO mechanisms (algorithms hacpo and naive; naive's recipe turns them all off): each switch is one ablation of the paper",
   ),
   reward: section(
     defaults({
@@ -305,44 +307,26 @@ export type RunConfig = z.output<typeof RunConfigSchema>;
 export type AgentConfig = RunConfig['agents'][number];
 
 /** One agent's effective settings: its own where given, the run-wide ones otherwise. */
-export interface ResolvedAgent {
-  name: string;
-  checkpoint: string;
-  lr: number;
-  groupSize: number;
-  temperature: number;
-  topP: number;
-  topK: number;
-  maxNewTokens: number;
-  stopStrings: string[];
-  template: string;
-  system: string | undefined;
-  /** HACPO's per-agent knobs (see the hacpo section). */
-  alpha: number;
-  delta: number;
-  deltaStep: number;
-  order: 'shuffled' | 'own-first';
-}
+export type ResolvedAgent = Required<Omit<AgentConfig, 'system'>> & { system: string | undefined };
+
+/** The config section each per-agent setting inherits from (the same tables the schema is built from). */
+const INHERITED_FROM: Record<string, 'optim' | 'rollout' | 'data' | 'hacpo'> = {
+  lr: 'optim',
+  groupSize: 'rollout',
+  ...Object.fromEntries(Object.keys(SAMPLING).map((k) => [k, 'rollout'] as const)),
+  ...Object.fromEntries([...Object.keys(PROMPT), 'system'].map((k) => [k, 'data'] as const)),
+  ...Object.fromEntries(Object.keys(HACPO_PER_AGENT).map((k) => [k, 'hacpo'] as const)),
+};
 
 /** Every agent's effective settings, in config order. */
 export function resolveAgents(c: RunConfig): ResolvedAgent[] {
-  return c.agents.map((a) => ({
-    name: a.name,
-    checkpoint: a.checkpoint,
-    lr: a.lr ?? c.optim.lr,
-    groupSize: a.groupSize ?? c.rollout.groupSize,
-    temperature: a.temperature ?? c.rollout.temperature,
-    topP: a.topP ?? c.rollout.topP,
-    topK: a.topK ?? c.rollout.topK,
-    maxNewTokens: a.maxNewTokens ?? c.rollout.maxNewTokens,
-    stopStrings: a.stopStrings ?? c.rollout.stopStrings,
-    template: a.template ?? c.data.template,
-    system: a.system ?? c.data.system,
-    alpha: a.alpha ?? c.hacpo.alpha,
-    delta: a.delta ?? c.hacpo.delta,
-    deltaStep: a.deltaStep ?? c.hacpo.deltaStep,
-    order: a.order ?? c.hacpo.order,
-  }));
+  return c.agents.map((a) => {
+    const own = a as Record<string, unknown>;
+    const out: Record<string, unknown> = { name: a.name, checkpoint: a.checkpoint };
+    for (const [key, section] of Object.entries(INHERITED_FROM))
+      out[key] = own[key] ?? (c[section] as Record<string, unknown>)[key];
+    return out as ResolvedAgent;
+  });
 }
 
 /** The JSON Schema of a config file (input side: fields with defaults are optional). */

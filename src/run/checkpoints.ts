@@ -7,8 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../util/atomic-write.js';
-import { fsyncPath } from '../util/fsync.js';
-import { fsyncTree } from './fsync.js';
+import { fsyncPath, fsyncTree } from '../util/fsync.js';
 
 /** The pointer file in the checkpoints folder naming the newest checkpoint (for people and other tools). */
 export const LATEST_FILE = 'latest';

@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { basename, dirname, extname } from 'node:path';
 import { z } from 'zod';
 import { readJsonl } from '../util/jsonl.js';
-import { lastBoxed } from './boxed.js';
+import { extractBoxed } from '../rewards/extract.js';
 import type { Dataset, Problem } from './problem.js';
 
 /** The schemas a task file can have. */
@@ -64,7 +64,7 @@ const MATH_ROW = z
     level: z.union([z.string(), z.number()]).optional(),
   })
   .transform((r, ctx): Row => {
-    const answer = r.answer ?? (r.solution === undefined ? null : lastBoxed(r.solution));
+    const answer = r.answer ?? (r.solution === undefined ? null : extractBoxed(r.solution));
     if (answer === null || answer === '') {
       ctx.addIssue({ code: 'custom', message: 'no answer field and no \\boxed{…} in the solution', path: ['answer'] });
       return z.NEVER;

@@ -7,7 +7,7 @@
 import type { Kernels } from '../backend/kernels.js';
 import { groupAdvantages, zeroVarianceGroups, type AdvantageNormalization } from '../algorithms/advantages.js';
 import type { LossAggregation } from '../algorithms/aggregate.js';
-import type { ClipRange } from '../algorithms/clip.js';
+import type { ClipRange } from '../algorithms/clipped-surrogate.js';
 import {
   baselineRatios,
   capabilityAwareBatchAdvantages,
@@ -18,7 +18,7 @@ import type { KlEstimator } from '../algorithms/kl.js';
 import { policyLoss, type ForeignObjective, type PolicyLossStats } from '../algorithms/policy-loss.js';
 import type { Sharing, SurrogateKind } from '../algorithms/recipes.js';
 import type { PolicySequence } from '../algorithms/sequence.js';
-import { scoreResponses } from '../model/score.js';
+import { scoreResponses } from '../model/response-log-probs.js';
 import type { Transformer } from '../model/transformer.js';
 import type { AdamW } from '../optim/adamw.js';
 import type { Agent } from '../rollout/rollout.js';

@@ -7,7 +7,7 @@ import type { Kernels } from '../backend/kernels.js';
 import { packPromptResponses, type PromptResponse } from '../model/pack.js';
 import type { Transformer } from '../model/transformer.js';
 import type { AdamW } from '../optim/adamw.js';
-import { clipGradNorm } from '../optim/clip.js';
+import { clipGradNorm } from '../optim/grad-clip.js';
 import { Tape } from '../tensor/tape.js';
 import type { StepMetrics } from './sample-sources.js';
 

@@ -7,7 +7,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Kernels } from '../backend/kernels.js';
 import type { SamplingOptions } from '../model/generate.js';
-import { scoreResponses } from '../model/score.js';
+import { scoreResponses } from '../model/response-log-probs.js';
 import { scoreSamples, type WeightedReward } from '../rewards/reward.js';
 import { sampleRollouts, type Agent } from '../rollout/rollout.js';
 import type { Problem } from '../tasks/problem.js';

@@ -9,7 +9,7 @@ import type { PromptResponse } from '../model/pack.js';
 import { sftLoss } from '../model/sft.js';
 import type { Transformer } from '../model/transformer.js';
 import { AdamW } from '../optim/adamw.js';
-import { clipGradNorm } from '../optim/clip.js';
+import { clipGradNorm } from '../optim/grad-clip.js';
 import { learningRate } from '../optim/schedule.js';
 import type { Problem } from '../tasks/problem.js';
 import type { PromptOptions } from '../tasks/prompt.js';

@@ -1,5 +1,6 @@
-/** Making files and folders durable: the fsync helpers every atomic write uses. */
-import { open, type FileHandle } from 'node:fs/promises';
+/** Making files and folders durable: the fsync helpers every atomic write and checkpoint commit uses. */
+import { open, readdir, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
 
 /** fsyncs one file or folder. Folders that the platform cannot open or sync (Windows, some network file systems) are
  * skipped: the data is still written there, only its survival of a power cut is weaker. */
@@ -14,4 +15,14 @@ export async function fsyncPath(path: string, isDir: boolean): Promise<void> {
   } finally {
     await fh?.close();
   }
+}
+
+/** fsyncs every file and folder below `dir`, children before parents, then `dir` itself (before a publishing rename). */
+export async function fsyncTree(dir: string): Promise<void> {
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) await fsyncTree(path);
+    else if (entry.isFile()) await fsyncPath(path, false);
+  }
+  await fsyncPath(dir, true);
 }

@@ -23,7 +23,7 @@ export {
   foreignSequenceLoss,
   stepwiseLowerBound,
   validateStepwiseClip,
-} from './clip.js';
+} from './stepwise-clip.js';
 export {
   type ForeignObjective,
   type ForeignRatioStats,

@@ -4,15 +4,15 @@
  *   ℓ_i = GSPO's −min(s·A, clip(s)·A)                                  own response (Eqs. 47–49),
  *   ℓ_i = −A_i·ω^(j,k)·c·sg(c)^α,  c = clip(s, 1 − δ + m·δ_step, 1)     foreign response of agent j (Eqs. 10, 12–14),
  * with s the cross-agent sequence ratio of Eq. 11 and A_i the capability-aware advantage of Eqs. 6–9. Each equation is
- * one function (surrogates.ts, clip.ts, ratio.ts); the aggregation, KL and statistics are the shared policyLoss.
+ * one function (surrogates.ts, stepwise-clip.ts, ratio.ts); the aggregation, KL and statistics are the shared policyLoss.
  */
 import type { LossAggregation } from '../aggregate.js';
-import { type ClipRange, GSPO_CLIP } from '../clip.js';
+import { type ClipRange, GSPO_CLIP } from '../clipped-surrogate.js';
 import type { KlEstimator } from '../kl.js';
 import type { RatioStats } from '../loss-stats.js';
 import { type ForeignObjective, type PolicyLossStats, policyLoss } from '../policy-loss.js';
 import { type LossUnits, type PolicySequence, lossUnits } from '../sequence.js';
-import type { StepwiseClip } from './clip.js';
+import type { StepwiseClip } from './stepwise-clip.js';
 import { meanOf } from './ratio.js';
 
 export type { ForeignObjective, ForeignRatioStats } from '../policy-loss.js';
