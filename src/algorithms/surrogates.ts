@@ -6,6 +6,7 @@
 import { type ClipRange, type ClipSide } from './clipped-surrogate.js';
 import { grpoTokenLoss } from './grpo.js';
 import { gspoLogRatio, gspoSequenceLoss } from './gspo.js';
+import { crossSequenceLogRatio } from './hacpo/ratio.js';
 import { foreignSequenceLoss, type StepwiseClip } from './hacpo/stepwise-clip.js';
 import type { PolicySequence } from './sequence.js';
 
@@ -41,9 +42,8 @@ export function tokenSurrogate(clip: ClipRange, dualClip?: number): Surrogate {
  */
 export function sequenceLogRatio(seq: PolicySequence, tokens: readonly number[]): number {
   if (seq.generatorOldMean === undefined) return gspoLogRatio(seq, tokens);
-  let sum = 0;
-  for (const t of tokens) sum += seq.logProbs[t]!;
-  return sum / tokens.length - seq.generatorOldMean;
+  const counted = tokens.length === seq.logProbs.length ? seq.logProbs : tokens.map((t) => seq.logProbs[t]!);
+  return crossSequenceLogRatio(counted, seq.generatorOldMean);
 }
 
 /** GSPO: one clipped length-normalised ratio per sequence (HACRL Eqs. 47–49), advantage × coefficient (Eq. 10). */

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { DEFAULT_QUESTION_TEMPLATE } from '../tasks/prompt.js';
+import { DEFAULT_STEPWISE_CLIP } from '../algorithms/hacpo/stepwise-clip.js';
 import { ALGORITHM_RECIPES, ALGORITHMS, VARIANTS, type Recipe } from '../algorithms/recipes.js';
 import { defaultsByAlgorithm, describeVariants } from './recipe-defaults.js';
 import { checkRunConfig } from './rl-config-checks.js';
@@ -99,10 +100,14 @@ const HACPO_PER_AGENT = {
     (r) => r.hacpo?.alpha,
     'Exponential importance sampling: foreign ratios are weighted by sg(s)^α (Eq. 12; 0 = off)',
   ),
-  delta: field(z.number().gt(0).lt(1), 0.2, 'δ: foreign ratios below 1 − δ are clipped out of the loss (Eq. 13)'),
+  delta: field(
+    z.number().gt(0).lt(1),
+    DEFAULT_STEPWISE_CLIP.delta,
+    'δ: foreign ratios below 1 − δ are clipped out of the loss (Eq. 13)',
+  ),
   deltaStep: field(
     z.number().min(0),
-    0.025,
+    DEFAULT_STEPWISE_CLIP.deltaStep,
     'δ_step: the foreign lower bound rises by this per optimizer update within a step (Eq. 14; 0 = fixed)',
   ),
   order: field(

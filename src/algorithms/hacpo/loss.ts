@@ -7,7 +7,7 @@
  * one function (surrogates.ts, stepwise-clip.ts, ratio.ts); the aggregation, KL and statistics are the shared policyLoss.
  */
 import type { LossAggregation } from '../aggregate.js';
-import { type ClipRange, GSPO_CLIP } from '../clipped-surrogate.js';
+import type { ClipRange } from '../clipped-surrogate.js';
 import type { KlEstimator } from '../kl.js';
 import type { RatioStats } from '../loss-stats.js';
 import { type ForeignObjective, type PolicyLossStats, policyLoss } from '../policy-loss.js';
@@ -77,16 +77,16 @@ export function hacpoLoss(batch: readonly HacpoSequence[], options: HacpoLossOpt
       );
   });
   const { loss, grad, stats } = policyLoss(batch, {
-    objective: { kind: 'gspo', clip: options.ownClip ?? GSPO_CLIP },
+    objective: { kind: 'gspo', ...(options.ownClip ? { clip: options.ownClip } : {}) },
     foreign: {
-      objective: options.foreign ?? 'hacpo',
-      alpha: options.alpha ?? 1,
+      ...(options.foreign === undefined ? {} : { objective: options.foreign }),
+      ...(options.alpha === undefined ? {} : { alpha: options.alpha }),
       ...(options.stepwise ? { stepwise: options.stepwise } : {}),
       update: options.update,
     },
-    aggregation: options.aggregation ?? 'seq-mean-token-mean',
+    ...(options.aggregation ? { aggregation: options.aggregation } : {}),
     ...(options.kl ? { kl: options.kl } : {}),
-    maskTruncated: options.maskTruncated ?? false,
+    ...(options.maskTruncated === undefined ? {} : { maskTruncated: options.maskTruncated }),
     ...(options.denominators ? { denominators: options.denominators } : {}),
   });
   const { ratioLevel, clipFracLow, clipFracHigh, clipFracDual, ratioMean, ratioMin, ratioMax, ownCount, ...rest } =
