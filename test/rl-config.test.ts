@@ -5,7 +5,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { runConfigSchema } from '../src/cli/config.js';
+import { runConfigResolve, runConfigSchema } from '../src/cli/config.js';
 import { loadRunConfig, parseRunConfig } from '../src/config/load-config.js';
 import { configJsonSchema, resolveAgents, type RunConfig } from '../src/config/rl-config.js';
 import { DEFAULT_QUESTION_TEMPLATE } from '../src/tasks/prompt.js';
@@ -94,7 +94,15 @@ async function resolveFile(name: string, lines: string[], agents = 1): Promise<R
   const path = join(root, `${name}.yaml`);
   const list = Array.from({ length: agents }, (_, i) => `  - { name: a${i}, checkpoint: runs/a${i} }`);
   await writeFile(path, [...lines, 'agents:', ...list, 'data: { train: easy:train:100 }', ''].join('\n'));
-  return loadRunConfig(path);
+  const printed: string[] = [];
+  const log = console.log;
+  console.log = (text: string) => void printed.push(text);
+  try {
+    await runConfigResolve(path, []);
+  } finally {
+    console.log = log;
+  }
+  return JSON.parse(printed.join('\n')) as RunConfig;
 }
 
 /** The recipe-owned settings of a resolved config, in one comparable shape. */

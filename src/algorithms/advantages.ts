@@ -6,7 +6,9 @@ import { type Grouping, groupIsConstant, groupMean, groupMembers, groupStd } fro
  * 'batch-std' by the std of all rewards of the batch (TRL's scale_rewards='batch'); 'none' only centres (Dr. GRPO,
  * verl's norm_adv_by_std_in_grpo=false).
  */
-export type AdvantageNormalization = 'group-std' | 'batch-std' | 'none';
+export const ADVANTAGE_NORMALIZATIONS = ['group-std', 'batch-std', 'none'] as const;
+/** One of ADVANTAGE_NORMALIZATIONS. */
+export type AdvantageNormalization = (typeof ADVANTAGE_NORMALIZATIONS)[number];
 
 /** Options of groupAdvantages. */
 export interface AdvantageOptions {

@@ -11,7 +11,9 @@ import type { LossUnits } from './sequence.js';
  * 'seq-mean-token-sum': mean over sequences of each sequence's token sum (Dr. GRPO uses a constant instead of the
  * sequence count).
  */
-export type LossAggregation = 'token-mean' | 'seq-mean-token-mean' | 'seq-mean-token-sum';
+export const LOSS_AGGREGATIONS = ['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum'] as const;
+/** One of LOSS_AGGREGATIONS. */
+export type LossAggregation = (typeof LOSS_AGGREGATIONS)[number];
 
 /** The weight w_i of each counted token of a sequence with `tokens` counted tokens, given the batch's denominators. */
 export function sequenceWeight(tokens: number, mode: LossAggregation, units: LossUnits): number {

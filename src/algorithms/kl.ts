@@ -7,7 +7,9 @@
  * 'k1': new − ref (unbiased, high variance, can be negative); 'k3': exp(ref − new) − (ref − new) − 1 (low variance,
  * never negative; GRPO's estimator, verl's 'low_var_kl').
  */
-export type KlEstimator = 'k1' | 'k3';
+export const KL_ESTIMATORS = ['k1', 'k3'] as const;
+/** One of KL_ESTIMATORS. */
+export type KlEstimator = (typeof KL_ESTIMATORS)[number];
 
 /** An estimate and its derivative ∂/∂ new log-prob. */
 export interface KlTerm {

@@ -16,6 +16,9 @@ export type SurrogateKind = 'token' | 'sequence';
  */
 export type Sharing = 'none' | 'hacpo' | 'naive';
 
+/** How foreign ratios are clipped: Eqs. 13–14's stepwise band, none (Figure 4's ablation), or the own GSPO clip. */
+export const FOREIGN_CLIPS = ['stepwise', 'none', 'gspo'] as const;
+
 /** The HACPO mechanisms (the `hacpo` config section's switches). */
 export interface HacpoSwitches {
   /** Eqs. 6–8: the capability-aware baseline (false: the plain mean of all agents' rewards). */
@@ -23,7 +26,7 @@ export interface HacpoSwitches {
   /** Eq. 10: the discrepancy coefficient on foreign advantages. */
   discrepancyCoefficient: boolean;
   /** Eqs. 12–14: 'stepwise' band, 'none' (no clip), 'gspo' (own GSPO clip, no exponential IS). */
-  foreignClip: 'stepwise' | 'none' | 'gspo';
+  foreignClip: (typeof FOREIGN_CLIPS)[number];
   /** Eq. 12's exponent α (0 = off). */
   alpha: number;
 }

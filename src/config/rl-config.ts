@@ -6,7 +6,10 @@
 import { z } from 'zod';
 import { DEFAULT_QUESTION_TEMPLATE } from '../tasks/prompt.js';
 import { DEFAULT_STEPWISE_CLIP } from '../algorithms/hacpo/stepwise-clip.js';
-import { ALGORITHM_RECIPES, ALGORITHMS, VARIANTS, type Recipe } from '../algorithms/recipes.js';
+import { ADVANTAGE_NORMALIZATIONS } from '../algorithms/advantages.js';
+import { LOSS_AGGREGATIONS } from '../algorithms/aggregate.js';
+import { KL_ESTIMATORS } from '../algorithms/kl.js';
+import { ALGORITHM_RECIPES, ALGORITHMS, FOREIGN_CLIPS, VARIANTS, type Recipe } from '../algorithms/recipes.js';
 import { defaultsByAlgorithm, describeVariants } from './recipe-defaults.js';
 import { checkRunConfig } from './rl-config-checks.js';
 
@@ -193,7 +196,7 @@ const RunConfigObject = z.strictObject({
       ),
       epochs: field(count(1, 'must be at least 1: each step trains on its rollouts at least once'), 1, 'Epochs (E)'),
       lossAggregation: recipeField(
-        z.enum(['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum']),
+        z.enum(LOSS_AGGREGATIONS),
         (r) => r.aggregation,
         'Loss over a mini-batch: mean of all tokens, mean of per-sequence token means, or of per-sequence sums',
       ),
@@ -204,7 +207,7 @@ const RunConfigObject = z.strictObject({
         null,
         'Dual clip c: a negative-advantage loss is bounded by c·|A| (null = off)',
       ),
-      klEstimator: field(z.enum(['k1', 'k3']), 'k3', 'KL-to-reference estimator: k1 (log ratio), k3 (low variance)'),
+      klEstimator: field(z.enum(KL_ESTIMATORS), 'k3', 'KL-to-reference estimator: k1 (log ratio), k3 (low variance)'),
       klCoef: field(z.number().min(0), 0, 'KL penalty coefficient (0 = off, and no reference model is kept)'),
       entropyCoef: field(
         z.number().min(0),
@@ -212,7 +215,7 @@ const RunConfigObject = z.strictObject({
         'Entropy bonus β_H: the loss subtracts β_H × the mean entropy (nats) of the policy over own response tokens',
       ),
       advantage: recipeField(
-        z.enum(['group-std', 'batch-std', 'none']),
+        z.enum(ADVANTAGE_NORMALIZATIONS),
         (r) => r.advantage,
         "Advantage = reward − group mean, divided by the group's std, the step's std, or nothing",
       ),
@@ -241,7 +244,7 @@ const RunConfigObject = z.strictObject({
         'Scale the advantage of a foreign response by ω = P̂_generator / P̂_learner (Eq. 10)',
       ),
       foreignClip: recipeField(
-        z.enum(['stepwise', 'none', 'gspo']),
+        z.enum(FOREIGN_CLIPS),
         (r) => r.hacpo?.foreignClip,
         'Foreign ratios: clipped to [1 − δ + m·δ_step, 1] with no gradient outside (Eqs. 13–14; δ_step 0 = not ' +
           "stepwise), 'none' (no clip: the paper's Figure 4 ablation), or 'gspo' (the own GSPO clip, no exponential IS)",
