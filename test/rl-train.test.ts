@@ -97,6 +97,22 @@ describe('hacrl train', () => {
     assert.deepEqual(await metrics(dir), await metrics(join(root, 'a')));
   });
 
+  test('an entropy bonus keeps the policy entropy higher than the same run without it', async () => {
+    const entropy = async (coef: number): Promise<number[]> => {
+      const dir = join(root, `entropy-${coef}`);
+      const r = hacrl(
+        runArgs(dir, [`optim.entropyCoef=${coef}`, 'optim.lr=0.01', 'eval.every=0', 'data.validation=[]']),
+      );
+      assert.equal(r.status, 0, r.stderr);
+      return (await metrics(dir)).map((row) => row.entropy as number);
+    };
+    const [without, bonus] = [await entropy(0), await entropy(0.5)];
+    assert.ok(
+      bonus.at(-1)! > without.at(-1)!,
+      `entropy without ${without.join(', ')}; with β_H 0.5 ${bonus.join(', ')}`,
+    );
+  });
+
   test('resume with nothing to resume, a second start in a used folder, and a changed config are refused', () => {
     const none = hacrl([...runArgs(join(root, 'empty')), '--resume']);
     assert.notEqual(none.status, 0);
