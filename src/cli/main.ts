@@ -112,7 +112,7 @@ program
 program
   .command('train')
   .description(
-    'RL training (GRPO, GSPO, GSPO×2) of the agents a YAML/JSON configuration names; see `hacrl config schema`',
+    'RL training (GRPO, GSPO, GSPO×2, HACPO, naive sharing) of the agents a YAML/JSON configuration names; see `hacrl config schema`',
   )
   .option('--config <file>', 'run configuration (YAML or JSON)')
   .option('--set <key=value...>', 'overrides, e.g. --set rollout.groupSize=8 agents.0.lr=1e-5', [])

@@ -12,7 +12,7 @@ export interface TrainCliOptions {
   resume: boolean;
 }
 
-/** `hacrl train`: GRPO / GSPO / GSPO×2 training as the configuration says, with progress lines on stdout. */
+/** `hacrl train`: the training the configuration names (its algorithm's recipe), with progress lines on stdout. */
 export async function runTrain(o: TrainCliOptions): Promise<void> {
   const cfg = await loadRunConfig(o.config, o.set);
   try {
