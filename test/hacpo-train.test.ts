@@ -51,14 +51,14 @@ function runArgs(runDir: string, agents: string[], extra: string[] = []): string
   ];
 }
 
-/** metrics.jsonl rows without the wall-clock fields. */
+/** metrics.jsonl rows without the wall-clock and memory fields. */
 async function metrics(runDir: string): Promise<Row[]> {
   const text = await readFile(join(runDir, 'metrics.jsonl'), 'utf8');
   return text
     .trim()
     .split('\n')
     .map((l) => JSON.parse(l) as Row)
-    .map((row) => Object.fromEntries(Object.entries(row).filter(([key]) => !/^time_|tokens_per_s/.test(key))));
+    .map((row) => Object.fromEntries(Object.entries(row).filter(([key]) => !/^time_|^mem\/|tokens_per_s/.test(key))));
 }
 
 const weights = (path: string): Promise<Buffer> => readFile(join(path, 'model.safetensors'));

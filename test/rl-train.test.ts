@@ -40,14 +40,14 @@ function runArgs(runDir: string, extra: string[] = []): string[] {
   ];
 }
 
-/** metrics.jsonl rows without the wall-clock fields (which legitimately differ between runs). */
+/** metrics.jsonl rows without the wall-clock and memory fields (which legitimately differ between runs). */
 async function metrics(runDir: string): Promise<Record<string, unknown>[]> {
   const text = await readFile(join(runDir, 'metrics.jsonl'), 'utf8');
   return text
     .trim()
     .split('\n')
     .map((l) => JSON.parse(l) as Record<string, unknown>)
-    .map((row) => Object.fromEntries(Object.entries(row).filter(([key]) => !/^time_|tokens_per_s/.test(key))));
+    .map((row) => Object.fromEntries(Object.entries(row).filter(([key]) => !/^time_|^mem\/|tokens_per_s/.test(key))));
 }
 
 const finalWeights = (runDir: string): Promise<Buffer> =>

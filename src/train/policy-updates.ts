@@ -16,6 +16,7 @@ import type { Problem } from '../tasks/problem.js';
 import type { PromptOptions } from '../tasks/prompt.js';
 import { Tape } from '../tensor/tape.js';
 import type { Rng } from '../util/rng.js';
+import { rewardPartMeans } from './reward-metrics.js';
 
 /** Metrics of one step (the names the run log and the report use). */
 export type StepMetrics = Record<string, number>;
@@ -74,6 +75,7 @@ export async function sampleAndScore(
     time_generate_s: (t1 - t0) / 1e3,
     time_score_s: (t2 - t1) / 1e3,
     reward_failures: scored.stats.reduce((n, r) => n + r.failures, 0),
+    ...rewardPartMeans(scored.scores, o.rewards),
   };
   return { rollouts, rewards, metrics };
 }

@@ -20,6 +20,7 @@ import { loadTrainState, saveTrainState, type DataCursor, type TrainState } from
 import { loadDataSpec } from '../tasks/data-spec.js';
 import type { Problem } from '../tasks/problem.js';
 import { Rng } from '../util/rng.js';
+import { memoryMetrics } from '../util/memory.js';
 import { CapabilityTracker } from '../algorithms/hacpo/index.js';
 import { isCollaborative } from '../config/algorithms.js';
 import { hacpoStep, type Collaborator, type HacpoStepOptions } from './hacpo-step.js';
@@ -249,7 +250,7 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
     const allSkipped = results.every((r) => r.skippedUpdates >= r.updates);
     for (const [i, agent] of agents.entries()) {
       const r = results[i]!;
-      const row: Record<string, unknown> = { step: step + 1, agent: agent.name, ...r.metrics };
+      const row: Record<string, unknown> = { step: step + 1, agent: agent.name, ...r.metrics, ...memoryMetrics() };
       // Validation every eval.every steps and always after the last one (eval.every = 0: only then).
       const evalNow = step + 1 === cfg.steps || (cfg.eval.every > 0 && (step + 1) % cfg.eval.every === 0);
       if (evalNow && validation.length > 0) row.val_accuracy = await validate(agent, validation, cfg);
