@@ -76,7 +76,14 @@ async function twoSteps(
   const runDir = join(root, name);
   const r = hacrl(runArgs(runDir, agents, extra));
   assert.equal(r.status, 0, r.stderr);
-  const rows = await metrics(runDir);
+  const all = await metrics(runDir);
+  const base = all.filter((row) => row.step === 0);
+  assert.deepEqual(
+    base.map((row) => row.agent),
+    agents,
+    'each base model validated at step 0',
+  );
+  const rows = all.filter((row) => row.step !== 0);
   assert.equal(rows.length, 2 * agents.length, 'one row per step and agent');
   for (const row of rows) {
     const others = agents.filter((a) => a !== row.agent);

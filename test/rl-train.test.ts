@@ -34,6 +34,7 @@ function runArgs(runDir: string, extra: string[] = []): string[] {
     'steps=5',
     'eval.every=2',
     'eval.problems=8',
+    'eval.samplesPerProblem=2',
     'checkpoint.every=1',
     'checkpoint.keepLast=10',
     ...extra,
@@ -85,11 +86,22 @@ describe('hacrl train', () => {
     const b = hacrl(runArgs(join(root, 'b')));
     assert.equal(b.status, 0, b.stderr);
     const ma = await metrics(join(root, 'a'));
-    assert.equal(ma.length, 5);
-    assert.ok(
-      ma.some((row) => row.val_accuracy !== undefined),
-      'validation ran',
+    assert.deepEqual(
+      ma.map((row) => row.step),
+      [0, 1, 2, 3, 4, 5],
+      'the base model is validated at step 0',
     );
+    assert.deepEqual(Object.keys(ma[0]!), [
+      'step',
+      'agent',
+      'val_accuracy',
+      'val/easy:test/avg@2',
+      'val/easy:test/pass@2',
+    ]);
+    for (const step of [2, 4, 5]) {
+      const row = ma[step]!;
+      assert.ok(row.val_accuracy !== undefined && row['val/easy:test/pass@2'] !== undefined, `validation at ${step}`);
+    }
     assert.deepEqual(await metrics(join(root, 'b')), ma);
     assert.ok((await finalWeights(join(root, 'a'))).equals(await finalWeights(join(root, 'b'))));
     const first = await readFile(join(agentDir, 'model.safetensors'));

@@ -246,6 +246,11 @@ const RunConfigObject = z.strictObject({
       every: field(count(0), 10, 'Steps between validation runs (0 = only after the last step)'),
       problems: field(count(0), 200, 'Problems per validation data set, the first ones (0 = all)'),
       samplesPerProblem: field(count(0), 0, 'Samples per problem for avg@k and pass@k (0 = greedy only)'),
+      atStart: field(
+        z.boolean(),
+        true,
+        'Validate the base model before the first update (logged as step 0); a resumed run does not repeat it',
+      ),
     }),
     'Validation during training',
   ),

@@ -6,7 +6,6 @@ import { performance } from 'node:perf_hooks';
 import { engine } from '../backend/engine.js';
 import type { RunConfig } from '../config/rl-config.js';
 import { resolveAgents, type ResolvedAgent } from '../config/rl-config.js';
-import { evaluate } from '../eval/evaluate.js';
 import { loadPretrained } from '../model/pretrained.js';
 import type { Transformer } from '../model/transformer.js';
 import { AdamW } from '../optim/adamw.js';
@@ -26,6 +25,7 @@ import { isCollaborative } from '../config/algorithms.js';
 import { hacpoStep, type Collaborator, type HacpoStepOptions } from './hacpo-step.js';
 import type { RolloutOptions } from './policy-updates.js';
 import { rlStep, type RlStepOptions, type StepResult } from './rl-step.js';
+import { formatValidation, validateAgent } from './validation.js';
 
 /** What the loop reports as it goes (one call per step, and for checkpoints and evaluations). */
 export type ProgressFn = (line: string) => void;
@@ -211,6 +211,17 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
   const started = performance.now();
   const firstStep = state.step;
 
+  const { problems: valProblems, samplesPerProblem } = cfg.eval;
+  const validate = (i: number) =>
+    validateAgent(agents[i]!, agentsCfg[i]!, validation, { problems: valProblems, samplesPerProblem, seed: cfg.seed });
+  // The base model's validation, logged as step 0; a resume starts after a checkpoint (step ≥ 1) and skips it.
+  if (cfg.eval.atStart && state.step === 0 && validation.length > 0)
+    for (const [i, agent] of agents.entries()) {
+      const row = { step: 0, agent: agent.name, ...(await validate(i)) };
+      await run.appendMetrics(row);
+      options.progress(`step 0 ${agent.name}  ${formatValidation(row)}`);
+    }
+
   const collaborative = isCollaborative(cfg.algorithm);
   const trackers = collaborative ? restoreTrackers(cfg, state) : [];
 
@@ -253,7 +264,8 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
       const row: Record<string, unknown> = { step: step + 1, agent: agent.name, ...r.metrics, ...memoryMetrics() };
       // Validation every eval.every steps and always after the last one (eval.every = 0: only then).
       const evalNow = step + 1 === cfg.steps || (cfg.eval.every > 0 && (step + 1) % cfg.eval.every === 0);
-      if (evalNow && validation.length > 0) row.val_accuracy = await validate(agent, validation, cfg);
+      const val = evalNow && validation.length > 0 ? await validate(i) : null;
+      Object.assign(row, val);
       await run.appendMetrics(row as { step: number });
       await run.appendSamples(
         r.rollouts.slice(0, cfg.samplesPerStep).map((ro, j) => ({
@@ -274,7 +286,7 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
           `accuracy ${(100 * r.metrics.accuracy!).toFixed(1)}%  ${Math.round(r.metrics.tokens_per_s!)} tok/s  ` +
           (r.metrics.p_hat === undefined ? '' : `P̂ ${r.metrics.p_hat.toFixed(3)}  `) +
           `ETA ${Math.round(eta)}s` +
-          (row.val_accuracy ? `  val ${JSON.stringify(row.val_accuracy)}` : ''),
+          (val ? `  ${formatValidation(val)}` : ''),
       );
     }
     state.nonFiniteStreak = allSkipped ? state.nonFiniteStreak + 1 : 0;
@@ -305,23 +317,4 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
 function restoreTrackers(cfg: RunConfig, state: TrainState): CapabilityTracker[] {
   const saved = (state.extra.capability ?? {}) as Record<string, number[]>;
   return state.agents.map((a) => CapabilityTracker.fromHistory(cfg.hacpo.capabilityWindow, saved[a.name] ?? []));
-}
-
-/** Greedy accuracy of an agent on each validation set (the first eval.problems problems of each). */
-async function validate(
-  agent: Agent,
-  sets: { name: string; problems: Problem[] }[],
-  cfg: RunConfig,
-): Promise<Record<string, number>> {
-  const out: Record<string, number> = {};
-  const a = resolveAgents(cfg).find((x) => x.name === agent.name)!;
-  for (const d of sets) {
-    const problems = cfg.eval.problems > 0 ? d.problems.slice(0, cfg.eval.problems) : d.problems;
-    const report = await evaluate(agent.model, engine(), agent.tokenizer, problems, {
-      maxNewTokens: a.maxNewTokens,
-      prompt: { template: a.template, ...(a.system === undefined ? {} : { system: a.system }) },
-    });
-    out[d.name] = report.greedy.value;
-  }
-  return out;
 }
