@@ -304,6 +304,7 @@ test('the JSON Schema documents every field, with the default of every defaulted
     'steps',
     'seed',
     'eval',
+    'logging',
     'checkpoint',
     'runDir',
     'samplesPerStep',

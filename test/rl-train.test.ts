@@ -31,6 +31,7 @@ function runArgs(runDir: string, extra: string[] = []): string[] {
     'optim.lr=0.003',
     'reward.math=0',
     `reward.custom=[{path: ${rewardPath}, weight: 1, name: digits}]`,
+    'reward.format=0.5',
     'steps=5',
     'eval.every=2',
     'eval.problems=8',
@@ -53,6 +54,9 @@ async function metrics(runDir: string): Promise<Record<string, unknown>[]> {
 
 const finalWeights = (runDir: string): Promise<Buffer> =>
   readFile(join(runDir, 'checkpoints', 'step-000005', 'agents', 'a', 'model.safetensors'));
+
+/** The step of the first length blow-up warning of the reference run (Infinity: none), for the resume test. */
+let firstBlowUp = Infinity;
 
 describe('hacrl train', () => {
   before(async () => {
@@ -102,6 +106,23 @@ describe('hacrl train', () => {
       const row = ma[step]!;
       assert.ok(row.val_accuracy !== undefined && row['val/easy:test/pass@2'] !== undefined, `validation at ${step}`);
     }
+    // Health: the policy's entropy is logged; warn/length_blowup marks exactly the steps over the default thresholds
+    // (90% of the 16-token limit, half the responses truncated), and the console says so once, at the first.
+    const blownUp = ma
+      .filter((row) => (row.length_mean as number) >= 0.9 * 16 || (row.truncated_frac as number) >= 0.5)
+      .map((row) => row.step as number);
+    assert.deepEqual(
+      ma.filter((row) => row['warn/length_blowup'] === 1).map((row) => row.step),
+      blownUp,
+    );
+    const printed = [...a.stdout.matchAll(/warning at step (\d+) \(a\): length blow-up/g)].map((m) => Number(m[1]));
+    assert.deepEqual(printed, blownUp.slice(0, 1));
+    assert.ok(ma.slice(1).every((row) => (row.entropy as number) > 0 && (row.entropy as number) < Math.log(64)));
+    firstBlowUp = blownUp[0] ?? Infinity;
+    for (const row of ma.slice(1)) {
+      const parts = (row['reward/digits_mean'] as number) + 0.5 * (row['reward/format_mean'] as number);
+      assert.ok(Math.abs(parts - (row.reward_mean as number)) < 1e-12, 'per-reward means add up to the total');
+    }
     assert.deepEqual(await metrics(join(root, 'b')), ma);
     assert.ok((await finalWeights(join(root, 'a'))).equals(await finalWeights(join(root, 'b'))));
     const first = await readFile(join(agentDir, 'model.safetensors'));
@@ -115,6 +136,9 @@ describe('hacrl train', () => {
     const resumed = hacrl([...runArgs(dir), '--resume']);
     assert.equal(resumed.status, 0, resumed.stderr);
     assert.match(resumed.stdout, /resuming .* from step [2-4]/);
+    // The reloaded history tells the resumed run which warnings the first part already printed.
+    const from = Number(/from step (\d+)/.exec(resumed.stdout)![1]);
+    assert.equal(/length blow-up/.test(resumed.stdout), firstBlowUp > from && firstBlowUp <= 5);
     assert.ok((await finalWeights(dir)).equals(await finalWeights(join(root, 'a'))), 'final weights equal');
     assert.deepEqual(await metrics(dir), await metrics(join(root, 'a')));
   });

@@ -254,6 +254,31 @@ const RunConfigObject = z.strictObject({
     }),
     'Validation during training',
   ),
+  logging: section(
+    defaults({
+      entropyFloor: field(
+        z.number().min(0),
+        0.01,
+        'Warn (once, and warn/entropy_collapse = 1 in metrics) when the mean token entropy falls below this, nats (0 = off)',
+      ),
+      entropyFraction: field(
+        z.number().min(0).max(1),
+        0.1,
+        'Warn of entropy collapse also when the entropy falls below this fraction of its first value (0 = off)',
+      ),
+      lengthFraction: field(
+        z.number().min(0),
+        0.9,
+        'Warn (warn/length_blowup) when the mean response length reaches this fraction of maxNewTokens (0 = off)',
+      ),
+      truncatedFraction: field(
+        z.number().min(0).max(1),
+        0.5,
+        'Warn of length blow-up also when at least this fraction of responses is truncated (0 = off)',
+      ),
+    }),
+    'Console output and training-health warnings',
+  ),
   checkpoint: section(
     defaults({
       every: field(count(0), 50, 'Steps between checkpoints (0 = only after the last step)'),

@@ -123,8 +123,9 @@ export function runUpdates(
   for (const [update, batch] of batches.entries()) {
     const packed = packPromptResponses(batch.map((i) => items[i]!));
     const tape = new Tape();
-    const { logProb } = model.tokenLogProbs({ k, tape }, packed, packed.targets);
+    const { logProb, entropy } = model.tokenLogProbs({ k, tape }, packed, packed.targets, { entropy: true });
     const rows = packed.responseRows.map((r) => logProb.data.subarray(r.start, r.start + r.length));
+    note('entropy', responseTokenMean(entropy!, packed.responseRows));
     const { loss, grad, stats: s } = lossFn(batch, rows, update);
     const seed = new Float32Array(logProb.size);
     packed.responseRows.forEach((r, j) => seed.set(grad[j]!, r.start));
@@ -138,6 +139,14 @@ export function runUpdates(
     for (const [name, v] of Object.entries(s)) note(name, v);
   }
   return { stats, skippedUpdates };
+}
+
+/** Mean of a per-row value over the response tokens (the policy's entropy, nats, as the health warnings read it). */
+function responseTokenMean(perRow: Float32Array, rows: readonly { start: number; length: number }[]): number {
+  let sum = 0;
+  let n = 0;
+  for (const r of rows) for (let i = r.start; i < r.start + r.length; i++, n++) sum += perRow[i]!;
+  return n > 0 ? sum / n : NaN;
 }
 
 /**

@@ -26,6 +26,9 @@ import { hacpoStep, type Collaborator, type HacpoStepOptions } from './hacpo-ste
 import type { RolloutOptions } from './policy-updates.js';
 import { rlStep, type RlStepOptions, type StepResult } from './rl-step.js';
 import { formatValidation, validateAgent } from './validation.js';
+import { healthWarnings, type MetricRow } from './health-warnings.js';
+import { readJsonl } from '../util/jsonl.js';
+import { z } from 'zod';
 
 /** What the loop reports as it goes (one call per step, and for checkpoints and evaluations). */
 export type ProgressFn = (line: string) => void;
@@ -211,6 +214,8 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
   const started = performance.now();
   const firstStep = state.step;
 
+  // The metric rows so far, which the health warnings read (a resume reloads them, so it warns as a straight run).
+  const history: MetricRow[] = options.resume ? await readJsonl(run.path('metrics'), z.looseObject({})) : [];
   const { problems: valProblems, samplesPerProblem } = cfg.eval;
   const validate = (i: number) =>
     validateAgent(agents[i]!, agentsCfg[i]!, validation, { problems: valProblems, samplesPerProblem, seed: cfg.seed });
@@ -266,6 +271,12 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
       const evalNow = step + 1 === cfg.steps || (cfg.eval.every > 0 && (step + 1) % cfg.eval.every === 0);
       const val = evalNow && validation.length > 0 ? await validate(i) : null;
       Object.assign(row, val);
+      const health = { ...cfg.logging, maxNewTokens: agentsCfg[i]!.maxNewTokens };
+      for (const w of healthWarnings([...history.filter((h) => h.agent === agent.name), row], health)) {
+        row[w.metric] = 1;
+        if (w.first) options.progress(`warning at step ${step + 1} (${agent.name}): ${w.message}`);
+      }
+      history.push(row);
       await run.appendMetrics(row as { step: number });
       await run.appendSamples(
         r.rollouts.slice(0, cfg.samplesPerStep).map((ro, j) => ({
