@@ -86,7 +86,10 @@ describe('hacrl train', () => {
   test('the same seed twice gives identical metrics and weights', async () => {
     const a = hacrl(runArgs(join(root, 'a')));
     assert.equal(a.status, 0, a.stderr);
-    assert.match(a.stdout, /step 5\/5 a {2}reward /);
+    // Piped, not a terminal: one plain status line per step, no escape codes.
+    assert.match(a.stdout, /^step 5\/5 {2}a reward \d\.\d{3} acc \d+\.\d% {2}\d+ tok\/s {2}\d+ MiB {2}ETA 0s$/m);
+    assert.equal(a.stdout.match(/^step \d\/5 {2}a reward/gm)?.length, 5);
+    assert.ok(!a.stdout.includes('\u001b'), 'no terminal escapes in piped output');
     const b = hacrl(runArgs(join(root, 'b')));
     assert.equal(b.status, 0, b.stderr);
     const ma = await metrics(join(root, 'a'));

@@ -26,6 +26,7 @@ import { hacpoStep, type Collaborator, type HacpoStepOptions } from './hacpo-ste
 import type { RolloutOptions } from './policy-updates.js';
 import { rlStep, type RlStepOptions, type StepResult } from './rl-step.js';
 import { formatValidation, validateAgent } from './validation.js';
+import { createProgressDisplay, type ProgressDisplay } from './progress.js';
 import { healthWarnings, type MetricRow } from './health-warnings.js';
 import { readJsonl } from '../util/jsonl.js';
 import { z } from 'zod';
@@ -165,12 +166,14 @@ async function initialState(cfg: RunConfig, agents: ResolvedAgent[]): Promise<Tr
 export interface TrainOptions {
   /** Continue from the run folder's latest complete checkpoint (an error when there is none). */
   resume: boolean;
-  progress: ProgressFn;
+  /** Where the run reports: a function given plain lines, or a display (createProgressDisplay(process.stdout)). */
+  progress: ProgressFn | ProgressDisplay;
 }
 
 /** Runs (or resumes) the training described by `cfg`. */
 export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<void> {
   const k = engine();
+  const display = typeof options.progress === 'function' ? createProgressDisplay(options.progress) : options.progress;
   const run = new RunFolder(cfg.runDir);
   const agentsCfg = resolveAgents(cfg);
   let state: TrainState;
@@ -185,7 +188,7 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
       );
     state = await loadTrainState(latest.dir);
     await run.truncateLogsAfter(state.step);
-    options.progress(`resuming ${cfg.runDir} from step ${state.step}`);
+    display.message(`resuming ${cfg.runDir} from step ${state.step}`);
   } else {
     if (await run.latestCheckpoint().catch(() => null))
       throw new Error(`${cfg.runDir} already holds a run; pass --resume to continue it, or choose another runDir`);
@@ -211,8 +214,6 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
   );
   const orderRng = Rng.fromState(state.rngs.order!);
   const samplingRngs = state.agents.map((a) => Rng.fromState(a.rngs.sampling!));
-  const started = performance.now();
-  const firstStep = state.step;
 
   // The metric rows so far, which the health warnings read (a resume reloads them, so it warns as a straight run).
   const history: MetricRow[] = options.resume ? await readJsonl(run.path('metrics'), z.looseObject({})) : [];
@@ -224,13 +225,14 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
     for (const [i, agent] of agents.entries()) {
       const row = { step: 0, agent: agent.name, ...(await validate(i)) };
       await run.appendMetrics(row);
-      options.progress(`step 0 ${agent.name}  ${formatValidation(row)}`);
+      display.message(`step 0 ${agent.name}  ${formatValidation(row)}`);
     }
 
   const collaborative = isCollaborative(cfg.algorithm);
   const trackers = collaborative ? restoreTrackers(cfg, state) : [];
 
   for (let step = state.step; step < cfg.steps; step++) {
+    const stepStart = performance.now();
     const problems = nextProblems(train, cfg.seed, state.cursor, cfg.rollout.promptsPerStep);
     let results: StepResult[];
     if (collaborative) {
@@ -274,7 +276,7 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
       const health = { ...cfg.logging, maxNewTokens: agentsCfg[i]!.maxNewTokens };
       for (const w of healthWarnings([...history.filter((h) => h.agent === agent.name), row], health)) {
         row[w.metric] = 1;
-        if (w.first) options.progress(`warning at step ${step + 1} (${agent.name}): ${w.message}`);
+        if (w.first) display.message(`warning at step ${step + 1} (${agent.name}): ${w.message}`);
       }
       history.push(row);
       await run.appendMetrics(row as { step: number });
@@ -290,16 +292,22 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
           correct: (r.rewards[j] ?? 0) > 0,
         })),
       );
-      const done = step + 1 - firstStep;
-      const eta = ((performance.now() - started) / done / 1e3) * (cfg.steps - step - 1);
-      options.progress(
-        `step ${step + 1}/${cfg.steps} ${agent.name}  reward ${r.metrics.reward_mean!.toFixed(3)}  ` +
-          `accuracy ${(100 * r.metrics.accuracy!).toFixed(1)}%  ${Math.round(r.metrics.tokens_per_s!)} tok/s  ` +
-          (r.metrics.p_hat === undefined ? '' : `P̂ ${r.metrics.p_hat.toFixed(3)}  `) +
-          `ETA ${Math.round(eta)}s` +
-          (val ? `  ${formatValidation(val)}` : ''),
-      );
+      if (val) display.message(`step ${step + 1} ${agent.name}  ${formatValidation(val)}`);
     }
+    const seconds = (performance.now() - stepStart) / 1e3;
+    display.step({
+      step: step + 1,
+      total: cfg.steps,
+      agents: results.map((r, i) => ({
+        name: agents[i]!.name,
+        reward: r.metrics.reward_mean!,
+        accuracy: r.metrics.accuracy!,
+        ...(r.metrics.p_hat === undefined ? {} : { pHat: r.metrics.p_hat }),
+      })),
+      tokensPerS: results.reduce((n, r) => n + r.metrics.tokens!, 0) / seconds,
+      seconds,
+      rssMiB: memoryMetrics()['mem/rss_mib'],
+    });
     state.nonFiniteStreak = allSkipped ? state.nonFiniteStreak + 1 : 0;
     if (state.nonFiniteStreak >= cfg.maxNonFiniteSteps) {
       const last = await run.latestCheckpoint();
@@ -319,9 +327,10 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
         a.rngs = { sampling: samplingRngs[i]!.state() };
       });
       const ref = await run.commitCheckpoint(step + 1, (dir) => saveTrainState(dir, state), cfg.checkpoint.keepLast);
-      options.progress(`checkpoint ${ref.dir}`);
+      display.message(`checkpoint ${ref.dir}`);
     }
   }
+  display.done();
 }
 
 /** Each agent's capability tracker, with the history a resumed run saved (empty for a fresh run). */
