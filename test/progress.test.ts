@@ -47,9 +47,9 @@ function screen(text: string): string[] {
       put(text[i]!);
       continue;
     }
-    const m = /^\u001b\[(\??)(\d*)([A-Za-z])/.exec(text.slice(i));
+    const m = /^\[(\??)(\d*)([A-Za-z])/.exec(text.slice(i + 1)); // after ESC: [ private-mark argument command
     assert.ok(m, `unknown escape at ${JSON.stringify(text.slice(i, i + 8))}`);
-    i += m[0].length - 1;
+    i += m[0].length;
     const [, priv, arg, op] = m;
     const n = arg === '' ? 1 : Number(arg);
     if (priv === '?') continue;
