@@ -277,7 +277,7 @@ const RunConfigObject = z.strictObject({
         'Warn of length blow-up also when at least this fraction of responses is truncated (0 = off)',
       ),
     }),
-    'Console output and training-health warnings',
+    'Training-health warnings: each printed once, with its step, and recorded as warn/<kind> = 1 in metrics',
   ),
   checkpoint: section(
     defaults({
