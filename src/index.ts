@@ -15,4 +15,6 @@ export { retokenizeResponse, sameTokenization, spanMean, UnencodableTextError } 
 export { hacpoStep, type Collaborator, type HacpoMechanisms, type HacpoStepOptions } from './train/hacpo-step.js';
 export { rlStep, type RlStepOptions } from './train/rl-step.js';
 export { trainRl } from './train/rl-trainer.js';
+export { createProgressDisplay, type ProgressDisplay, type StepProgress } from './train/progress.js';
+export { healthWarnings, type HealthThresholds, type HealthWarning } from './train/health-warnings.js';
 export { loadRunConfig } from './config/load-config.js';

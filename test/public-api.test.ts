@@ -28,6 +28,8 @@ test('the HACPO equations are exported from the package entry point and work on 
     'retokenizeResponse',
     'hacpoStep',
     'trainRl',
+    'createProgressDisplay',
+    'healthWarnings',
   ] as const)
     assert.equal(typeof hacrl[name], 'function', name);
 });
