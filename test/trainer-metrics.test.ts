@@ -1,6 +1,8 @@
-// The trainer's extra metrics: the process's memory and the per-reward-function means of a weighted total.
+// The trainer's extra metrics: the process's memory, the per-reward-function means of a weighted total, and where
+// the report plots them.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { panelsFor } from '../src/report/panels.js';
 import { formatReward, scoreSamples, type WeightedReward } from '../src/rewards/reward.js';
 import { rewardPartMeans } from '../src/train/reward-metrics.js';
 import { memoryMetrics } from '../src/util/memory.js';
@@ -52,4 +54,27 @@ test('per-reward means: nothing for a single reward of weight 1 (it would repeat
   const score = { total: 1, values: { math: 1 }, failed: [], skipped: false };
   assert.deepEqual(rewardPartMeans([score], [{ name: 'math', weight: 1 }]), {});
   assert.deepEqual(rewardPartMeans([score], [{ name: 'math', weight: 2 }]), { 'reward/math_mean': 1 });
+});
+
+test('the report plots the new metrics in their panels', () => {
+  const panels = panelsFor([
+    'mem/rss_mib',
+    'val/easy:test/avg@4',
+    'warn/length_blowup',
+    'reward/format_mean',
+    'mem/peak_rss_mib',
+    'val_accuracy/easy:test',
+    'warn/entropy_collapse',
+    'entropy',
+  ]);
+  assert.deepEqual(
+    panels.map((p) => [p.title, p.fields]),
+    [
+      ['Reward components', ['reward/format_mean']],
+      ['Validation accuracy', ['val/easy:test/avg@4', 'val_accuracy/easy:test']],
+      ['Entropy', ['entropy']],
+      ['Memory', ['mem/rss_mib', 'mem/peak_rss_mib']],
+      ['Health warnings (1 = raised)', ['warn/length_blowup', 'warn/entropy_collapse']],
+    ],
+  );
 });
