@@ -3,6 +3,7 @@
  * run folder, validation, atomic checkpoints, and a resume that continues bit for bit.
  */
 import { performance } from 'node:perf_hooks';
+import { z } from 'zod';
 import { engine } from '../backend/engine.js';
 import type { RunConfig } from '../config/rl-config.js';
 import { resolveAgents, type ResolvedAgent } from '../config/rl-config.js';
@@ -19,6 +20,7 @@ import { loadTrainState, saveTrainState, type DataCursor, type TrainState } from
 import { loadDataSpec } from '../tasks/data-spec.js';
 import type { Problem } from '../tasks/problem.js';
 import { Rng } from '../util/rng.js';
+import { readJsonl } from '../util/jsonl.js';
 import { memoryMetrics } from '../util/memory.js';
 import { CapabilityTracker } from '../algorithms/hacpo/index.js';
 import { isCollaborative } from '../config/algorithms.js';
@@ -28,10 +30,8 @@ import { rlStep, type RlStepOptions, type StepResult } from './rl-step.js';
 import { formatValidation, validateAgent } from './validation.js';
 import { createProgressDisplay, type ProgressDisplay } from './progress.js';
 import { healthWarnings, type MetricRow } from './health-warnings.js';
-import { readJsonl } from '../util/jsonl.js';
-import { z } from 'zod';
 
-/** What the loop reports as it goes (one call per step, and for checkpoints and evaluations). */
+/** A sink for the run's console lines: one status line per step, and checkpoints, validations and warnings. */
 export type ProgressFn = (line: string) => void;
 
 /** The rewards the config asks for. */
