@@ -23,4 +23,6 @@ export { RolloutSource, type SampleSource, type StepInputs, type RolloutRole } f
 export { learnerStep, type Learner, type UpdateRecipe } from './train/learner-step.js';
 export { ALGORITHM_RECIPES, VARIANT_RECIPES, type Recipe } from './algorithms/recipes.js';
 export { trainRl } from './train/rl-trainer.js';
+export { createProgressDisplay, type ProgressDisplay, type StepProgress } from './train/progress.js';
+export { healthWarnings, type HealthThresholds, type HealthWarning } from './train/health-warnings.js';
 export { loadRunConfig } from './config/load-config.js';

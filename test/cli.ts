@@ -38,19 +38,27 @@ export async function hacrlKilledAt(args: string[], file: string): Promise<void>
   await exited;
 }
 
-/**
- * metrics.jsonl of a run as one row per step and agent, without the wall-clock fields (which legitimately differ
- * between runs); asserts that every metric name is namespaced per agent (agent/NAME/metric).
- */
-export async function metricRows(runDir: string): Promise<Record<string, unknown>[]> {
+/** metrics.jsonl of a run as it was written: one row per step. */
+export async function rawMetricRows(runDir: string): Promise<({ step: number } & Record<string, unknown>)[]> {
   const text = await readFile(join(runDir, 'metrics.jsonl'), 'utf8');
-  const lines = text
+  return text
     .trim()
     .split('\n')
     .map((l) => JSON.parse(l) as { step: number } & Record<string, unknown>);
+}
+
+/**
+ * metrics.jsonl of a run as one row per step and agent, without the wall-clock and memory fields (which legitimately
+ * differ between runs); asserts that every metric name is namespaced per agent (agent/NAME/metric), except the
+ * process's memory (mem/…), which is run-level.
+ */
+export async function metricRows(runDir: string): Promise<Record<string, unknown>[]> {
+  const lines = await rawMetricRows(runDir);
   for (const line of lines)
-    for (const key of Object.keys(line)) assert.match(key, /^(step|agent\/[^/]+\/.+)$/, 'metric names are namespaced');
+    for (const key of Object.keys(line))
+      assert.match(key, /^(step|mem\/[a-z_]+|agent\/[^/]+\/.+)$/, 'metric names are namespaced');
   return lines
+    .map((line) => Object.fromEntries(Object.entries(line).filter(([key]) => !key.startsWith('mem/'))) as typeof line)
     .flatMap(rowsPerAgent)
     .map((row) => Object.fromEntries(Object.entries(row).filter(([key]) => !/^time_|tokens_per_s/.test(key))));
 }

@@ -66,7 +66,18 @@ async function twoSteps(
   const runDir = join(root, name);
   const r = hacrl(runArgs(runDir, agents, extra));
   assert.equal(r.status, 0, r.stderr);
-  const rows = await metrics(runDir);
+  // One status line per step, every agent's reward, accuracy and capability estimate on it.
+  const perAgent = agents.map((a) => `${a} reward \\d\\.\\d{3} acc \\d+\\.\\d% P̂ \\d\\.\\d{3}`).join(' {2}');
+  assert.match(r.stdout, new RegExp(`^step 2/2 {2}${perAgent} {2}\\d+ tok/s {2}\\d+ MiB {2}ETA 0s$`, 'm'));
+  const all = await metrics(runDir);
+  const base = all.filter((row) => row.step === 0);
+  assert.deepEqual(
+    base.map((row) => row.agent),
+    agents,
+    'each base model validated at step 0',
+  );
+  assert.ok(base.every((row) => typeof row['val/easy:test/greedy'] === 'number'));
+  const rows = all.filter((row) => row.step !== 0);
   assert.equal(rows.length, 2 * agents.length, 'one row per step and agent');
   for (const row of rows) {
     const others = agents.filter((a) => a !== row.agent);

@@ -29,6 +29,8 @@ test('the HACPO equations are exported from the package entry point and work on 
     'policyLoss',
     'learnerStep',
     'trainRl',
+    'createProgressDisplay',
+    'healthWarnings',
   ] as const)
     assert.equal(typeof hacrl[name], 'function', name);
 });

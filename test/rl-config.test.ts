@@ -66,7 +66,7 @@ test('a config with only an agent gets every default', async () => {
     gradClip: 1,
   });
   assert.deepEqual(c.reward, { math: 1, format: 0, custom: [] });
-  assert.deepEqual(c.eval, { every: 10, problems: 200, samplesPerProblem: 0 });
+  assert.deepEqual(c.eval, { every: 10, problems: 200, samplesPerProblem: 0, atStart: true });
   assert.deepEqual(c.checkpoint, { every: 50, keepLast: 3 });
   assert.equal(c.steps, 100);
   assert.equal(c.seed, 0);
@@ -419,6 +419,7 @@ test('the JSON Schema documents every field, with the default of every defaulted
     'steps',
     'seed',
     'eval',
+    'logging',
     'checkpoint',
     'runDir',
     'samplesPerStep',

@@ -6,7 +6,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { hacrl, hacrlKilledAt, metricRows as metrics, TINY_AGENT_FLAGS } from './cli.js';
+import { hacrl, hacrlKilledAt, metricRows as metrics, rawMetricRows, TINY_AGENT_FLAGS } from './cli.js';
 
 const root = await mkdtemp(join(tmpdir(), 'hacrl-rl-'));
 after(() => rm(root, { recursive: true, force: true }));
@@ -31,9 +31,11 @@ function runArgs(runDir: string, extra: string[] = []): string[] {
     'optim.lr=0.003',
     'reward.math=0',
     `reward.custom=[{path: ${rewardPath}, weight: 1, name: digits}]`,
+    'reward.format=0.5',
     'steps=5',
     'eval.every=2',
     'eval.problems=8',
+    'eval.samplesPerProblem=2',
     'checkpoint.every=1',
     'checkpoint.keepLast=10',
     ...extra,
@@ -42,6 +44,9 @@ function runArgs(runDir: string, extra: string[] = []): string[] {
 
 const finalWeights = (runDir: string): Promise<Buffer> =>
   readFile(join(runDir, 'checkpoints', 'step-000005', 'agents', 'a', 'model.safetensors'));
+
+/** The step of the first length blow-up warning of the reference run (Infinity: none), for the resume test. */
+let firstBlowUp = Infinity;
 
 describe('hacrl train', () => {
   before(async () => {
@@ -71,15 +76,56 @@ describe('hacrl train', () => {
   test('the same seed twice gives identical metrics and weights', async () => {
     const a = hacrl(runArgs(join(root, 'a')));
     assert.equal(a.status, 0, a.stderr);
-    assert.match(a.stdout, /step 5\/5 a {2}reward /);
+    // Piped, not a terminal: one plain status line per step, no escape codes.
+    assert.match(a.stdout, /^step 5\/5 {2}a reward \d\.\d{3} acc \d+\.\d% {2}\d+ tok\/s {2}\d+ MiB {2}ETA 0s$/m);
+    assert.equal(a.stdout.match(/^step \d\/5 {2}a reward/gm)?.length, 5);
+    assert.ok(!a.stdout.includes('\u001b'), 'no terminal escapes in piped output');
+    assert.match(a.stdout, /^step 0 a {2}val easy:test \d+\.\d% \(avg@2 \d+\.\d%, pass@2 \d+\.\d%\)$/m);
     const b = hacrl(runArgs(join(root, 'b')));
     assert.equal(b.status, 0, b.stderr);
     const ma = await metrics(join(root, 'a'));
-    assert.equal(ma.length, 5);
-    assert.ok(
-      ma.some((row) => row.val_accuracy !== undefined),
-      'validation ran',
+    assert.deepEqual(
+      ma.map((row) => row.step),
+      [0, 1, 2, 3, 4, 5],
+      'the base model is validated at step 0',
     );
+    assert.deepEqual(Object.keys(ma[0]!), [
+      'step',
+      'agent',
+      'val/easy:test/greedy',
+      'val/easy:test/avg@2',
+      'val/easy:test/pass@2',
+    ]);
+    for (const step of [2, 4, 5]) {
+      const row = ma[step]!;
+      assert.ok(
+        row['val/easy:test/greedy'] !== undefined && row['val/easy:test/pass@2'] !== undefined,
+        `val at ${step}`,
+      );
+    }
+    assert.ok(!('val/easy:test/greedy' in ma[3]!), 'no validation between eval.every steps');
+    // Memory is the process's: run-level fields on every step's row, not namespaced per agent.
+    for (const row of (await rawMetricRows(join(root, 'a'))).slice(1)) {
+      const [rss, peak] = [row['mem/rss_mib'] as number, row['mem/peak_rss_mib'] as number];
+      assert.ok(rss > 10 && peak >= rss, `step ${row.step}: rss ${rss} MiB, peak ${peak} MiB`);
+    }
+    // Health: the policy's entropy is logged; warn/length_blowup marks exactly the steps over the default thresholds
+    // (90% of the 16-token limit, half the responses truncated), and the console says so once, at the first.
+    const blownUp = ma
+      .filter((row) => (row.length_mean as number) >= 0.9 * 16 || (row.truncated_frac as number) >= 0.5)
+      .map((row) => row.step as number);
+    assert.deepEqual(
+      ma.filter((row) => row['warn/length_blowup'] === 1).map((row) => row.step),
+      blownUp,
+    );
+    const printed = [...a.stdout.matchAll(/warning at step (\d+) \(a\): length blow-up/g)].map((m) => Number(m[1]));
+    assert.deepEqual(printed, blownUp.slice(0, 1));
+    assert.ok(ma.slice(1).every((row) => (row.entropy as number) > 0 && (row.entropy as number) < Math.log(64)));
+    firstBlowUp = blownUp[0] ?? Infinity;
+    for (const row of ma.slice(1)) {
+      const parts = (row['reward/digits_mean'] as number) + 0.5 * (row['reward/format_mean'] as number);
+      assert.ok(Math.abs(parts - (row.reward_mean as number)) < 1e-12, 'per-reward means add up to the total');
+    }
     assert.deepEqual(await metrics(join(root, 'b')), ma);
     assert.ok((await finalWeights(join(root, 'a'))).equals(await finalWeights(join(root, 'b'))));
     const first = await readFile(join(agentDir, 'model.safetensors'));
@@ -93,6 +139,10 @@ describe('hacrl train', () => {
     const resumed = hacrl([...runArgs(dir), '--resume']);
     assert.equal(resumed.status, 0, resumed.stderr);
     assert.match(resumed.stdout, /resuming .* from step [2-4]/);
+    // The reloaded history tells the resumed run which warnings the first part already printed.
+    const from = Number(/from step (\d+)/.exec(resumed.stdout)![1]);
+    assert.equal(/length blow-up/.test(resumed.stdout), firstBlowUp > from && firstBlowUp <= 5);
+    assert.ok(!/^step 0 /m.test(resumed.stdout), 'a resume does not validate the base model again');
     assert.ok((await finalWeights(dir)).equals(await finalWeights(join(root, 'a'))), 'final weights equal');
     assert.deepEqual(await metrics(dir), await metrics(join(root, 'a')));
   });
@@ -123,11 +173,14 @@ describe('hacrl train', () => {
     assert.match(changed.stderr, /the configuration differs/);
   });
 
-  test('repeated non-finite steps stop the run with a clear error, the last good checkpoint intact', () => {
+  test('repeated non-finite steps stop the run with a clear error, the last good checkpoint intact', async () => {
     const dir = join(root, 'nan');
-    const r = hacrl(runArgs(dir, ['optim.lr=1e38', 'optim.gradClip=0', 'steps=8', 'optim.weightDecay=0']));
+    const r = hacrl(
+      runArgs(dir, ['optim.lr=1e38', 'optim.gradClip=0', 'steps=8', 'optim.weightDecay=0', 'eval.atStart=false']),
+    );
     assert.notEqual(r.status, 0);
     assert.match(r.stderr, /stopping: 3 consecutive steps had a non-finite loss or gradient/);
     assert.ok(existsSync(join(dir, 'checkpoints', 'step-000001', 'state.json')));
+    assert.ok(!(await metrics(dir)).some((row) => row.step === 0), 'eval.atStart=false: no step-0 validation');
   });
 });

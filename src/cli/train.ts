@@ -1,5 +1,6 @@
 import { loadRunConfig } from '../config/load-config.js';
 import { closeDefaultPool } from '../rewards/worker-pool.js';
+import { createProgressDisplay } from '../train/progress.js';
 import { trainRl } from '../train/rl-trainer.js';
 
 /** Options of `hacrl train`. */
@@ -12,11 +13,11 @@ export interface TrainCliOptions {
   resume: boolean;
 }
 
-/** `hacrl train`: the training the configuration names (its algorithm's recipe), with progress lines on stdout. */
+/** `hacrl train`: the training the configuration names (its algorithm's recipe); a live status line on a terminal, plain lines otherwise. */
 export async function runTrain(o: TrainCliOptions): Promise<void> {
   const cfg = await loadRunConfig(o.config, o.set);
   try {
-    await trainRl(cfg, { resume: o.resume, progress: (line) => console.log(line) });
+    await trainRl(cfg, { resume: o.resume, progress: createProgressDisplay(process.stdout) });
   } finally {
     await closeDefaultPool();
   }

@@ -70,6 +70,8 @@ function section<S extends z.ZodRawShape>(shape: S, doc: string) {
   return obj.prefault({} as z.input<typeof obj>).describe(doc);
 }
 
+/** A fraction in [0, 1]. */
+const unitInterval = z.number().min(0).max(1);
 const count = (min: number, why?: string) =>
   z
     .number()
@@ -280,8 +282,22 @@ const RunConfigObject = z.strictObject({
       every: field(count(0), 10, 'Steps between validation runs (0 = only after the last step)'),
       problems: field(count(0), 200, 'Problems per validation data set, the first ones (0 = all)'),
       samplesPerProblem: field(count(0), 0, 'Samples per problem for avg@k and pass@k (0 = greedy only)'),
+      atStart: field(
+        z.boolean(),
+        true,
+        'Validate the base model before the first update (logged as step 0); a resumed run does not repeat it',
+      ),
     }),
     'Validation during training',
+  ),
+  logging: section(
+    defaults({
+      entropyFloor: field(z.number().min(0), 0.01, 'Entropy collapse: mean token entropy below this, nats (0 = off)'),
+      entropyFraction: field(unitInterval, 0.1, 'Entropy collapse: below this fraction of the first entropy (0 = off)'),
+      lengthFraction: field(z.number().min(0), 0.9, 'Length blow-up: mean length ≥ this × maxNewTokens (0 = off)'),
+      truncatedFraction: field(unitInterval, 0.5, 'Length blow-up: ≥ this fraction of responses truncated (0 = off)'),
+    }),
+    'Training-health warnings per agent, each printed once with its step and recorded as agent/NAME/warn/<kind> = 1',
   ),
   checkpoint: section(
     defaults({

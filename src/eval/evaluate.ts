@@ -57,6 +57,8 @@ export interface EvalOptions {
   temperature?: number;
   /** Nucleus mass of the k samples; default 1. */
   topP?: number;
+  /** Keep only the K likeliest tokens for the k samples (0 = off); default 0. */
+  topK?: number;
   /** Most new tokens per response; default 256. */
   maxNewTokens?: number;
   /** Prompts per generation batch; default 32. */
@@ -135,7 +137,13 @@ export async function evaluate(
       k,
       tokenizer,
       repeated,
-      { temperature: options.temperature ?? 1, topP: options.topP ?? 1, maxNewTokens, seed: options.seed ?? 0 },
+      {
+        temperature: options.temperature ?? 1,
+        topP: options.topP ?? 1,
+        topK: options.topK ?? 0,
+        maxNewTokens,
+        seed: options.seed ?? 0,
+      },
       batchSize,
     );
     texts.forEach((t, i) => sampled[Math.floor(i / samplesPer)]!.push(t));

@@ -54,7 +54,8 @@ const GROUPS: readonly PanelGroup[] = [
     pattern: /^time_.+_s$/,
   },
   { title: 'Time', yLabel: 's', names: ['time_s'] },
-  { title: 'Memory', pattern: /^(mem|memory|rss|heap)(_|$)/ },
+  { title: 'Memory', pattern: /^(mem|memory|rss|heap)(_|\/|$)/ },
+  { title: 'Health warnings (1 = raised)', pattern: /^warn\// },
 ];
 
 function groupOf(field: string): PanelGroup | undefined {

@@ -5,12 +5,12 @@
  * atomic checkpoints, and a resume that continues bit for bit.
  */
 import { performance } from 'node:perf_hooks';
+import { z } from 'zod';
 import { engine } from '../backend/engine.js';
 import { CapabilityTracker } from '../algorithms/hacpo/index.js';
 import { ALGORITHM_RECIPES } from '../algorithms/recipes.js';
 import type { RunConfig } from '../config/rl-config.js';
 import { resolveAgents, type ResolvedAgent } from '../config/rl-config.js';
-import { evaluate } from '../eval/evaluate.js';
 import { loadPretrained } from '../model/pretrained.js';
 import type { Transformer } from '../model/transformer.js';
 import { AdamW } from '../optim/adamw.js';
@@ -23,12 +23,17 @@ import { RunFolder } from '../run/run-folder.js';
 import { loadTrainState, saveTrainState, type DataCursor, type TrainState } from '../run/train-state.js';
 import { loadDataSpec } from '../tasks/data-spec.js';
 import type { Problem } from '../tasks/problem.js';
+import { readJsonl } from '../util/jsonl.js';
+import { memoryMetrics } from '../util/memory.js';
 import { Rng } from '../util/rng.js';
+import { healthWarnings, type HealthThresholds, type HealthWarning, type MetricRow } from './health-warnings.js';
 import { learnerStep, type Learner, type UpdateRecipe } from './learner-step.js';
 import { RolloutSource, type RolloutOptions, type StepMetrics } from './sample-sources.js';
 import { addLearnerTokens, type SampleRecord } from './sample-table.js';
+import { createProgressDisplay, type ProgressDisplay, type StepProgress } from './progress.js';
+import { formatValidation, validateAgent, type ValidationMetrics } from './validation.js';
 
-/** What the loop reports as it goes (one call per step, and for checkpoints and evaluations). */
+/** A sink for the run's console lines: one status line per step, and checkpoints, validations and warnings. */
 export type ProgressFn = (line: string) => void;
 
 /** The rewards the config asks for. */
@@ -122,6 +127,14 @@ export function namespaced(name: string, metrics: Record<string, unknown>): Reco
   return Object.fromEntries(Object.entries(metrics).map(([k, v]) => [`agent/${name}/${k}`, v]));
 }
 
+/** Agent `name`'s metrics of a metrics.jsonl row, without their namespace (the inverse of `namespaced`). */
+export function agentMetrics(name: string, row: MetricRow): MetricRow {
+  const prefix = `agent/${name}/`;
+  return Object.fromEntries(
+    Object.entries(row).flatMap(([k, v]) => (k.startsWith(prefix) ? [[k.slice(prefix.length), v]] : [])),
+  );
+}
+
 /** A fresh state: the agents as their checkpoints hold them, new optimizers, RNGs from the seed. */
 async function initialState(cfg: RunConfig, agents: ResolvedAgent[]): Promise<TrainState> {
   return {
@@ -148,12 +161,14 @@ async function initialState(cfg: RunConfig, agents: ResolvedAgent[]): Promise<Tr
 export interface TrainOptions {
   /** Continue from the run folder's latest complete checkpoint (an error when there is none). */
   resume: boolean;
-  progress: ProgressFn;
+  /** Where the run reports: a function given plain lines, or a display (createProgressDisplay(process.stdout)). */
+  progress: ProgressFn | ProgressDisplay;
 }
 
 /** Runs (or resumes) the training described by `cfg`. */
 export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<void> {
   const k = engine();
+  const display = typeof options.progress === 'function' ? createProgressDisplay(options.progress) : options.progress;
   const run = new RunFolder(cfg.runDir);
   const agentsCfg = resolveAgents(cfg);
   let state: TrainState;
@@ -168,7 +183,7 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
       );
     state = await loadTrainState(latest.dir);
     await run.truncateLogsAfter(state.step);
-    options.progress(`resuming ${cfg.runDir} from step ${state.step}`);
+    display.message(`resuming ${cfg.runDir} from step ${state.step}`);
   } else {
     if (await run.latestCheckpoint().catch(() => null))
       throw new Error(`${cfg.runDir} already holds a run; pass --resume to continue it, or choose another runDir`);
@@ -194,8 +209,13 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
   );
   const orderRng = Rng.fromState(state.rngs.order!);
   const samplingRngs = state.agents.map((a) => Rng.fromState(a.rngs.sampling!));
-  const started = performance.now();
-  const firstStep = state.step;
+  const history = await metricHistory(run, agents, options.resume);
+  const { problems: valProblems, samplesPerProblem } = cfg.eval;
+  const validate = (i: number): Promise<ValidationMetrics> =>
+    validateAgent(agents[i]!, agentsCfg[i]!, validation, { problems: valProblems, samplesPerProblem, seed: cfg.seed });
+  // A resume starts after a checkpoint (step ≥ 1), so the base models are validated once.
+  if (cfg.eval.atStart && state.step === 0 && validation.length > 0)
+    await validateAtStart(agents, validate, history, run, display);
 
   const recipe = updateRecipe(cfg);
   const shared = recipe.sharing !== 'none';
@@ -211,6 +231,7 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
   const byName = new Map(agents.map((a) => [a.name, a]));
 
   for (let step = state.step; step < cfg.steps; step++) {
+    const stepStart = performance.now();
     const problems = nextProblems(train, cfg.seed, state.cursor, cfg.rollout.promptsPerStep);
     const t0 = performance.now();
     const table: SampleRecord[] = [];
@@ -245,8 +266,12 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
       };
       // Validation every eval.every steps and always after the last one (eval.every = 0: only then).
       const evalNow = step + 1 === cfg.steps || (cfg.eval.every > 0 && (step + 1) % cfg.eval.every === 0);
-      const val = evalNow && validation.length > 0 ? await validate(agent, validation, cfg) : null;
-      Object.assign(row, namespaced(agent.name, { ...metrics, ...(val ? { val_accuracy: val } : {}) }));
+      const val = evalNow && validation.length > 0 ? await validate(i) : null;
+      const agentRow: Record<string, unknown> = { ...metrics, ...val };
+      const health = { ...cfg.logging, maxNewTokens: agentsCfg[i]!.maxNewTokens };
+      for (const w of recordHealth(history.get(agent.name)!, agentRow, health))
+        display.message(`warning at step ${step + 1} (${agent.name}): ${w.message}`);
+      Object.assign(row, namespaced(agent.name, agentRow));
       await run.appendSamples(
         table
           .filter((s) => s.generator === agent.name)
@@ -262,17 +287,15 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
             correct: s.reward > 0,
           })),
       );
-      const done = step + 1 - firstStep;
-      const eta = ((performance.now() - started) / done / 1e3) * (cfg.steps - step - 1);
-      options.progress(
-        `step ${step + 1}/${cfg.steps} ${agent.name}  reward ${metrics.reward_mean!.toFixed(3)}  ` +
-          `accuracy ${(100 * metrics.accuracy!).toFixed(1)}%  ${Math.round(metrics.tokens_per_s!)} tok/s  ` +
-          (shared ? `P̂ ${capability[i]!.toFixed(3)}  ` : '') +
-          `ETA ${Math.round(eta)}s` +
-          (val ? `  val ${JSON.stringify(val)}` : ''),
-      );
+      if (val) display.message(`step ${step + 1} ${agent.name}  ${formatValidation(val)}`);
     }
+    // Memory belongs to the process, not to an agent: run-level fields, measured once every learner has updated.
+    const memory = memoryMetrics();
+    Object.assign(row, memory);
     await run.appendMetrics(row as { step: number });
+    const seconds = (performance.now() - stepStart) / 1e3;
+    const progress = agentProgress(agents, sampled, shared ? capability : null, seconds);
+    display.step({ step: step + 1, total: cfg.steps, seconds, rssMiB: memory['mem/rss_mib'], ...progress });
     state.nonFiniteStreak = allSkipped ? state.nonFiniteStreak + 1 : 0;
     if (state.nonFiniteStreak >= cfg.maxNonFiniteSteps) {
       const last = await run.latestCheckpoint();
@@ -291,9 +314,10 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
         a.rngs = { sampling: samplingRngs[i]!.state() };
       });
       const ref = await run.commitCheckpoint(step + 1, (dir) => saveTrainState(dir, state), cfg.checkpoint.keepLast);
-      options.progress(`checkpoint ${ref.dir}`);
+      display.message(`checkpoint ${ref.dir}`);
     }
   }
+  display.done();
 }
 
 /** Each agent's capability tracker, with the history a resumed run saved (empty for a fresh run). */
@@ -302,21 +326,63 @@ function restoreTrackers(cfg: RunConfig, state: TrainState): CapabilityTracker[]
   return state.agents.map((a) => CapabilityTracker.fromHistory(cfg.hacpo.capabilityWindow, saved[a.name] ?? []));
 }
 
-/** Greedy accuracy of an agent on each validation set (the first eval.problems problems of each). */
-async function validate(
-  agent: Agent,
-  sets: { name: string; problems: Problem[] }[],
-  cfg: RunConfig,
-): Promise<Record<string, number>> {
-  const out: Record<string, number> = {};
-  const a = resolveAgents(cfg).find((x) => x.name === agent.name)!;
-  for (const d of sets) {
-    const problems = cfg.eval.problems > 0 ? d.problems.slice(0, cfg.eval.problems) : d.problems;
-    const report = await evaluate(agent.model, engine(), agent.tokenizer, problems, {
-      maxNewTokens: a.maxNewTokens,
-      prompt: { template: a.template, ...(a.system === undefined ? {} : { system: a.system }) },
-    });
-    out[d.name] = report.greedy.value;
+/**
+ * Each agent's metric rows so far, without their namespace: what the health warnings read. A resume reloads them
+ * from metrics.jsonl (already cut back to the checkpoint), so it warns exactly as an uninterrupted run would.
+ */
+async function metricHistory(
+  run: RunFolder,
+  agents: readonly Agent[],
+  resume: boolean,
+): Promise<Map<string, MetricRow[]>> {
+  const rows = resume ? await readJsonl(run.path('metrics'), z.looseObject({})) : [];
+  return new Map(agents.map((a) => [a.name, rows.map((row) => agentMetrics(a.name, row))]));
+}
+
+/** The base models' validation, logged as the row of step 0 so that every curve starts before the first update. */
+async function validateAtStart(
+  agents: readonly Agent[],
+  validate: (i: number) => Promise<ValidationMetrics>,
+  history: Map<string, MetricRow[]>,
+  run: RunFolder,
+  display: ProgressDisplay,
+): Promise<void> {
+  const row: Record<string, unknown> = { step: 0 };
+  for (const [i, agent] of agents.entries()) {
+    const val = await validate(i);
+    Object.assign(row, namespaced(agent.name, val));
+    history.get(agent.name)!.push(val);
+    display.message(`step 0 ${agent.name}  ${formatValidation(val)}`);
   }
-  return out;
+  await run.appendMetrics(row as { step: number });
+}
+
+/**
+ * Adds `warn/<kind>` = 1 to an agent's `metrics` of this step for every health warning they raise after `history`,
+ * and appends them to it; returns the warnings raised for the first time (the ones to print).
+ */
+function recordHealth(history: MetricRow[], metrics: Record<string, unknown>, t: HealthThresholds): HealthWarning[] {
+  const warnings = healthWarnings([...history, metrics], t);
+  for (const w of warnings) metrics[w.metric] = 1;
+  history.push(metrics);
+  return warnings.filter((w) => w.first);
+}
+
+/** The status line's agent part after a step of `seconds`: each one's reward and accuracy (P̂ when shared), tokens/s. */
+function agentProgress(
+  agents: readonly Agent[],
+  sampled: ReadonlyMap<string, StepMetrics>,
+  pHats: readonly number[] | null,
+  seconds: number,
+): Pick<StepProgress, 'agents' | 'tokensPerS'> {
+  const own = agents.map((a) => sampled.get(a.name)!);
+  return {
+    agents: agents.map((a, i) => ({
+      name: a.name,
+      reward: own[i]!.reward_mean!,
+      accuracy: own[i]!.accuracy!,
+      ...(pHats ? { pHat: pHats[i]! } : {}),
+    })),
+    tokensPerS: own.reduce((n, m) => n + m.tokens!, 0) / seconds,
+  };
 }

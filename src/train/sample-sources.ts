@@ -13,6 +13,7 @@ import { sampleRollouts, type Agent } from '../rollout/rollout.js';
 import type { Problem } from '../tasks/problem.js';
 import type { PromptOptions } from '../tasks/prompt.js';
 import type { Rng } from '../util/rng.js';
+import { rewardPartMeans } from './reward-metrics.js';
 import type { SampleRecord } from './sample-table.js';
 
 /** Metrics by name (the names the run log and the report use). */
@@ -136,6 +137,7 @@ export class RolloutSource implements SampleSource {
         time_generate_s: (t1 - t0) / 1e3,
         time_score_s: (t2 - t1) / 1e3,
         reward_failures: scored.stats.reduce((n, s) => n + s.failures, 0),
+        ...rewardPartMeans(scored.scores, o.rewards),
       });
     }
     return out;
