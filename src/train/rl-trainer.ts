@@ -1,8 +1,9 @@
 /**
  * The RLVR training loop for every algorithm: each step, the sources fill one table of samples (sample-table.ts), then
  * every learner updates on its view of it (learner-step.ts) — a single-agent run is a team of one that does not share.
- * Per-step metrics (namespaced per agent, `agent/NAME/metric`) and samples go to the run folder, with validation,
- * atomic checkpoints, and a resume that continues bit for bit.
+ * Per-step metrics (namespaced per agent, `agent/NAME/metric`; the process's memory run-level, `mem/…`) and samples go
+ * to the run folder, with validation (step 0 for the base models), health warnings, a live status line, atomic
+ * checkpoints, and a resume that continues bit for bit.
  */
 import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
@@ -128,7 +129,7 @@ export function namespaced(name: string, metrics: Record<string, unknown>): Reco
 }
 
 /** Agent `name`'s metrics of a metrics.jsonl row, without their namespace (the inverse of `namespaced`). */
-export function agentMetrics(name: string, row: MetricRow): MetricRow {
+function agentMetrics(name: string, row: MetricRow): MetricRow {
   const prefix = `agent/${name}/`;
   return Object.fromEntries(
     Object.entries(row).flatMap(([k, v]) => (k.startsWith(prefix) ? [[k.slice(prefix.length), v]] : [])),
