@@ -3,7 +3,7 @@
  * coder then a reasoner on math. Each is a factory from the `workflow` config section.
  */
 import type { Environment } from '../envs/environment.js';
-import { mathEnv, toolOutputReward } from '../envs/math.js';
+import { type MathState, mathEnv, toolOutputReward } from '../envs/math.js';
 import { planPathEnv } from '../envs/plan-path.js';
 import { sokobanEnv } from '../envs/sokoban.js';
 import { sudokuEnv } from '../envs/sudoku.js';
@@ -129,8 +129,12 @@ export function mathToolWorkflow(config: WorkflowConfig): Workflow<unknown> {
   const roles = acting.map((r) => {
     const s = roleSettings(r, defaults[r]!, config, acting);
     return r === 'tool'
-      ? coderRole(s, env as Environment<unknown, unknown>, config.sandbox, (st, out, ran) =>
-          toolOutputReward((st as { answer: string }).answer, out, ran),
+      ? coderRole(
+          s,
+          env as Environment<unknown, unknown>,
+          config.sandbox,
+          (st, out, ran) => toolOutputReward((st as MathState).answer, out, ran),
+          (st) => (st as MathState).answer,
         )
       : actorRole(s, env);
   });

@@ -76,6 +76,10 @@ export function actorRole<S, A>(s: RoleSettings, env: Environment<S, A>): Role<S
       const own = action === null ? s.parseFailure + step.reward : s.ownScale * step.reward;
       return { ...step, env: step.state, own, envReward: step.reward, parsed: action !== null, sandbox: null };
     },
+    expert: (state) => {
+      const action = env.solve(state.env);
+      return action === null ? null : env.formatAction(action);
+    },
   };
 }
 
@@ -121,18 +125,26 @@ export function proposerRole<S, A>(
       const feedback = `${env.formatAction(action)} (simulated: ${sim.feedback})`;
       return { ...keep, own: s.ownScale * sim.reward, envReward: sim.reward, parsed: true, feedback };
     },
+    expert: (state) => {
+      const action = env.solve(state.env);
+      if (action === null) return null;
+      const text = env.formatAction(action);
+      return mode === 'text' ? text : `console.log(${JSON.stringify(text)})`;
+    },
   };
 }
 
 /**
  * A coder (the math tool agent): its JavaScript runs in the sandbox and `score(stdout, ran)` gives its own reward
- * (math: 1 correct, 0 wrong, −1 when the program fails). The environment does not move.
+ * (math: 1 correct, 0 wrong, −1 when the program fails). The environment does not move. `answer` is the solver's
+ * answer, which the expert program prints.
  */
 export function coderRole<S>(
   s: RoleSettings,
   env: Environment<S, unknown>,
   sandbox: Partial<SandboxLimits>,
   score: (state: S, stdout: string, ran: boolean) => number,
+  answer: (state: S) => string,
 ): Role<S> {
   return {
     ...base<S>(s),
@@ -147,5 +159,6 @@ export function coderRole<S>(
       const keep = { env: state.env, done: state.done, success: state.success };
       return { ...keep, own, envReward: own, parsed: true, feedback, sandbox: run.outcome };
     },
+    expert: (state) => `console.log(${JSON.stringify(answer(state.env))})`,
   };
 }

@@ -72,6 +72,8 @@ export interface Role<S> {
   skips(state: EpisodeState<S>): boolean;
   /** The team term added to this role's reward, or null. */
   team: TeamTerm | null;
+  /** A correct response from `state` by the environment's solver (warm-start data), or null when there is none. */
+  expert(state: EpisodeState<S>): string | null;
 }
 
 /** A workflow: an environment, roles in turn order and the turn limit. */
