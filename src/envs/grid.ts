@@ -51,6 +51,13 @@ export function formatMoveList(moves: readonly Move[]): string {
   return JSON.stringify(moves);
 }
 
+/** The action half of a move-list environment: how to write, read and print a list of moves. */
+export const MOVE_LIST_ACTION = {
+  actionFormat: 'Answer with a JSON list of moves, U (up), D (down), L (left), R (right), e.g. ["R","D"].',
+  parseAction: parseMoveList,
+  formatAction: formatMoveList,
+} as const;
+
 /**
  * Breadth-first search over abstract states: the shortest move list from `start` to a state where `isGoal` holds,
  * or null when none is reachable. `next` gives the state after a move, or null when the move is impossible; `key`
@@ -118,4 +125,9 @@ export function gridPath(g: WallGrid, from: Cell, to: Cell): Move[] | null {
     },
     cellKey,
   );
+}
+
+/** The rows with each cell's character chosen by `draw(cell, character)` (e.g. to draw the agent and the goal). */
+export function drawGrid(g: WallGrid, draw: (cell: Cell, ch: string) => string): string[] {
+  return g.rows.map((row, r) => [...row].map((ch, c) => draw([r, c], ch)).join(''));
 }

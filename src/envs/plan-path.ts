@@ -8,13 +8,12 @@ import type { EnvStep, Environment } from './environment.js';
 import {
   type Cell,
   type Move,
-  cellKey,
-  formatMoveList,
+  MOVE_LIST_ACTION,
+  drawGrid,
   gridPath,
   isFloor,
   manhattan,
   moveCell,
-  parseMoveList,
   sameCell,
 } from './grid.js';
 
@@ -82,14 +81,12 @@ export function planPathEnv(options: Partial<PlanPathOptions> = {}): Environment
   const o = PlanPathOptionsSchema.parse(options);
   return {
     name: 'plan-path',
-    actionFormat: 'Answer with a JSON list of moves, U (up), D (down), L (left), R (right), e.g. ["R","D"].',
+    ...MOVE_LIST_ACTION,
     reset: (seed) => initialState(generatePlanPath(seed, o)),
     instanceId: (s) => s.instance.id,
     render: renderPlanPath,
-    parseAction: parseMoveList,
     step: stepPlanPath,
     solve: (s) => gridPath({ rows: s.instance.rows }, s.pos, s.instance.goal),
-    formatAction: formatMoveList,
   };
 }
 
@@ -167,16 +164,7 @@ export function stepPlanPath(state: PlanPathState, moves: readonly Move[] | null
 /** The grid with the CURRENT position (A) and the goal (G), then both as coordinates. */
 export function renderPlanPath(s: PlanPathState): string {
   const { rows, goal } = s.instance;
-  const lines = rows.map((row, r) =>
-    [...row]
-      .map((ch, c) => {
-        const key = cellKey([r, c]);
-        if (key === cellKey(s.pos)) return 'A';
-        if (key === cellKey(goal)) return 'G';
-        return ch;
-      })
-      .join(''),
-  );
+  const lines = drawGrid({ rows }, (cell, ch) => (sameCell(cell, s.pos) ? 'A' : sameCell(cell, goal) ? 'G' : ch));
   return [
     'Grid (# wall, . free, A you, G goal; row 0 is the top):',
     ...lines,

@@ -9,13 +9,13 @@ import {
   type Cell,
   type Move,
   MOVE_DELTA,
+  MOVE_LIST_ACTION,
   bfs,
   cellKey,
-  formatMoveList,
+  drawGrid,
   isFloor,
   manhattan,
   moveCell,
-  parseMoveList,
   sameCell,
 } from './grid.js';
 
@@ -89,15 +89,13 @@ export function sokobanEnv(options: Partial<SokobanOptions> = {}): Environment<S
   const o = SokobanOptionsSchema.parse(options);
   return {
     name: 'sokoban',
-    actionFormat:
-      'Answer with a JSON list of moves, U (up), D (down), L (left), R (right), e.g. ["R","D"]; walking into the box pushes it.',
+    ...MOVE_LIST_ACTION,
+    actionFormat: `${MOVE_LIST_ACTION.actionFormat} Walking into the box pushes it.`,
     reset: (seed) => initialSokoban(generateSokoban(seed, o)),
     instanceId: (s) => s.instance.id,
     render: renderSokoban,
-    parseAction: parseMoveList,
     step: stepSokoban,
     solve: solveSokoban,
-    formatAction: formatMoveList,
   };
 }
 
@@ -218,17 +216,12 @@ export function solveSokoban(s: SokobanState): Move[] | null {
 /** The room: # wall, space floor, . goal, $ box, @ player, * box on goal, + player on goal. */
 export function renderSokoban(s: SokobanState): string {
   const { rows, goal } = s.instance;
-  const lines = rows.map((row, r) =>
-    [...row]
-      .map((ch, c) => {
-        const cell: Cell = [r, c];
-        const onGoal = sameCell(cell, goal);
-        if (sameCell(cell, s.box)) return onGoal ? '*' : '$';
-        if (sameCell(cell, s.player)) return onGoal ? '+' : '@';
-        return onGoal ? '.' : ch;
-      })
-      .join(''),
-  );
+  const lines = drawGrid({ rows }, (cell, ch) => {
+    const onGoal = sameCell(cell, goal);
+    if (sameCell(cell, s.box)) return onGoal ? '*' : '$';
+    if (sameCell(cell, s.player)) return onGoal ? '+' : '@';
+    return onGoal ? '.' : ch;
+  });
   const onGoals = sameCell(s.box, goal) ? 1 : 0;
   return [
     'Room (# wall, space floor, . goal, $ box, @ you, * box on goal, + you on goal; row 0 is the top):',
