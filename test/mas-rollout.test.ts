@@ -29,9 +29,10 @@ describe('mas rollout with real models', () => {
     assert.deepEqual(again.batch, batch, 'same seed, same rollouts');
   });
 
-  test('single-agent baseline with a real model: the planner alone, K episodes', async () => {
+  test('single-agent baseline with a real, briefly warm-started model: the planner alone, K episodes', async () => {
     const workflow = { name: 'sudoku', env: { blanks: 4 }, k: 2, maxTurns: 1, sampling: 'single' };
-    const { summary } = await runMasRollout({ workflow, instances: 2, seed: 1, agent: tiny });
+    const warmStart = { steps: 2, rows: 16, batchSize: 4 };
+    const { summary } = await runMasRollout({ workflow, instances: 2, seed: 1, agent: tiny, warmStart });
     assert.deepEqual(Object.keys(summary.roles), ['planner']);
     assert.equal(summary.samples, 4);
     assert.equal(summary.episodes, 4);
