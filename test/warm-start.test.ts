@@ -50,7 +50,7 @@ describe('warm-start rows', () => {
   });
 
   test('math-tool: the tool row is a program printing the answer, run in the sandbox', async () => {
-    const wf = buildWorkflow({ name: 'math-tool', maxTurns: 1 });
+    const wf = buildWorkflow({ name: 'math-tool', maxTurns: 1, sandbox: { timeoutMs: 60000 } });
     const rows = await warmStartRows(wf, { count: 2, seed: 7 });
     const answer = (wf.env.reset(7) as { answer: string }).answer;
     assert.equal(rows[0]!.response, `console.log(${JSON.stringify(answer)})`);

@@ -245,25 +245,25 @@ describe('registry and config', () => {
 });
 
 describe('math with a tool agent in the sandbox', () => {
-  test('tool programs run in the sandbox: right 1, looping −1 (time-out, counted); the rollout continues', async () => {
-    const wf = buildWorkflow({ name: 'math-tool', maxTurns: 1, sandbox: { timeoutMs: 1000 } });
+  test('tool programs run in the sandbox: right 1, failing −1 (outcome counted); the rollout continues', async () => {
+    const wf = buildWorkflow({ name: 'math-tool', maxTurns: 1, sandbox: { timeoutMs: 60000 } });
     const answer = (wf.env.reset(3) as { answer: string }).answer;
     const { policy } = scripted({
-      tool: [`\`\`\`js\nconsole.log(${answer})\n\`\`\``, 'while (true) {}'],
+      tool: [`\`\`\`js\nconsole.log(${answer})\n\`\`\``, 'const x = require("fs").readFileSync("/etc/passwd")'],
       reasoner: [`\\boxed{${answer}}`, 'not sure'],
     });
     const { samples, episodes } = await treeRollout(wf, { seeds: [3], k: 2, policies: { shared: policy } });
-    const [right, loop, good, none] = samples;
-    assert.deepEqual([right!.sandbox, loop!.sandbox], ['ok', 'timeout']);
-    assert.deepEqual([right!.own, loop!.own], [1, -1]);
+    const [right, denied, good, none] = samples;
+    assert.deepEqual([right!.sandbox, denied!.sandbox], ['ok', 'denied']);
+    assert.deepEqual([right!.own, denied!.own], [1, -1]);
     assert.match(good!.prompt, new RegExp(`The tool says: the program printed ${answer}`));
     assert.deepEqual([good!.own, none!.own], [2, 0]);
-    assert.deepEqual([right!.team, loop!.team], [1, 1], 'team: [reasoner correct] in the chosen branch');
+    assert.deepEqual([right!.team, denied!.team], [1, 1], 'team: [reasoner correct] in the chosen branch');
     assert.equal(episodes[0]!.success, true);
   });
 
   test('a grid tool agent in code mode: the program prints the move list', async () => {
-    const wf = handWorkflow({ toolMode: 'code', agents: ['tool'], maxTurns: 1 });
+    const wf = handWorkflow({ toolMode: 'code', agents: ['tool'], maxTurns: 1, sandbox: { timeoutMs: 60000 } });
     const { policy } = scripted({
       tool: ['console.log(JSON.stringify(["D","D","R","R"]))', 'require("fs").readdirSync("/")'],
     });
