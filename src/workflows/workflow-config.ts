@@ -48,7 +48,8 @@ export const WorkflowConfigSchema = z
     history: z.number().int().min(0).default(4),
     /**
      * 'tree': K candidates per role and turn from one state, continue from the best; 'no-tree': K independent
-     * episodes per instance; 'single': the first agent alone (the planner), K independent episodes. Default 'tree'.
+     * episodes per instance; 'single': one agent alone — agents[0] when given, else the workflow's last role (the
+     * planner or reasoner) — K independent episodes. Default 'tree'.
      */
     sampling: z.enum(['tree', 'no-tree', 'single']).default('tree'),
     /** Candidates per role and turn (tree) or episodes per instance (no-tree, single); default 4 (head scripts). */
