@@ -98,7 +98,7 @@ export async function runMasRollout(raw: MasRolloutOptions): Promise<{ summary: 
     } else throw new Error(`no checkpoint for policy "${name}": pass --model ${name}=DIR`);
   }
   const seeds = Array.from({ length: o.instances }, (_, i) => o.seed + i);
-  const batch = await rollout(wf, config.sampling, { seeds, k: config.k, policies });
+  const batch = await rollout(wf, config.sampling, { seeds, k: config.k, policies, teamBranches: config.teamBranches });
   const groups = groupSamples(batch.samples, config.k);
   const filtered = filterGroups(
     groups.map((g) => ({ key: g.key, rewards: g.members.map((i) => batch.samples[i]!.reward) })),

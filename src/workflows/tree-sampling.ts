@@ -16,6 +16,11 @@ export interface RolloutOptions {
   k: number;
   /** Policies by name; every acting role's `policy` must be here. */
   policies: Readonly<Record<string, Policy>>;
+  /**
+   * Tree only: the later roles also act (one sampled response each) in every non-chosen branch, so a candidate's
+   * team term is its own branch's and no longer cancels in the group; default false (the spec's default).
+   */
+  teamBranches?: boolean;
 }
 
 /** The policy of a role, or an error naming what is missing. */
@@ -73,13 +78,50 @@ function sample(
  * Adds the team terms of one turn of one episode: each sample whose role has a team term gets weight × r_env of the
  * named role's chosen action in this turn (0 when that role did not act).
  */
-function addTeamTerms(wf: Workflow<unknown>, turnSamples: MasSample[], chosenEnv: Map<string, number>): void {
+function addTeamTerms(
+  wf: Workflow<unknown>,
+  turnSamples: MasSample[],
+  chosenEnv: Map<string, number>,
+  branchEnv: ReadonlyMap<MasSample, number> = new Map(),
+): void {
   for (const s of turnSamples) {
     const team = wf.roles.find((r) => r.name === s.role)!.team;
     if (!team) continue;
-    s.team = team.weight * (chosenEnv.get(team.role) ?? 0);
+    s.team = team.weight * (branchEnv.get(s) ?? chosenEnv.get(team.role) ?? 0);
     s.reward = s.own + s.team;
   }
+}
+
+/**
+ * r_env of `target`'s action in each branch: the roles after `from` up to `target` act once (one sampled response
+ * each, batched over the branches) from each branch's state. These responses only score team terms; they are not
+ * training samples. A branch where `target` does not act scores 0.
+ */
+async function branchTeamRewards(
+  wf: Workflow<unknown>,
+  from: Role<unknown>,
+  target: string,
+  branches: EpisodeState<unknown>[],
+  policies: RolloutOptions['policies'],
+): Promise<number[]> {
+  const out = new Array<number>(branches.length).fill(0);
+  const states = [...branches];
+  const later = wf.roles.slice(wf.roles.indexOf(from) + 1);
+  for (const role of later.slice(0, later.findIndex((r) => r.name === target) + 1)) {
+    const acting = states.flatMap((st, b) => (st.done || role.skips(st) ? [] : [b]));
+    if (acting.length === 0) continue;
+    const gens = await respond(
+      role,
+      policies,
+      acting.map((b) => role.prompt(states[b]!)),
+    );
+    const acts = await Promise.all(acting.map((b, j) => role.act(states[b]!, gens[j]!.text)));
+    acting.forEach((b, j) => {
+      if (role.name === target) out[b] = acts[j]!.envReward;
+      states[b] = advance(states[b]!, role.name, gens[j]!.text, acts[j]!);
+    });
+  }
+  return out;
 }
 
 /** Sum of the chosen samples' rewards per role. */
@@ -92,7 +134,8 @@ function returnsOf(samples: readonly MasSample[]): Record<string, number> {
 /**
  * Tree sampling: per instance, per turn, per role in order — K candidates from the same state, each scored with the
  * role's own reward on a copy, one group (instance, role, turn), continue from the best (ties: the first). Later
- * roles act only in the chosen branch; team terms are therefore equal across a group (logged, never trained on).
+ * roles act only in the chosen branch, so team terms are equal across a group (logged, never trained on) — unless
+ * `teamBranches` lets them act in every branch.
  */
 export async function treeRollout(wf: Workflow<unknown>, o: RolloutOptions): Promise<MasBatch> {
   checkK(o.k);
@@ -107,6 +150,7 @@ export async function treeRollout(wf: Workflow<unknown>, o: RolloutOptions): Pro
       st = { ...st, turn };
       const turnSamples: MasSample[] = [];
       const chosenEnv = new Map<string, number>();
+      const branchEnv = new Map<MasSample, number>();
       for (const role of wf.roles) {
         if (st.done) break;
         if (role.skips(st)) continue;
@@ -115,14 +159,21 @@ export async function treeRollout(wf: Workflow<unknown>, o: RolloutOptions): Pro
         const acts = await Promise.all(gens.map((g) => role.act(st, g.text)));
         const best = argmaxFirst(acts.map((a) => a.own));
         const group = groupKey(instance, role.name, turn);
-        gens.forEach((g, j) => {
+        const candidates = gens.map((g, j) => {
           const base = { instance, seed, episode: 0, turn, candidate: j, chosen: j === best, group };
-          turnSamples.push(sample(base, role, prompt, g, acts[j]!));
+          return sample(base, role, prompt, g, acts[j]!);
         });
+        turnSamples.push(...candidates);
+        if (o.teamBranches && role.team) {
+          const others = candidates.flatMap((_, j) => (j === best ? [] : [j]));
+          const branches = others.map((j) => advance(st, role.name, gens[j]!.text, acts[j]!));
+          const rewards = await branchTeamRewards(wf, role, role.team.role, branches, o.policies);
+          others.forEach((j, b) => branchEnv.set(candidates[j]!, rewards[b]!));
+        }
         chosenEnv.set(role.name, acts[best]!.envReward);
         st = advance(st, role.name, gens[best]!.text, acts[best]!);
       }
-      addTeamTerms(wf, turnSamples, chosenEnv);
+      addTeamTerms(wf, turnSamples, chosenEnv, branchEnv);
       mine.push(...turnSamples);
     }
     samples.push(...mine);

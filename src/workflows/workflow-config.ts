@@ -52,6 +52,11 @@ export const WorkflowConfigSchema = z
      * planner or reasoner) — K independent episodes. Default 'tree'.
      */
     sampling: z.enum(['tree', 'no-tree', 'single']).default('tree'),
+    /**
+     * Tree only: later roles also act (one response each) in every non-chosen branch, so team terms differ within a
+     * group and train; default false (the spec's default: they cancel).
+     */
+    teamBranches: z.boolean().default(false),
     /** Candidates per role and turn (tree) or episodes per instance (no-tree, single); default 4 (head scripts). */
     k: z.number().int().min(1).default(4),
     /** How a grid workflow's tool agent answers: 'text' (a move list) or 'code' (JavaScript printing one); default 'text'. */
