@@ -224,8 +224,13 @@ describe('no-tree and single-agent baselines', () => {
 describe('group validation', () => {
   test("a key merging instances (the reference's instance // K) is refused, naming the key", async () => {
     const wf = buildWorkflow({ name: 'plan-path', agents: ['planner'], maxTurns: 1, env: { height: 4, width: 4 } });
-    const { policy } = scripted({ planner: Array<string>(4).fill('["R"]') });
+    const { policy, calls } = scripted({ planner: Array<string>(4).fill('["R"]') });
     const { samples } = await treeRollout(wf, { seeds: [1, 2], k: 2, policies: { shared: policy } });
+    assert.deepEqual(
+      calls.map((c) => c.prompts.length),
+      [4],
+      'both instances in one generate call',
+    );
     assert.equal(groupSamples(samples, 2).length, 2);
     // The reference's key: sample index // K over a batch laid out instance-major with K = 4 per "prompt".
     assert.throws(
