@@ -1,18 +1,14 @@
-import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { writeFileAtomic } from './atomic-write.js';
+import { readTextFile } from './text-file.js';
 
 /**
- * Reads a JSON Lines file, validating every row with `schema`. Blank lines are skipped. A row that is not JSON or
- * does not fit the schema raises an error naming the file, the line and what is wrong.
+ * Reads a JSON Lines file, validating every row with `schema`. Blank lines are skipped; a UTF-8 byte-order mark is
+ * accepted; bytes that are not UTF-8 are refused. A row that is not JSON or does not fit the schema raises an error
+ * naming the file, the line and what is wrong (the field, for schema errors).
  */
 export async function readJsonl<S extends z.ZodType>(path: string, schema: S): Promise<z.output<S>[]> {
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (e) {
-    throw new Error(`cannot read ${path}: ${(e as Error).message}`);
-  }
+  const text = await readTextFile(path);
   const rows: z.output<S>[] = [];
   const lines = text.split('\n');
   for (const [i, line] of lines.entries()) {
