@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { EXTRACTOR_NAMES, extractAnswerWith, type ExtractOptions } from '../rewards/extract.js';
 import { verifyMany, type CheckResult, type VerifyStats } from '../rewards/math-equal.js';
 import { SymbolicPool } from '../rewards/worker-pool.js';
+import { checkWritableFile } from '../util/fs-errors.js';
 import { readJsonl, writeJsonl } from '../util/jsonl.js';
 
 const text = z.union([z.string(), z.number().transform(String)]);
@@ -80,6 +81,7 @@ export async function runVerify(o: VerifyCliOptions): Promise<void> {
     throw new Error('verify needs --gold and --answer, or --input FILE.jsonl');
   if (o.input !== undefined && (o.gold !== undefined || o.answer !== undefined))
     throw new Error('verify takes either --gold/--answer or --input, not both');
+  if (o.output !== undefined) await checkWritableFile(o.output, '--output');
   const how = extractOptions(o);
   const tried = EXTRACTOR_NAMES.filter((n) => how[n]).join(', ');
   const pool = new SymbolicPool({ timeoutMs: o.timeoutMs });

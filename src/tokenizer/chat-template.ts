@@ -15,7 +15,7 @@ let budget: { steps: number; deadline: number } | null = null;
 
 // A template is a program from an untrusted folder (nested `range(100000)` loops would hang every command). The
 // library has no step limit, but every node goes through Interpreter.evaluate, so counting there bounds any render.
-const evaluate = Interpreter.prototype.evaluate; // eslint-disable-line @typescript-eslint/unbound-method
+const evaluate = Interpreter.prototype.evaluate;
 Interpreter.prototype.evaluate = function (this: Interpreter, ...args: Parameters<Interpreter['evaluate']>) {
   if (budget) {
     if (++budget.steps > MAX_TEMPLATE_STEPS)
@@ -38,7 +38,7 @@ function boundedRange(start: number, stop?: number, step = 1): number[] {
 
 // The library declares its own `range` in every render's globals; during our renders it is replaced by the bounded one.
 const BOUNDED_RANGE = new Environment().set('range', boundedRange);
-const run = Interpreter.prototype.run; // eslint-disable-line @typescript-eslint/unbound-method
+const run = Interpreter.prototype.run;
 Interpreter.prototype.run = function (this: Interpreter, ...args: Parameters<Interpreter['run']>) {
   if (budget) this.global.setVariable('range', BOUNDED_RANGE);
   return run.apply(this, args);
