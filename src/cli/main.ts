@@ -8,6 +8,7 @@ import { runSft, type SftCliOptions } from './sft.js';
 import { runSmoke } from './smoke.js';
 import { runTrain } from './train.js';
 import { MAX_TIMEOUT_MS } from '../rewards/worker-pool.js';
+import { surviveClosedStdout } from '../util/closed-output.js';
 import { DEFAULT_VERIFY_EXTRACT, runVerify, type VerifyCliOptions } from './verify.js';
 
 /** Parses a command-line number (validated with the command's schema afterwards). */
@@ -164,7 +165,12 @@ program
   .option('--png <file>', 'also render a PNG (needs Debian chromium)')
   .action((runs: string[], o: { output: string; png?: string }) => runReport({ runs, ...o }));
 
+surviveClosedStdout(
+  'hacrl: standard output was closed; going on without it (a run keeps its progress in its run folder)',
+);
+
 program.parseAsync(process.argv).catch((e: unknown) => {
   console.error(`hacrl: ${(e as Error).message}`);
-  process.exit(1);
+  // An Interrupted run says its own exit status (130 for SIGINT, 143 for SIGTERM).
+  process.exit((e as { exitCode?: number }).exitCode ?? 1);
 });

@@ -1,5 +1,6 @@
 import { loadRunConfig } from '../config/load-config.js';
 import { closeDefaultPool } from '../rewards/worker-pool.js';
+import { resumeCommand, StopRequest } from '../run/interrupt.js';
 import { trainRl } from '../train/rl-trainer.js';
 
 /** Options of `hacrl train`. */
@@ -15,9 +16,11 @@ export interface TrainCliOptions {
 /** `hacrl train`: GRPO / GSPO / GSPO×2 training as the configuration says, with progress lines on stdout. */
 export async function runTrain(o: TrainCliOptions): Promise<void> {
   const cfg = await loadRunConfig(o.config, o.set);
+  const stop = new StopRequest({ resumeHint: `Resume with: ${resumeCommand(process.argv.slice(2))}` }).install();
   try {
-    await trainRl(cfg, { resume: o.resume, progress: (line) => console.log(line) });
+    await trainRl(cfg, { resume: o.resume, progress: (line) => console.log(line), stop });
   } finally {
+    stop.dispose();
     await closeDefaultPool();
   }
 }

@@ -16,7 +16,8 @@ import { loadRewardModule } from '../rewards/load-reward.js';
 import { formatReward, mathReward, type WeightedReward } from '../rewards/reward.js';
 import type { Agent } from '../rollout/rollout.js';
 import { RunFolder } from '../run/run-folder.js';
-import { loadTrainState, saveTrainState, type DataCursor, type TrainState } from '../run/train-state.js';
+import type { StopRequest } from '../run/interrupt.js';
+import { loadNewestValidState, saveTrainState, type DataCursor, type TrainState } from '../run/train-state.js';
 import { loadDataSpec } from '../tasks/data-spec.js';
 import type { Problem } from '../tasks/problem.js';
 import { Rng } from '../util/rng.js';
@@ -162,6 +163,8 @@ export interface TrainOptions {
   /** Continue from the run folder's latest complete checkpoint (an error when there is none). */
   resume: boolean;
   progress: ProgressFn;
+  /** Stops the loop after the current step, with a checkpoint (src/run/interrupt.ts); default: never. */
+  stop?: StopRequest;
 }
 
 /** Runs (or resumes) the training described by `cfg`. */
@@ -179,7 +182,7 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
       throw new Error(
         `--resume: the configuration differs from the one ${cfg.runDir} was started with; resume with the same file and overrides`,
       );
-    state = await loadTrainState(latest.dir);
+    state = await loadNewestValidState(run.path('checkpoints'), options.progress);
     await run.truncateLogsAfter(state.step);
     options.progress(`resuming ${cfg.runDir} from step ${state.step}`);
   } else {
@@ -286,7 +289,8 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
     }
     state.step = step + 1;
     const last = step + 1 === cfg.steps;
-    if (last || (cfg.checkpoint.every > 0 && (step + 1) % cfg.checkpoint.every === 0)) {
+    const stopping = options.stop?.requested === true;
+    if (last || stopping || (cfg.checkpoint.every > 0 && (step + 1) % cfg.checkpoint.every === 0)) {
       state.rngs = { order: orderRng.state() };
       if (collaborative)
         state.extra.capability = Object.fromEntries(agents.map((a, i) => [a.name, trackers[i]!.history()]));
@@ -296,6 +300,7 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
       });
       const ref = await run.commitCheckpoint(step + 1, (dir) => saveTrainState(dir, state), cfg.checkpoint.keepLast);
       options.progress(`checkpoint ${ref.dir}`);
+      if (stopping && !last) throw options.stop!.interrupted(step + 1, ref.dir);
     }
   }
 }
