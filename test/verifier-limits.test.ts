@@ -5,6 +5,7 @@ import { after, describe, test } from 'node:test';
 import { MAX_ANSWER_CHARS, MAX_NESTING } from '../src/rewards/limits.js';
 import { verify, verifyFast, verifyMany } from '../src/rewards/math-equal.js';
 import { normalizeAnswer } from '../src/rewards/normalize.js';
+import { mathReward, scoreSamples } from '../src/rewards/reward.js';
 import { closeDefaultPool, SymbolicPool } from '../src/rewards/worker-pool.js';
 import { Rng } from '../src/util/rng.js';
 
@@ -66,6 +67,28 @@ describe('the fast path stays fast on hostile text', () => {
     // Nesting up to the limit is still read.
     const deep = '('.repeat(MAX_NESTING) + '1' + ')'.repeat(MAX_NESTING);
     assert.deepEqual(verifyFast('1', deep), { equal: true, reason: 'exact' });
+  });
+});
+
+describe('a policy that writes adversarial answers', () => {
+  test('is scored at fast-path speed: no check waits on a hang', async () => {
+    const words = Array.from({ length: 120 }, (_, i) => `w${String.fromCharCode(97 + (i % 26))}q`).join(' ');
+    const hostile = [
+      `So \\boxed{5 ${words}}`,
+      `\\boxed{${'('.repeat(200)}1${')'.repeat(200)}}`,
+      `\\boxed{${'{'.repeat(5000)}1${'}'.repeat(5000)}}`,
+      `\\boxed{${'9'.repeat(3000)}/${'7'.repeat(3000)}}`,
+      `\\boxed{\uFFFD}`,
+    ];
+    const samples = Array.from({ length: 64 }, (_, i) => ({ prompt: 'p', response: hostile[i % 5]!, gold: '5' }));
+    const start = performance.now();
+    const { scores, stats } = await scoreSamples(samples, [{ name: 'math', fn: mathReward(), weight: 1 }]);
+    const ms = performance.now() - start;
+    assert.ok(ms < 2000, `64 adversarial responses took ${ms.toFixed(0)} ms`);
+    // The sentence after 5 is read as a unit or noun; the rest are refused (counted as failures, scored 0).
+    assert.equal(scores.filter((s) => s.total === 1).length, 13);
+    assert.equal(stats[0]!.failures, 39);
+    assert.match(stats[0]!.firstError!, /verifier: too-(deep|long)/);
   });
 });
 
