@@ -41,9 +41,6 @@ export class HfTokenizer implements Tokenizer {
   private readonly lib: HfLibTokenizer;
   private readonly chat: ChatTemplate;
   private readonly cleanUpSpaces: boolean;
-  /** The added tokens (matched before the model) as one pattern, when unknown characters would vanish; else null. */
-  private readonly dropsUnknown: RegExp | null;
-  private readonly source: string;
 
   /**
    * Builds a tokenizer from tokenizer.json and tokenizer_config.json contents; `source` (a folder, usually) names
@@ -82,16 +79,6 @@ export class HfTokenizer implements Tokenizer {
     this.specialTokens = new Map(this.json.added_tokens.filter((t) => t.special).map((t) => [t.content, t.id]));
     // transformers' default here changed over versions; unless the config asks for clean-up, decode stays exact.
     this.cleanUpSpaces = this.config.clean_up_tokenization_spaces === true;
-    this.source = source;
-    // A BPE model with no unk token, no byte fallback, no byte-level pre-tokenizer and no normalizer (hacrl's saved
-    // character tokenizers) silently drops characters outside its vocabulary; encode refuses them instead.
-    const m = this.json.model as { type?: unknown; unk_token?: unknown; byte_fallback?: unknown };
-    const pre = this.json.pre_tokenizer as { type?: unknown } | null | undefined;
-    const drops = m.type === 'BPE' && !m.unk_token && !m.byte_fallback && !pre && !this.json.normalizer;
-    const added = this.json.added_tokens.map((t) => t.content.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
-    // Longest first, so an added token that contains another is matched whole; `(?!)` matches nothing.
-    const alternatives = added.sort((a, b) => b.length - a.length).join('|') || '(?!)';
-    this.dropsUnknown = drops ? new RegExp(`(${alternatives})`, 'u') : null;
     const tokens = {
       bos_token: tokenText(this.config.bos_token),
       eos_token: eosText,
@@ -119,25 +106,8 @@ export class HfTokenizer implements Tokenizer {
     return this.chat.source;
   }
 
-  /** Token ids of `text`; a character the vocabulary lacks is an error when the model would drop it silently. */
   encode(text: string, opts: EncodeOptions = {}): number[] {
-    if (this.dropsUnknown) this.checkCharacters(text, this.dropsUnknown);
     return this.lib.encode(text, { add_special_tokens: opts.addSpecialTokens ?? false }).ids;
-  }
-
-  private checkCharacters(text: string, added: RegExp): void {
-    // split() with a capturing group puts the added tokens at the odd positions; only the text between is checked.
-    for (const [i, part] of text.split(added).entries()) {
-      if (i % 2 === 1) continue;
-      for (const ch of part) {
-        if (this.lib.token_to_id(ch) !== undefined) continue;
-        const code = ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0');
-        throw new Error(
-          `character ${JSON.stringify(ch)} (U+${code}) is not in the vocabulary of the tokenizer of ${this.source}, ` +
-            'which has no unknown token: it would be dropped silently; keep prompts to its alphabet',
-        );
-      }
-    }
   }
 
   decode(ids: readonly number[], opts: DecodeOptions = {}): string {
