@@ -243,6 +243,7 @@ describe('fuzz (seeded, bounded)', () => {
     const pool = new SymbolicPool({ size: 1, timeoutMs: 400 });
     try {
       await pool.check({ gold: '1', answer: '1', relTol: 1e-6, percentLenient: true }); // start the worker
+      const tally: Record<string, number> = {};
       for (let i = 0; i < 12; i++) {
         const answer = randomAnswer(next);
         const start = performance.now();
@@ -251,7 +252,9 @@ describe('fuzz (seeded, bounded)', () => {
         assert.notEqual(r.reason, 'error', `fuzz input ${i}: ${r.detail}`);
         // A time-out replaces the worker; the next check waits for the new one's engine to load (not counted).
         assert.ok(ms < 400 + 3000, `fuzz input ${i} took ${ms.toFixed(0)} ms`);
+        tally[r.reason] = (tally[r.reason] ?? 0) + 1;
       }
+      console.log(`verifier whole-check fuzz: ${JSON.stringify(tally)}`);
     } finally {
       await pool.close();
     }
