@@ -5,6 +5,7 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { rowsPerAgent } from '../src/report/run-data.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Runs `node dist/src/cli/main.js ARGS` and returns its exit status and output. */
 export function hacrl(args: string[]): { status: number | null; stdout: string; stderr: string } {
@@ -20,22 +21,45 @@ export const TINY_AGENT_FLAGS = ['--hidden', '32', '--layers', '1', '--heads', '
  * rejects when the run ends before that.
  */
 export async function hacrlKilledAt(args: string[], file: string): Promise<void> {
-  const child = spawn(process.execPath, ['dist/src/cli/main.js', ...args], { stdio: 'ignore' });
-  const exited = new Promise((r) => child.once('exit', r));
+  await hacrlSignalledAt(args, file, ['SIGKILL']);
+}
+
+/**
+ * Starts `hacrl ARGS`, sends it `signals` one after the other the moment `file` exists, and returns how it ended
+ * with its output; rejects when the run ends before `file` appears.
+ */
+export async function hacrlSignalledAt(
+  args: string[],
+  file: string,
+  signals: NodeJS.Signals[],
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, ['dist/src/cli/main.js', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let [stdout, stderr] = ['', ''];
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((r) => child.once('close', (code) => r(code)));
+  let signalled = false;
   await new Promise<void>((resolve, reject) => {
     const poll = setInterval(() => {
       if (existsSync(file)) {
         clearInterval(poll);
-        child.kill('SIGKILL');
+        signalled = true;
         resolve();
       }
     }, 5);
     child.on('exit', () => {
       clearInterval(poll);
-      reject(new Error(`the run finished before ${file} appeared, so it could not be killed`));
+      if (!signalled) reject(new Error(`the run finished before ${file} appeared, so it could not be signalled`));
     });
   });
-  await exited;
+  // One at a time: signals sent together merge into one. The next goes once the process has noticed the last.
+  let gone = false;
+  void exited.then(() => (gone = true));
+  for (const [i, s] of signals.entries()) {
+    child.kill(s);
+    while (i + 1 < signals.length && !gone && (stderr.match(/received/g) ?? []).length <= i) await sleep(5);
+  }
+  return { status: await exited, stdout, stderr };
 }
 
 /** metrics.jsonl of a run as it was written: one row per step. */

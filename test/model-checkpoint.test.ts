@@ -21,6 +21,9 @@ const SMALL_LLAMA_LIKE = {
   num_attention_heads: 4,
   num_key_value_heads: 2,
   vocab_size: 50,
+  // The published ids (128000, 151643, ...) do not fit a 50-token vocabulary, which a load refuses.
+  bos_token_id: 1,
+  eos_token_id: 2,
 };
 
 /** Per family, a published config (test/fixtures/configs) and the fields that shrink it to a few thousand parameters. */
@@ -31,7 +34,16 @@ const FAMILIES: Record<string, { file: string; shrink: Record<string, unknown> }
   qwen3: { file: 'qwen3-0.6b.json', shrink: { ...SMALL_LLAMA_LIKE, head_dim: 16 } },
   gpt2: {
     file: 'gpt2.json',
-    shrink: { n_embd: 32, n_head: 4, n_layer: 2, n_positions: 16, n_ctx: 16, vocab_size: 50 },
+    shrink: {
+      n_embd: 32,
+      n_head: 4,
+      n_layer: 2,
+      n_positions: 16,
+      n_ctx: 16,
+      vocab_size: 50,
+      bos_token_id: 1,
+      eos_token_id: 2,
+    },
   },
 };
 

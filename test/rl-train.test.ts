@@ -3,10 +3,12 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { hacrl, hacrlKilledAt, metricRows as metrics, rawMetricRows, TINY_AGENT_FLAGS } from './cli.js';
+import { spawn } from 'node:child_process';
+import { hacrl, hacrlKilledAt, hacrlSignalledAt, metricRows as metrics, rawMetricRows, TINY_AGENT_FLAGS } from './cli.js';
 
 const root = await mkdtemp(join(tmpdir(), 'hacrl-rl-'));
 after(() => rm(root, { recursive: true, force: true }));
@@ -161,6 +163,68 @@ describe('hacrl train', () => {
       bonus.at(-1)! > without.at(-1)!,
       `entropy without ${without.join(', ')}; with β_H 0.5 ${bonus.join(', ')}`,
     );
+  });
+
+  test('SIGINT finishes the step, writes a checkpoint, says how to resume, and the resumed run ends identical', async () => {
+    const dir = join(root, 'interrupted');
+    const r = await hacrlSignalledAt(runArgs(dir), join(dir, 'checkpoints', 'step-000002', 'state.json'), ['SIGINT']);
+    assert.equal(r.status, 130, r.stderr);
+    assert.match(r.stderr, /SIGINT received: finishing the current step, then writing a checkpoint/);
+    const stopped =
+      /stopped by SIGINT after step (\d+); checkpoint written to (\S+)\. Resume with: hacrl train .* --resume/.exec(
+        r.stderr,
+      );
+    assert.ok(stopped, r.stderr);
+    assert.ok(Number(stopped[1]) >= 2 && Number(stopped[1]) < 5, 'stopped before the end');
+    assert.ok(existsSync(join(stopped[2]!, 'state.json')), 'the checkpoint of the stop is complete');
+    const resumed = hacrl([...runArgs(dir), '--resume']);
+    assert.equal(resumed.status, 0, resumed.stderr);
+    assert.match(resumed.stdout, new RegExp(`resuming .* from step ${stopped[1]}`));
+    assert.ok((await finalWeights(dir)).equals(await finalWeights(join(root, 'a'))), 'final weights equal');
+    assert.deepEqual(await metrics(dir), await metrics(join(root, 'a')));
+
+    // The newest checkpoints damaged after the fact: resume falls back to the newest one that loads, and says so.
+    await writeFile(join(dir, 'checkpoints', 'step-000005', 'agents', 'a', 'model.safetensors'), 'garbage');
+    const state4 = join(dir, 'checkpoints', 'step-000004', 'state.json');
+    await writeFile(state4, (await readFile(state4, 'utf8')).replace(/"step": ?4/, '"step": 3'));
+    const fallback = hacrl([...runArgs(dir), '--resume']);
+    assert.equal(fallback.status, 0, fallback.stderr);
+    assert.match(
+      fallback.stdout,
+      /resuming from step-000003 instead, the newest checkpoint that loads \(skipped: step-000005: .*; step-000004: .*state\.json says step 3, but its folder is step-000004\)/,
+    );
+    assert.ok((await finalWeights(dir)).equals(await finalWeights(join(root, 'a'))), 'final weights equal again');
+  });
+
+  test('a second SIGINT stops at once', async () => {
+    const dir = join(root, 'twice');
+    const start = performance.now();
+    const r = await hacrlSignalledAt(runArgs(dir), join(dir, 'checkpoints', 'step-000001', 'state.json'), [
+      'SIGINT',
+      'SIGINT',
+    ]);
+    assert.equal(r.status, 130, r.stderr);
+    assert.match(r.stderr, /SIGINT received again: stopping now/);
+    assert.doesNotMatch(r.stderr, /stopped by SIGINT after step/);
+    assert.ok(performance.now() - start < 60_000);
+  });
+
+  test('a closed standard output (| head -1) does not stop training', async () => {
+    const dir = join(root, 'piped');
+    const child = spawn(process.execPath, ['dist/src/cli/main.js', ...runArgs(dir)], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((r) => child.once('close', r));
+    // Like `head -1`: read the first line, then close the pipe.
+    await new Promise<void>((r) => child.stdout.once('data', () => r()));
+    child.stdout.destroy();
+    await sleep(10);
+    assert.equal(await exited, 0, stderr);
+    assert.match(stderr, /standard output was closed; going on without it/);
+    assert.doesNotMatch(stderr, /EPIPE|at /);
+    assert.ok((await finalWeights(dir)).equals(await finalWeights(join(root, 'a'))), 'the run finished as usual');
   });
 
   test('resume with nothing to resume, a second start in a used folder, and a changed config are refused', () => {

@@ -4,6 +4,7 @@ import { loadPretrained } from '../model/pretrained.js';
 import { closeDefaultPool } from '../rewards/worker-pool.js';
 import { loadDataSpec } from '../tasks/data-spec.js';
 import { writeJsonAtomic } from '../util/atomic-write.js';
+import { checkWritableFile } from '../util/fs-errors.js';
 
 /** Options of `hacrl eval`. */
 export interface EvalCliOptions {
@@ -32,6 +33,7 @@ const pct = (e: Estimate | null): string =>
 
 /** `hacrl eval`: greedy and sampled accuracy with 95% intervals, per checkpoint and data set. */
 export async function runEval(o: EvalCliOptions): Promise<void> {
+  if (o.output !== undefined) await checkWritableFile(o.output, '--output');
   const k = engine();
   const rows: { model: string; data: string; report: EvalReport }[] = [];
   try {

@@ -7,7 +7,9 @@ import { runScore } from './score.js';
 import { runSft, type SftCliOptions } from './sft.js';
 import { runSmoke } from './smoke.js';
 import { runTrain } from './train.js';
-import { runVerify } from './verify.js';
+import { MAX_TIMEOUT_MS } from '../rewards/worker-pool.js';
+import { surviveClosedStdout } from '../util/closed-output.js';
+import { DEFAULT_VERIFY_EXTRACT, runVerify, type VerifyCliOptions } from './verify.js';
 
 /** Parses a command-line number (validated with the command's schema afterwards). */
 function num(value: string): number {
@@ -21,6 +23,24 @@ function positiveInt(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`expected a positive integer, got "${value}"`);
   return n;
+}
+
+/** Parses a time limit in milliseconds: a whole number from 1 to 2^31 − 1 (what a Node timer can hold). */
+function timeLimitMs(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > MAX_TIMEOUT_MS)
+    throw new InvalidArgumentError(
+      `expected whole milliseconds from 1 to ${MAX_TIMEOUT_MS} (2^31 − 1, about 24.8 days), got "${value}"`,
+    );
+  return n;
+}
+
+/** Parses a comma-separated list (`boxed,hashes`). */
+function list(value: string): string[] {
+  return value
+    .split(',')
+    .map((v) => v.trim())
+    .filter((v) => v !== '');
 }
 
 const program = new Command();
@@ -50,17 +70,23 @@ program
 program
   .command('verify')
   .description(
-    'check math answers: --gold/--answer prints true or false (exit 2: unparseable gold, 3: time-out); ' +
-      '--input checks JSONL rows {gold, answer} and writes {equal, reason} per row',
+    'check math answers in model responses: --gold/--answer prints true or false (exit 2: unparseable gold, 3: no ' +
+      'verdict); --input checks JSONL rows {gold, answer} and writes {equal, reason, extracted} per row',
   )
   .option('--gold <answer>', 'gold answer (bare, "#### 18" or with \\boxed{})')
-  .option('--answer <answer>', 'answer to check against --gold')
-  .option('--input <file>', 'JSONL rows {gold, answer}')
+  .option('--answer <response>', 'response (or, with --extracted, answer) to check against --gold')
+  .option('--input <file>', 'JSONL rows {gold, answer} or {gold, response}')
   .option('--output <file>', 'where to write the JSONL results (default: standard output)')
-  .option('--timeout-ms <ms>', 'time limit per symbolic check, in milliseconds', positiveInt, 2000)
-  .action((opts: { gold?: string; answer?: string; input?: string; output?: string; timeoutMs: number }) =>
-    runVerify(opts),
-  );
+  .option('--timeout-ms <ms>', 'time limit of each whole check, in milliseconds', timeLimitMs, 2000)
+  .option(
+    '--extract <list>',
+    'extractors tried on each response, in this order: boxed, hashes (#### N), answerIs ("the answer is N"), ' +
+      'lastNumber, whole',
+    list,
+    DEFAULT_VERIFY_EXTRACT,
+  )
+  .option('--extracted', 'the answers are already extracted: read each whole', false)
+  .action((opts: VerifyCliOptions) => runVerify(opts));
 
 program
   .command('sft')
@@ -139,7 +165,12 @@ program
   .option('--png <file>', 'also render a PNG (needs Debian chromium)')
   .action((runs: string[], o: { output: string; png?: string }) => runReport({ runs, ...o }));
 
+surviveClosedStdout(
+  'hacrl: standard output was closed; going on without it (a run keeps its progress in its run folder)',
+);
+
 program.parseAsync(process.argv).catch((e: unknown) => {
   console.error(`hacrl: ${(e as Error).message}`);
-  process.exit(1);
+  // An Interrupted run says its own exit status (130 for SIGINT, 143 for SIGTERM).
+  process.exit((e as { exitCode?: number }).exitCode ?? 1);
 });

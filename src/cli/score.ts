@@ -4,6 +4,7 @@ import { scoreResponses } from '../model/response-log-probs.js';
 import { loadModel } from '../model/weights.js';
 import { loadTokenizer } from '../tokenizer/load.js';
 import { assertVocabCompatible, checkIds, type Tokenizer } from '../tokenizer/tokenizer.js';
+import { checkWritableFile } from '../util/fs-errors.js';
 import { readJsonl, writeJsonl } from '../util/jsonl.js';
 
 const ids = z.array(z.number().int().nonnegative());
@@ -44,6 +45,7 @@ function tokenize(
  * object per input row: {token_logprobs, response_ids, sum_logprob}.
  */
 export async function runScore(o: ScoreOptions): Promise<void> {
+  if (o.output !== undefined) await checkWritableFile(o.output, '--output');
   const rows = await readJsonl(o.input, ScoreRow);
   const model = await loadModel(o.model);
   const needsText = rows.some((r) => !('prompt_ids' in r));

@@ -8,6 +8,7 @@ import { makeTaskDataset, presetSpec, PRESETS } from '../tasks/splits.js';
 import { AgentSpecSchema, buildModel, buildTokenizer } from '../train/agent-spec.js';
 import { trainSft } from '../train/sft-trainer.js';
 import { writeJsonAtomic } from '../util/atomic-write.js';
+import { ensureWritableDir } from '../util/fs-errors.js';
 import { parseWith } from '../util/json-file.js';
 
 /** Options of `hacrl sft`, validated before anything runs. */
@@ -40,10 +41,32 @@ export const SftCliSchema = z.object({
   agent: AgentSpecSchema,
 });
 export type SftCliOptions = z.input<typeof SftCliSchema>;
+type SftCliOptionsParsed = z.output<typeof SftCliSchema>;
+
+/** Most parameters an agent trained from scratch here may have: each needs about 16 bytes (weights, gradients, Adam). */
+export const MAX_SFT_PARAMETERS = 200_000_000;
+
+/** Refuses an agent too big to train here, before anything is allocated; the message says what fits. */
+function checkAgentSize(a: SftCliOptionsParsed['agent']): void {
+  // Attention (4·h²) plus a 3·h-wide gated MLP (9·h²) per block, embeddings of a small vocabulary aside.
+  const perBlock = 13 * a.hidden * a.hidden;
+  const params = a.layers * perBlock;
+  if (params > MAX_SFT_PARAMETERS) {
+    const hidden = Math.floor(Math.sqrt(MAX_SFT_PARAMETERS / (13 * a.layers)));
+    throw new Error(
+      `sft: --hidden ${a.hidden} with --layers ${a.layers} is about ${(params / 1e6).toFixed(0)}M parameters; at most ` +
+        `${MAX_SFT_PARAMETERS / 1e6}M fit (about 16 bytes each for weights, gradients and Adam): with ${a.layers} ` +
+        `layers use --hidden ${hidden} or less`,
+    );
+  }
+}
 
 /** `hacrl sft`: trains a small agent from scratch on generated worked solutions and saves it with its tokenizer. */
 export async function runSft(raw: SftCliOptions): Promise<void> {
   const o = parseWith(SftCliSchema, raw, 'sft options');
+  checkAgentSize(o.agent);
+  // The folder is checked before training, so a bad --out never costs a finished training.
+  await ensureWritableDir(o.out, '--out');
   const train = makeTaskDataset(presetSpec(o.task, 'train', o.trainN, o.dataSeed)).problems;
   const test = makeTaskDataset(presetSpec(o.task, 'test', o.evalN, o.dataSeed)).problems;
   const prompt = { template: o.template };

@@ -1,6 +1,7 @@
 import { loadRunConfig } from '../config/load-config.js';
 import { closeDefaultPool } from '../rewards/worker-pool.js';
 import { createProgressDisplay } from '../train/progress.js';
+import { resumeCommand, StopRequest } from '../run/interrupt.js';
 import { trainRl } from '../train/rl-trainer.js';
 
 /** Options of `hacrl train`. */
@@ -16,9 +17,11 @@ export interface TrainCliOptions {
 /** `hacrl train`: the training the configuration names (its algorithm's recipe); a live status line on a terminal, plain lines otherwise. */
 export async function runTrain(o: TrainCliOptions): Promise<void> {
   const cfg = await loadRunConfig(o.config, o.set);
+  const stop = new StopRequest({ resumeHint: `Resume with: ${resumeCommand(process.argv.slice(2))}` }).install();
   try {
-    await trainRl(cfg, { resume: o.resume, progress: createProgressDisplay(process.stdout) });
+    await trainRl(cfg, { resume: o.resume, progress: createProgressDisplay(process.stdout), stop });
   } finally {
+    stop.dispose();
     await closeDefaultPool();
   }
 }

@@ -69,7 +69,10 @@ const miniBatchesDivide: Check = (c) => {
   if (m < 1) return []; // reported by the field's own check
   return [...new Set(totals)].flatMap((total) => {
     if (total % m === 0) return [];
-    const divisors = Array.from({ length: total }, (_, i) => i + 1).filter((d) => total % d === 0);
+    // Divisors by trial up to √total: the hint stays cheap for any total.
+    const found = new Set<number>();
+    for (let d = 1; d * d <= total; d++) if (total % d === 0) found.add(d).add(total / d);
+    const divisors = [...found].sort((x, y) => x - y);
     return issue(
       ['optim', 'miniBatches'],
       `${total} rollouts per step and learner (rollout.promptsPerStep ${b} × the group sizes${

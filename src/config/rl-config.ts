@@ -87,7 +87,11 @@ const SAMPLING = {
     'Nucleus sampling: keep the likeliest tokens up to this probability (1 = off)',
   ),
   topK: field(count(0), 0, 'Keep only the K likeliest tokens (0 = off)'),
-  maxNewTokens: field(count(1), 128, 'Longest completion in tokens; longer ones are cut (truncated)'),
+  maxNewTokens: field(
+    count(1).max(32_768, 'must be at most 32768 (each step keeps every completion and its key/value cache in memory)'),
+    128,
+    'Longest completion in tokens; longer ones are cut (truncated)',
+  ),
   stopStrings: field(z.array(z.string().min(1)), [], 'Strings that end a completion (the text is cut before them)'),
 };
 
@@ -96,7 +100,11 @@ const PROMPT = {
   template: field(z.string(), DEFAULT_QUESTION_TEMPLATE, 'Question template with a {question} placeholder'),
 };
 const SYSTEM_DOC = 'System message of the prompt';
-const GROUP_SIZE = field(count(1), 8, 'Completions per prompt and agent (G)');
+const GROUP_SIZE = field(
+  count(1).max(1024, 'must be at most 1024 (a step holds promptsPerStep × groupSize sequences in memory)'),
+  8,
+  'Completions per prompt and agent (G)',
+);
 
 /** The HACPO knobs an agent may set for itself (HACRL §3.3–3.4): run-wide in `hacpo`, overridable per agent. */
 const HACPO_PER_AGENT = {
@@ -183,7 +191,11 @@ const RunConfigObject = z.strictObject({
   ),
   rollout: section(
     defaults({
-      promptsPerStep: field(count(1), 8, 'Prompts per step (B)'),
+      promptsPerStep: field(
+        count(1).max(4096, 'must be at most 4096 (a step holds promptsPerStep × groupSize sequences in memory)'),
+        8,
+        'Prompts per step (B)',
+      ),
       groupSize: GROUP_SIZE,
       ...SAMPLING,
     }),

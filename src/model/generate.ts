@@ -177,7 +177,7 @@ function generateWith(
   if (prompts.some((p) => p.length === 0)) throw new Error('sampling: every prompt needs at least one token');
   const promptLen = Math.max(...prompts.map((p) => p.length));
   const capacity = promptLen + maxNew;
-  if (model.cfg.position.kind === 'learned' && capacity > model.cfg.maxPositions)
+  if (capacity > model.cfg.maxPositions)
     throw new Error(
       `sampling: prompt ${promptLen} + ${maxNew} new tokens exceed the model's ${model.cfg.maxPositions} positions`,
     );

@@ -155,12 +155,68 @@ const Gpt2Schema = z.looseObject({
 const ArchSchema = z.looseObject({ architectures: z.array(z.string()).optional(), model_type: z.string().optional() });
 const MODEL_TYPES: Record<string, Family> = { llama: 'llama', qwen2: 'qwen2', qwen3: 'qwen3', gpt2: 'gpt2' };
 
-/** Parses a config.json object (`source` names it in errors) into a TransformerConfig. */
+/**
+ * Upper bounds on config.json sizes, far above any model this CPU framework can run (the largest published models
+ * stay under them), so that a hostile or corrupt config is refused before anything is built from it. Keys are
+ * TransformerConfig fields; `fields` names them as each family's config.json does.
+ */
+export const CONFIG_LIMITS = {
+  vocabSize: 4_194_304,
+  hidden: 65_536,
+  layers: 1024,
+  heads: 1024,
+  headDim: 4096,
+  intermediate: 524_288,
+  maxPositions: 4_194_304,
+} as const;
+
+/** The config.json field behind each bounded size, per layout. */
+const FIELD_NAMES: Record<'llama' | 'gpt2', Record<keyof typeof CONFIG_LIMITS, string>> = {
+  llama: {
+    vocabSize: 'vocab_size',
+    hidden: 'hidden_size',
+    layers: 'num_hidden_layers',
+    heads: 'num_attention_heads',
+    headDim: 'head_dim',
+    intermediate: 'intermediate_size',
+    maxPositions: 'max_position_embeddings',
+  },
+  gpt2: {
+    vocabSize: 'vocab_size',
+    hidden: 'n_embd',
+    layers: 'n_layer',
+    heads: 'n_head',
+    headDim: 'n_embd / n_head',
+    intermediate: 'n_inner',
+    maxPositions: 'n_positions',
+  },
+};
+
+/** Throws naming the field when a size is past CONFIG_LIMITS or a bos/eos id is outside the vocabulary. */
+function checkSizes(cfg: TransformerConfig, source: string): TransformerConfig {
+  const names = FIELD_NAMES[cfg.family === 'gpt2' ? 'gpt2' : 'llama'];
+  for (const [key, limit] of Object.entries(CONFIG_LIMITS) as [keyof typeof CONFIG_LIMITS, number][]) {
+    if (cfg[key] > limit)
+      throw new Error(
+        `${source}: ${names[key]} is ${cfg[key]}, above the limit of ${limit}; the file is not a usable config`,
+      );
+  }
+  for (const [field, id] of [
+    ['bos_token_id', cfg.bosId],
+    ...cfg.eosIds.map((e) => ['eos_token_id', e] as const),
+  ] as const) {
+    if (id !== null && id >= cfg.vocabSize)
+      throw new Error(`${source}: ${field} ${id} is outside the vocabulary (vocab_size ${cfg.vocabSize})`);
+  }
+  return cfg;
+}
+
+/** Parses a config.json object (`source` names it in errors) into a TransformerConfig, sizes bounded (CONFIG_LIMITS). */
 export function parseHfConfig(json: unknown, source: string = 'config.json'): TransformerConfig {
   const arch = parseWith(ArchSchema, json, source);
   const family = familyOf(arch, source);
-  if (family === 'gpt2') return fromGpt2(parseWith(Gpt2Schema, json, source), source);
-  return fromLlamaLike(family, parseWith(LlamaLikeSchema, json, source), source);
+  if (family === 'gpt2') return checkSizes(fromGpt2(parseWith(Gpt2Schema, json, source), source), source);
+  return checkSizes(fromLlamaLike(family, parseWith(LlamaLikeSchema, json, source), source), source);
 }
 
 /** Reads `dir/config.json`. */

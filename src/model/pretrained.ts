@@ -17,16 +17,39 @@ export interface Pretrained {
   generation: GenerationConfig | null;
 }
 
-/** Loads model, tokenizer and generation defaults; refuses a tokenizer whose ids do not fit the model's vocabulary. */
+/** Throws naming the file and field when a special token id is outside the model's vocabulary. */
+function checkSpecialIds(ids: [string, number | null | undefined][], vocabSize: number): void {
+  for (const [what, id] of ids)
+    if (id !== null && id !== undefined && !(Number.isInteger(id) && id >= 0 && id < vocabSize))
+      throw new Error(`${what} ${id} is outside the model's vocabulary (ids 0..${vocabSize - 1})`);
+}
+
+/**
+ * Loads model, tokenizer and generation defaults; refuses a tokenizer whose ids do not fit the model's vocabulary,
+ * and special token ids (the tokenizer's, generation_config.json's) outside it.
+ */
 export async function loadPretrained(dir: string): Promise<Pretrained> {
   const model = await loadModel(dir);
   const tokenizer = await loadTokenizer(dir);
+  const generation = await readGenerationConfig(dir);
   try {
-    assertVocabCompatible(tokenizer, model.cfg.vocabSize);
+    const vocab = model.cfg.vocabSize;
+    assertVocabCompatible(tokenizer, vocab);
+    checkSpecialIds(
+      [
+        ["the tokenizer's eos token id", tokenizer.eosId],
+        ["the tokenizer's bos token id", tokenizer.bosId],
+        ["the tokenizer's pad token id", tokenizer.padId],
+        ...(generation?.eosIds ?? []).map((id) => ['generation_config.json eos_token_id', id] as [string, number]),
+        ['generation_config.json bos_token_id', generation?.bosId],
+        ['generation_config.json pad_token_id', generation?.padId],
+      ],
+      vocab,
+    );
   } catch (e) {
     throw new Error(`${dir}: ${(e as Error).message}`);
   }
-  return { model, tokenizer, generation: await readGenerationConfig(dir) };
+  return { model, tokenizer, generation };
 }
 
 /**

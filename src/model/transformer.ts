@@ -213,7 +213,12 @@ export class Transformer {
       k = rmsNorm(ctx, k.reshape([k.size / headDim, headDim]), this.p(`${n.kNorm}.weight`), this.cfg.norm.eps);
     }
     if (this.cfg.position.kind === 'rope') {
-      const { cos, sin } = this.rotaryTables(Math.max(...positions) + 1);
+      const last = positions.reduce((m, p) => Math.max(m, p), 0); // no spread: 100k+ arguments overflow the stack
+      if (last >= this.cfg.maxPositions)
+        throw new Error(
+          `position ${last} is past the model's ${this.cfg.maxPositions} positions (max_position_embeddings)`,
+        );
+      const { cos, sin } = this.rotaryTables(last + 1);
       q = rope(ctx, q, positions, cos, sin, heads, headDim);
       k = rope(ctx, k, positions, cos, sin, kvHeads, headDim);
     }

@@ -3,7 +3,7 @@
  * shards, generation_config.json), and fresh random initialisation for agents trained here from scratch.
  */
 import { mkdir } from 'node:fs/promises';
-import { readCheckpoint, writeCheckpoint } from './checkpoint.js';
+import { CheckpointReader, writeCheckpoint } from './checkpoint.js';
 import { readHfConfig, writeHfConfig, type TransformerConfig } from './hf-config.js';
 import { Tensor } from '../tensor/tensor.js';
 import { Rng } from '../util/rng.js';
@@ -51,10 +51,44 @@ export function tensorsForCheckpoint(model: Transformer): [string, { shape: numb
   });
 }
 
-/** Loads config.json and the weights of a Hugging Face checkpoint folder. */
+/** Throws naming the tensor when a weight holds NaN or ±Infinity (a diverged or corrupt checkpoint). */
+function checkFinite(name: string, data: Float32Array, source: string): void {
+  let bad = 0;
+  for (let i = 0; i < data.length; i++) if (!Number.isFinite(data[i]!)) bad++;
+  if (bad > 0)
+    throw new Error(`${source}: tensor "${name}" has ${bad} of ${data.length} values that are NaN or infinite`);
+}
+
+/**
+ * Loads config.json and the weights of a Hugging Face checkpoint folder. Every tensor the config needs is checked
+ * against the weight files' headers (present, same shape) before any tensor is read, so a config.json that claims
+ * more than the files hold is refused without allocating; weights that are NaN or infinite are refused at load.
+ */
 export async function loadModel(dir: string): Promise<Transformer> {
   const cfg = await readHfConfig(dir);
-  return modelFromTensors(cfg, await readCheckpoint(dir), dir);
+  const reader = await CheckpointReader.open(dir);
+  try {
+    const found = hfWeightNames(cfg).map((w) => {
+      const name = [w.name, ...w.aliases].find((n) => reader.has(n));
+      if (name === undefined) throw new Error(`${dir}: missing tensor "${w.name}" (shape [${w.shape.join(', ')}])`);
+      const shape = reader.info(name).shape;
+      if (shape.length !== w.shape.length || shape.some((d, i) => d !== w.shape[i]))
+        throw new Error(
+          `${dir}: tensor "${w.name}" has shape [${shape.join(', ')}] in the weight files, config.json needs ` +
+            `[${w.shape.join(', ')}]`,
+        );
+      return name;
+    });
+    const tensors = new Map<string, { shape: number[]; data: Float32Array }>();
+    for (const name of found) {
+      const t = await reader.readFloat32(name);
+      checkFinite(name, t.data, dir);
+      tensors.set(name, t);
+    }
+    return modelFromTensors(cfg, tensors, dir);
+  } finally {
+    await reader.close();
+  }
 }
 
 /** Writes config.json and model.safetensors (atomically, float32) so the folder is a Hugging Face checkpoint. */

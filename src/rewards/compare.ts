@@ -26,7 +26,11 @@ export type Reason =
   /** The fast path could not decide without the symbolic engine; `equal` is null. */
   | 'undecided'
   /** The symbolic worker failed; `equal` is null. */
-  | 'error';
+  | 'error'
+  /** A side is longer than the verifier reads (see limits.ts); `equal` is null. */
+  | 'too-long'
+  /** A side nests brackets deeper than the verifier reads (see limits.ts); `equal` is null. */
+  | 'too-deep';
 
 /** The outcome of one check: `equal` is null when there is no verdict (see `reason`). */
 export interface CheckResult {

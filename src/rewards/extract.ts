@@ -27,6 +27,18 @@ export const RESPONSE_EXTRACT: Readonly<Required<ExtractOptions>> = Object.freez
   whole: false,
 });
 
+/**
+ * For whole responses whose format is not fixed (what `hacrl verify` reads by default, and GSM8K data): the last
+ * `\boxed{}`, then `#### N`, then "the answer is N".
+ */
+export const FULL_RESPONSE_EXTRACT: Readonly<Required<ExtractOptions>> = Object.freeze({
+  boxed: true,
+  hashes: true,
+  answerIs: true,
+  lastNumber: false,
+  whole: false,
+});
+
 /** Defaults for gold answers: boxed (MATH solutions), then `#### 18` (GSM8K), then the whole string. */
 export const GOLD_EXTRACT: Readonly<Required<ExtractOptions>> = Object.freeze({
   boxed: true,
@@ -90,22 +102,35 @@ export function extractLastNumber(text: string): string | null {
   return last === null ? null : last.replace(/,+$/, '');
 }
 
-/** The answer in `text` by the first extractor in `opts` that finds one (see ExtractOptions), or null. */
-export function extractAnswer(text: string, opts: ExtractOptions = RESPONSE_EXTRACT): string | null {
+/** The extractors by option name, in the order they are tried. */
+const EXTRACTORS: readonly [keyof ExtractOptions, (t: string) => string | null][] = [
+  ['boxed', extractBoxed],
+  ['hashes', extractHashes],
+  ['answerIs', extractAnswerIs],
+  ['lastNumber', extractLastNumber],
+  ['whole', (t) => (t.trim() === '' ? null : t.trim())],
+];
+
+/** The names of the extractors, in the order they are tried. */
+export const EXTRACTOR_NAMES: readonly (keyof ExtractOptions)[] = EXTRACTORS.map(([name]) => name);
+
+/** The answer in `text` and the extractor that found it (see ExtractOptions), or null when none did. */
+export function extractAnswerWith(
+  text: string,
+  opts: ExtractOptions = RESPONSE_EXTRACT,
+): { answer: string; by: keyof ExtractOptions } | null {
   const o = { ...RESPONSE_EXTRACT, ...opts };
-  const tries: [boolean, (t: string) => string | null][] = [
-    [o.boxed, extractBoxed],
-    [o.hashes, extractHashes],
-    [o.answerIs, extractAnswerIs],
-    [o.lastNumber, extractLastNumber],
-    [o.whole, (t) => (t.trim() === '' ? null : t.trim())],
-  ];
-  for (const [on, fn] of tries) {
-    if (!on) continue;
+  for (const [name, fn] of EXTRACTORS) {
+    if (!o[name]) continue;
     const found = fn(text);
-    if (found !== null) return found;
+    if (found !== null) return { answer: found, by: name };
   }
   return null;
+}
+
+/** The answer in `text` by the first extractor in `opts` that finds one (see ExtractOptions), or null. */
+export function extractAnswer(text: string, opts: ExtractOptions = RESPONSE_EXTRACT): string | null {
+  return extractAnswerWith(text, opts)?.answer ?? null;
 }
 
 /** The answer in a gold solution: boxed, else after `####`, else the whole string (GOLD_EXTRACT), or null. */

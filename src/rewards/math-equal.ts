@@ -20,10 +20,12 @@
  */
 import { compareAnswers, UNDECIDED, type CheckResult, type CompareOptions } from './compare.js';
 import { extractGold } from './extract.js';
+import { Deadline, refuseText } from './limits.js';
 import { normalizeAnswer } from './normalize.js';
+import { zeroDenominator } from './number.js';
 import { parseAnswer } from './parse-answer.js';
 import type { SymbolicJob } from './symbolic.js';
-import { defaultPool, type SymbolicPool } from './worker-pool.js';
+import { checkTimeoutMs, DEFAULT_TIMEOUT_MS, defaultPool, type SymbolicPool } from './worker-pool.js';
 
 export type { CheckResult, Reason } from './compare.js';
 
@@ -33,7 +35,10 @@ export interface VerifyOptions {
   relTol?: number;
   /** `50%` equals 50 as well as 0.5; default true. */
   percentLenient?: boolean;
-  /** Time limit per symbolic check in milliseconds; default: the pool's (2000 for the shared pool). */
+  /**
+   * Time limit of a whole check in milliseconds (fast path and symbolic engine together); default: the pool's (2000
+   * for the shared pool, and for `verifyFast`). At most 2^31 − 1.
+   */
   timeoutMs?: number;
   /** Use the symbolic engine when the fast path cannot decide; default true. When false such pairs stay 'undecided'. */
   symbolic?: boolean;
@@ -53,6 +58,10 @@ export interface VerifyStats {
   timeouts: number;
   /** Golds with no answer or that cannot be parsed (verdict null; skip these pairs). */
   unparseableGold: number;
+  /** Pairs with a side longer than the verifier reads (verdict null; see limits.ts). */
+  tooLong: number;
+  /** Pairs with a side nested deeper than the verifier reads (verdict null; see limits.ts). */
+  tooDeep: number;
   /** Worker failures and, with `symbolic: false`, undecided pairs (verdict null). */
   other: number;
   /** Pairs that needed the symbolic engine. */
@@ -73,16 +82,61 @@ function compareOptions(o: VerifyOptions): CompareOptions {
   return { relTol: o.relTol ?? DEFAULTS.relTol, percentLenient: o.percentLenient ?? DEFAULTS.percentLenient };
 }
 
-/** The fast verdict plus, when it is undecided, the job for the symbolic engine. */
-function fastCheck(pair: VerifyPair, o: CompareOptions): { result: CheckResult; job: SymbolicJob | null } {
+/** The fast verdict plus, when it is undecided, the job for the symbolic engine; every step under `deadline`. */
+function fastCheck(
+  pair: VerifyPair,
+  o: CompareOptions,
+  deadline: Deadline,
+): { result: CheckResult; job: SymbolicJob | null } {
+  const none = (result: CheckResult): { result: CheckResult; job: null } => ({ result, job: null });
   const extracted = extractGold(pair.gold);
-  const gold = extracted === null ? '' : normalizeAnswer(extracted);
-  if (gold === '')
-    return { result: { equal: null, reason: 'unparseable-gold', detail: 'no answer in gold' }, job: null };
+  if (extracted === null) return none({ equal: null, reason: 'unparseable-gold', detail: 'no answer in gold' });
+  const refused = refuseText(extracted, 'gold') ?? refuseText(pair.answer, 'answer');
+  if (refused) return none(refused);
+  const gold = normalizeAnswer(extracted);
+  if (gold === '') return none({ equal: null, reason: 'unparseable-gold', detail: 'no answer in gold' });
   const answer = normalizeAnswer(pair.answer);
-  if (answer === '') return { result: { equal: false, reason: 'unparseable-answer' }, job: null };
+  if (answer === '') return none({ equal: false, reason: 'unparseable-answer' });
+  // Undefined values are never equal, not even to the same text (`1/0` = `1/0` would reward a broken gold).
+  if (zeroDenominator(gold))
+    return none({ equal: null, reason: 'unparseable-gold', detail: 'the gold divides by zero' });
+  if (zeroDenominator(answer)) return none({ equal: false, reason: 'unparseable-answer', detail: 'divides by zero' });
+  const late = deadline.expired();
+  if (late) return none(late);
   const result = compareAnswers(parseAnswer(gold), parseAnswer(answer), UNDECIDED, o);
-  return { result, job: result.reason === 'undecided' ? { gold, answer, ...o } : null };
+  return { result: deadline.expired() ?? result, job: result.reason === 'undecided' ? { gold, answer, ...o } : null };
+}
+
+/** The whole check's time limit: the option, else the pool's, else the default; refused when a timer cannot hold it. */
+function limitOf(opts: VerifyOptions): number {
+  return checkTimeoutMs(opts.timeoutMs ?? opts.pool?.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+}
+
+/** A fast verdict (or symbolic job) and the milliseconds its fast path took out of the check's limit. */
+interface FastOutcome {
+  result: CheckResult;
+  job: SymbolicJob | null;
+  limitMs: number;
+  spentMs: number;
+}
+
+/** The fast path of one pair under a fresh deadline of `limitMs`. */
+function timedFastCheck(pair: VerifyPair, o: CompareOptions, limitMs: number): FastOutcome {
+  const deadline = new Deadline(limitMs);
+  const { result, job } = fastCheck(pair, o, deadline);
+  return { result, job, limitMs, spentMs: limitMs - deadline.left() };
+}
+
+/**
+ * The symbolic stage of a check, with what its own fast path left of the limit (time spent waiting for a free worker
+ * is not counted); a time-out when nothing is left.
+ */
+function finish(fast: FastOutcome, pool: SymbolicPool | null): Promise<CheckResult> {
+  if (!fast.job || !pool) return Promise.resolve(fast.result);
+  const left = Math.floor(fast.limitMs - fast.spentMs);
+  const timeout: CheckResult = { equal: null, reason: 'timeout', detail: `no verdict within ${fast.limitMs} ms` };
+  if (left < 1) return Promise.resolve(timeout);
+  return pool.check(fast.job, left).then((r) => (r.reason === 'timeout' ? timeout : r));
 }
 
 /**
@@ -90,14 +144,14 @@ function fastCheck(pair: VerifyPair, o: CompareOptions): { result: CheckResult; 
  * per check. Returns `{equal: null, reason: 'undecided'}` where only the symbolic engine could decide.
  */
 export function verifyFast(gold: string, answer: string, opts: VerifyOptions = {}): CheckResult {
-  return fastCheck({ gold, answer }, compareOptions(opts)).result;
+  return fastCheck({ gold, answer }, compareOptions(opts), new Deadline(limitOf(opts))).result;
 }
 
-/** Checks one pair: the fast path in-process, then the symbolic engine in a worker under the time limit. */
+/** Checks one pair: the fast path in-process, then the symbolic engine in a worker, all under one time limit. */
 export async function verify(gold: string, answer: string, opts: VerifyOptions = {}): Promise<CheckResult> {
-  const { result, job } = fastCheck({ gold, answer }, compareOptions(opts));
-  if (!job || opts.symbolic === false) return result;
-  return (opts.pool ?? defaultPool()).check(job, opts.timeoutMs);
+  const fast = timedFastCheck({ gold, answer }, compareOptions(opts), limitOf(opts));
+  const pool = fast.job && opts.symbolic !== false ? (opts.pool ?? defaultPool()) : null;
+  return finish(fast, pool);
 }
 
 /** Tallies a batch's verdicts. */
@@ -108,6 +162,8 @@ export function tally(results: readonly CheckResult[], symbolic = 0): VerifyStat
     notEqual: 0,
     timeouts: 0,
     unparseableGold: 0,
+    tooLong: 0,
+    tooDeep: 0,
     other: 0,
     symbolic,
   };
@@ -116,6 +172,8 @@ export function tally(results: readonly CheckResult[], symbolic = 0): VerifyStat
     else if (r.equal === false) s.notEqual++;
     else if (r.reason === 'timeout') s.timeouts++;
     else if (r.reason === 'unparseable-gold') s.unparseableGold++;
+    else if (r.reason === 'too-long') s.tooLong++;
+    else if (r.reason === 'too-deep') s.tooDeep++;
     else s.other++;
   }
   return s;
@@ -127,11 +185,10 @@ export async function verifyMany(
   opts: VerifyOptions = {},
 ): Promise<{ results: CheckResult[]; stats: VerifyStats }> {
   const o = compareOptions(opts);
-  const fast = pairs.map((p) => fastCheck(p, o));
+  const limit = limitOf(opts);
+  const fast = pairs.map((p) => timedFastCheck(p, o, limit));
   const useSymbolic = opts.symbolic !== false;
   const pool = useSymbolic && fast.some((f) => f.job) ? (opts.pool ?? defaultPool()) : null;
-  const results = await Promise.all(
-    fast.map(({ result, job }) => (job && pool ? pool.check(job, opts.timeoutMs) : Promise.resolve(result))),
-  );
+  const results = await Promise.all(fast.map((f) => finish(f, pool)));
   return { results, stats: tally(results, pool ? fast.filter((f) => f.job).length : 0) };
 }

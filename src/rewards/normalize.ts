@@ -41,20 +41,62 @@ const UNITS = new Set(
 );
 const SHORT_UNITS = new Set(['m', 'g', 'l', 'h', 's']);
 const PLAIN_NUMBER = /^[-+]?(?:[\d.,]+|\\frac\{\d+\}\{\d+\})$/;
-const UNIT_TAIL = /^(.*?)((?:\s*\/?\s*(?<![\\A-Za-z])[A-Za-z]+(?:\s*\^\s*\{?\d\}?)?)+)$/;
+const isLetter = (c: string | undefined): boolean => c !== undefined && /^[A-Za-z]$/.test(c);
+const isSpace = (c: string | undefined): boolean => c === ' ';
+
+/**
+ * Where the trailing run of unit-like words starts (`12 km/h` → 2, `5 m^2` → 1), scanning backwards once, so the
+ * cost is linear in the length whatever the text (a regular expression with nested repetition was exponential).
+ * Each word is a whole run of letters not preceded by `\` (so `\pi` is not a word), optionally with `^2`/`^{2}`,
+ * optionally preceded by `/`. Returns the words too; null when the text does not end in such a word.
+ */
+function unitTail(s: string): { start: number; words: string[] } | null {
+  const words: string[] = [];
+  let start = -1;
+  let i = s.length;
+  for (;;) {
+    let j = i;
+    // An optional exponent `^ {d}` (one digit, braces optional) after the word.
+    let k = j;
+    if (s[k - 1] === '}') k--;
+    if (k > 0 && /\d/.test(s[k - 1]!)) {
+      k--;
+      if (s[k - 1] === '{') k--;
+      while (isSpace(s[k - 1])) k--;
+      if (s[k - 1] === '^') {
+        k--;
+        while (isSpace(s[k - 1])) k--;
+        j = k;
+      }
+    }
+    let w = j;
+    while (isLetter(s[w - 1])) w--;
+    if (w === j || s[w - 1] === '\\') break;
+    words.push(s.slice(w, j).toLowerCase());
+    // The separator before the word: spaces, an optional `/`, spaces.
+    let b = w;
+    while (isSpace(s[b - 1])) b--;
+    if (s[b - 1] === '/') b--;
+    while (isSpace(s[b - 1])) b--;
+    start = b;
+    i = b;
+  }
+  return start < 0 ? null : { start, words: words.reverse() };
+}
 
 /** Drops trailing unit words (`12\pi square units`, `10 km/h`, `18 apples` after a plain number). */
 function stripUnits(s: string): string {
-  const m = UNIT_TAIL.exec(s);
-  if (!m) return s;
-  const prefix = m[1]!.trim();
+  const tail = unitTail(s);
+  if (!tail) return s;
+  const prefix = s.slice(0, tail.start).trim();
   if (!/[\d}]/.test(prefix)) return s;
-  const words = m[2]!.match(/[A-Za-z]+/g)!.map((w) => w.toLowerCase());
   const plain = PLAIN_NUMBER.test(prefix);
-  const known = words.every((w) => UNITS.has(w) || (plain && SHORT_UNITS.has(w)));
+  const known = tail.words.every((w) => UNITS.has(w) || (plain && SHORT_UNITS.has(w)));
   // After a plain number any words are a unit or a noun ("18 apples"); single letters could be a variable.
-  const nouns = plain && words.every((w) => w.length >= 2);
-  return known || nouns ? prefix.replace(/\s*(?:\/|per)$/, '') : s;
+  const nouns = plain && tail.words.every((w) => w.length >= 2);
+  if (!known && !nouns) return s;
+  const cut = prefix.endsWith('/') ? prefix.slice(0, -1) : prefix.endsWith('per') ? prefix.slice(0, -3) : prefix;
+  return cut.trimEnd();
 }
 
 /** Removes one layer of `$…$`, `$$…$$`, `\(…\)`, `\[…\]`, `\boxed{…}`, `\fbox{…}` or `{…}` around the whole. */

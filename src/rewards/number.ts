@@ -93,6 +93,13 @@ function parseFraction(s: string): Rational | null {
   return q ? negate(q, sl[1]) : null;
 }
 
+/** True when `s` is a fraction (`a/0`, `\frac{a}{0}`) whose denominator is a number equal to zero: undefined. */
+export function zeroDenominator(s: string): boolean {
+  const den = FRAC.exec(s)?.[4] ?? SLASH.exec(s)?.[3];
+  const d = den === undefined ? null : parseDecimal(den.trim());
+  return d !== null && d.n === 0n;
+}
+
 /** True when a and b are exactly equal. */
 export function exactEqual(a: Rational, b: Rational): boolean {
   return a.n === b.n && a.d === b.d;

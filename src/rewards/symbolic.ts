@@ -5,6 +5,7 @@
  */
 import type { ComputeEngine, Expression } from '@cortex-js/compute-engine';
 import { compareAnswers, type CheckResult, type CompareOptions, type LeafCompare } from './compare.js';
+import type { Rational } from './number.js';
 import { parseAnswer } from './parse-answer.js';
 
 /** A pair to check symbolically: both already normalised (see normalize.ts), with the comparison options. */
@@ -64,16 +65,67 @@ function spotCheck(g: Expression, a: Expression, vars: string[], relTol: number)
     : { equal: false, reason: 'symbolic', detail: 'too few points where both sides evaluate' };
 }
 
-/** Compares two parsed expressions without free variables: structurally, then by numeric value. */
+/** Beyond this magnitude a double cannot tell neighbouring integers apart, so a float comparison proves nothing. */
+const FLOAT_EXACT_LIMIT = 2 ** 53;
+
+/** An integer in the engine's JSON (a number, or `{num: "123…"}` / `{num: "1e+30"}` for big ones), or null. */
+function bigFromJson(j: unknown): bigint | null {
+  if (typeof j === 'number') return Number.isSafeInteger(j) ? BigInt(j) : null;
+  const num = (j as { num?: unknown } | null)?.num;
+  if (typeof num !== 'string') return null;
+  if (/^-?\d+$/.test(num)) return BigInt(num);
+  const e = /^(-?\d+)e\+(\d{1,3})$/.exec(num);
+  return e ? BigInt(e[1]!) * 10n ** BigInt(e[2]!) : null;
+}
+
+/** The exact value of an evaluated constant as a rational (the engine keeps big integers exact), or null. */
+function exactValue(x: Expression): Rational | null {
+  if (x.isRational !== true) return null;
+  const j: unknown = x.json;
+  if (Array.isArray(j) && j[0] === 'Rational' && j.length === 3) {
+    const [n, d] = [bigFromJson(j[1]), bigFromJson(j[2])];
+    return n !== null && d !== null && d !== 0n ? { n, d } : null;
+  }
+  const n = bigFromJson(j);
+  return n === null ? null : { n, d: 1n };
+}
+
+/** True for the values of a division by zero or an indeterminate form: they never equal anything. */
+function isUndefined(x: Expression): boolean {
+  const j: unknown = x.json;
+  return x.isNaN === true || j === 'ComplexInfinity' || j === 'NaN';
+}
+
+/**
+ * Compares two parsed expressions without free variables: exactly when both have exact rational values (so
+ * `2^{30}` ≠ 1073741825 and `1450000+1` ≠ 1450000), else by numeric value; when one side is an integer the other
+ * must match it to rounding error, and integers too big for a double to separate get no verdict rather than a guess.
+ */
 function compareConstants(g: Expression, a: Expression, relTol: number): CheckResult {
+  const ge = g.evaluate();
+  const ae = a.evaluate();
+  const [gq, aq] = [exactValue(ge), exactValue(ae)];
+  if (gq && aq) return { equal: gq.n * aq.d === aq.n * gq.d, reason: 'exact' };
   const gv = g.N();
   const av = a.N();
-  if (isNumeric(gv) && isNumeric(av)) return { equal: valuesClose(gv, av, relTol), reason: 'numeric' };
+  if (isNumeric(gv) && isNumeric(av)) {
+    const integer = ge.isInteger === true || ae.isInteger === true;
+    if (!integer) return { equal: valuesClose(gv, av, relTol), reason: 'numeric' };
+    // An integer with no exact form here (`2^{10^{10}}`) or one too big for a double: floats cannot decide.
+    if (!(Math.max(Math.abs(gv.re), Math.abs(av.re)) < FLOAT_EXACT_LIMIT))
+      return { equal: null, reason: 'undecided', detail: 'integer beyond 2^53 against a value with no exact form' };
+    return { equal: valuesClose(gv, av, ABS_TOL), reason: 'numeric' };
+  }
   // Sets, strings, booleans: the engine's own value equality.
   return { equal: g.isEqual(a) === true, reason: 'symbolic' };
 }
 
 function compareParsed(g: Expression, a: Expression, relTol: number): CheckResult {
+  // Undefined values first: `x/0` and `y/0` both become ComplexInfinity, which must not make them equal.
+  if (isUndefined(g) || isUndefined(g.evaluate()))
+    return { equal: null, reason: 'unparseable-gold', detail: 'the gold is undefined (division by zero or 0/0)' };
+  if (isUndefined(a) || isUndefined(a.evaluate()))
+    return { equal: false, reason: 'symbolic', detail: 'the answer is undefined (division by zero or 0/0)' };
   if (g.isSame(a)) return { equal: true, reason: 'symbolic' };
   const vars = [...new Set([...g.unknowns, ...a.unknowns])];
   if (vars.length === 0) return compareConstants(g, a, relTol);

@@ -43,6 +43,17 @@ interface Slot {
 
 /** Default time limit per symbolic check, in milliseconds. */
 export const DEFAULT_TIMEOUT_MS = 2000;
+/** The longest delay a Node timer holds (2^31 − 1 ms, about 24.8 days); longer ones fire after 1 ms. */
+export const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
+/** `ms` when it is a usable time limit (a whole number of milliseconds, 1 to 2^31 − 1), else a clear error. */
+export function checkTimeoutMs(ms: number): number {
+  if (!Number.isInteger(ms) || ms < 1 || ms > MAX_TIMEOUT_MS)
+    throw new Error(
+      `time limit ${ms} ms: must be a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS} (2^31 − 1)`,
+    );
+  return ms;
+}
 
 const WORKER_URL = new URL('./symbolic-worker.js', import.meta.url);
 
@@ -61,7 +72,7 @@ export class SymbolicPool {
   /** Creates an empty pool; workers start on the first check. */
   constructor(opts: PoolOptions = {}) {
     this.size = Math.max(1, opts.size ?? Math.min(2, availableParallelism() - 1));
-    this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.timeoutMs = checkTimeoutMs(opts.timeoutMs ?? DEFAULT_TIMEOUT_MS);
   }
 
   /** Counters so far (a copy). */
@@ -74,6 +85,7 @@ export class SymbolicPool {
    * `timeoutMs` (default: the pool's), or `{equal: null, reason: 'error'}` when the worker fails or the pool closes.
    */
   check(job: SymbolicJob, timeoutMs = this.timeoutMs): Promise<CheckResult> {
+    checkTimeoutMs(timeoutMs);
     if (this.closed) return Promise.resolve({ equal: null, reason: 'error', detail: 'pool is closed' });
     return new Promise((resolve) => {
       this.queue.push({ job, timeoutMs, resolve });

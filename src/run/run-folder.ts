@@ -3,9 +3,9 @@
  * per step), `samples.jsonl` (sample completions with parsed and gold answers), and `checkpoints/step-000123/`
  * folders committed atomically with a `checkpoints/latest` pointer.
  */
-import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeJsonAtomic } from '../util/atomic-write.js';
+import { ensureWritableDir } from '../util/fs-errors.js';
 import { readJsonFile } from '../util/json-file.js';
 import { commitCheckpoint, latestCheckpoint, type CheckpointRef } from './checkpoints.js';
 import { appendRows, truncateAfterStep, type StepRow } from './jsonl-log.js';
@@ -37,10 +37,16 @@ export class RunFolder {
     return join(this.dir, RUN_FILES[name]);
   }
 
-  /** Creates the folder (if needed) and writes the resolved config atomically. */
+  /** Creates the folder (if needed; errors name `runDir`) and writes the resolved config atomically. */
   async init(resolvedConfig: unknown): Promise<void> {
-    await mkdir(this.path('checkpoints'), { recursive: true });
+    await this.prepare();
     await writeJsonAtomic(this.path('config'), resolvedConfig);
+  }
+
+  /** Creates the folder and its checkpoints folder if needed, checking they are writable; errors name `runDir`. */
+  async prepare(): Promise<void> {
+    await ensureWritableDir(this.dir, 'runDir');
+    await ensureWritableDir(this.path('checkpoints'), 'runDir');
   }
 
   /** The resolved config written by init (unvalidated JSON: parse it with the config schema). */

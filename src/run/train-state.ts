@@ -7,13 +7,14 @@
  * Layout: state.json, agents/<name>/ (savePretrained), optimizer/<name>.safetensors.
  */
 import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { z } from 'zod';
 import { AGENT_NAME } from '../config/rl-config.js';
 import { loadPretrained, savePretrained, type Pretrained } from '../model/pretrained.js';
 import type { AdamWState } from '../optim/adamw.js';
 import { writeJsonAtomic } from '../util/atomic-write.js';
 import { parseWith, readJsonWith } from '../util/json-file.js';
+import { listCheckpoints } from './checkpoints.js';
 import { loadAdamWState, saveAdamWState } from './optimizer-state.js';
 
 const FORMAT = 'hacrl-train-state';
@@ -104,9 +105,15 @@ export async function saveTrainState(dir: string, state: TrainState): Promise<vo
   await writeJsonAtomic(join(dir, 'state.json'), json);
 }
 
-/** Reads a train state written by saveTrainState; errors name the file at fault. */
+/**
+ * Reads a train state written by saveTrainState; errors name the file at fault. A state.json whose step is not the
+ * one its checkpoint folder is named for (`step-000123`) is refused: one of the two was moved or edited.
+ */
 export async function loadTrainState(dir: string): Promise<TrainState> {
   const json = await readJsonWith(join(dir, 'state.json'), StateFileSchema);
+  const named = /^step-(\d+)$/.exec(basename(dir));
+  if (named && Number(named[1]) !== json.step)
+    throw new Error(`${join(dir, 'state.json')} says step ${json.step}, but its folder is ${basename(dir)}`);
   const agents: AgentTrainState[] = [];
   for (const a of json.agents)
     agents.push({
@@ -123,4 +130,30 @@ export async function loadTrainState(dir: string): Promise<TrainState> {
     agents,
     extra: json.extra,
   };
+}
+
+/**
+ * The newest checkpoint in `root` (a run's checkpoints folder) that loads: when the latest is damaged (a file edited,
+ * truncated or deleted after it was committed), the previous ones are tried in turn, and `progress` says which was
+ * skipped and why. Throws listing every checkpoint's problem when none loads.
+ */
+export async function loadNewestValidState(root: string, progress: (line: string) => void): Promise<TrainState> {
+  const problems: string[] = [];
+  for (const ref of (await listCheckpoints(root)).reverse()) {
+    try {
+      const state = await loadTrainState(ref.dir);
+      if (problems.length > 0)
+        progress(
+          `resuming from ${basename(ref.dir)} instead, the newest checkpoint that loads (skipped: ${problems.join('; ')})`,
+        );
+      return state;
+    } catch (e) {
+      problems.push(`${basename(ref.dir)}: ${(e as Error).message}`);
+    }
+  }
+  throw new Error(
+    problems.length === 0
+      ? `no complete checkpoint in ${root}`
+      : `no checkpoint in ${root} loads: ${problems.join('; ')}`,
+  );
 }

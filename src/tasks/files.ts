@@ -1,10 +1,10 @@
 // Problems read from JSON Lines files: GSM8K, MATH-style and a plain {prompt, answer} schema, detected from the
 // first row or named. Every row is validated; a bad one raises an error naming the file and line.
-import { readFile } from 'node:fs/promises';
 import { basename, dirname, extname } from 'node:path';
 import { z } from 'zod';
 import { readJsonl } from '../util/jsonl.js';
 import { extractBoxed } from '../rewards/extract.js';
+import { readTextFile } from '../util/text-file.js';
 import type { Dataset, Problem } from './problem.js';
 
 /** The schemas a task file can have. */
@@ -112,13 +112,7 @@ export async function loadTaskFile(path: string, opts: LoadTaskFileOptions = {})
 }
 
 async function detectFileSchema(path: string): Promise<FileSchema> {
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (e) {
-    throw new Error(`cannot read ${path}: ${(e as Error).message}`);
-  }
-  const lines = text.split('\n');
+  const lines = (await readTextFile(path)).split('\n');
   const i = lines.findIndex((l) => l.trim() !== '');
   if (i < 0) throw new Error(`${path}: no rows`);
   let row: unknown;

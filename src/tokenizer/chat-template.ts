@@ -1,7 +1,48 @@
 // Chat templates are Jinja programs stored with the tokenizer; @huggingface/jinja is the JavaScript port of the
 // subset transformers' templates use (it also provides raise_exception and strftime_now, as transformers does).
-import { Template } from '@huggingface/jinja';
+import { Environment, Interpreter, Template } from '@huggingface/jinja';
 import type { ChatMessage, ChatTemplateOptions } from './tokenizer.js';
+
+/** Most interpreter steps (node evaluations) one render may take; real templates take a few thousand. */
+export const MAX_TEMPLATE_STEPS = 250_000;
+/** Longest one render may run, in milliseconds. */
+export const MAX_TEMPLATE_MS = 2000;
+/** Most items one `range()` call in a template may produce. */
+export const MAX_TEMPLATE_RANGE = 100_000;
+
+/** The budget of the render in progress (rendering is synchronous, so one at a time), or null outside renders. */
+let budget: { steps: number; deadline: number } | null = null;
+
+// A template is a program from an untrusted folder (nested `range(100000)` loops would hang every command). The
+// library has no step limit, but every node goes through Interpreter.evaluate, so counting there bounds any render.
+const evaluate = Interpreter.prototype.evaluate;
+Interpreter.prototype.evaluate = function (this: Interpreter, ...args: Parameters<Interpreter['evaluate']>) {
+  if (budget) {
+    if (++budget.steps > MAX_TEMPLATE_STEPS)
+      throw new Error(`it ran past ${MAX_TEMPLATE_STEPS} steps (a template should take a few thousand)`);
+    if ((budget.steps & 1023) === 0 && performance.now() > budget.deadline)
+      throw new Error(`it ran past ${MAX_TEMPLATE_MS} ms`);
+  }
+  return evaluate.apply(this, args);
+};
+
+/** Jinja's `range`, refusing to build more than MAX_TEMPLATE_RANGE items (one step could otherwise fill memory). */
+function boundedRange(start: number, stop?: number, step = 1): number[] {
+  const [from, to] = stop === undefined ? [0, start] : [start, stop];
+  if (step === 0) throw new Error('range() step must not be zero');
+  const n = Math.max(0, Math.ceil((to - from) / step));
+  if (!(n <= MAX_TEMPLATE_RANGE)) throw new Error(`range() of ${n} items is over the limit of ${MAX_TEMPLATE_RANGE}`);
+  if (budget) budget.steps += n;
+  return Array.from({ length: n }, (_, i) => from + i * step);
+}
+
+// The library declares its own `range` in every render's globals; during our renders it is replaced by the bounded one.
+const BOUNDED_RANGE = new Environment().set('range', boundedRange);
+const run = Interpreter.prototype.run;
+Interpreter.prototype.run = function (this: Interpreter, ...args: Parameters<Interpreter['run']>) {
+  if (budget) this.global.setVariable('range', BOUNDED_RANGE);
+  return run.apply(this, args);
+};
 
 /** The special-token strings a template may refer to (bos_token, eos_token, ...). */
 export interface TemplateTokens {
@@ -27,11 +68,15 @@ export class ChatTemplate {
     private readonly owner: string,
   ) {}
 
-  /** Renders `messages`; throws naming the owner when there is no template or the template fails. */
+  /**
+   * Renders `messages` within MAX_TEMPLATE_STEPS steps and MAX_TEMPLATE_MS; throws naming the owner when there is no
+   * template, or the template fails or runs past its limits.
+   */
   render(messages: readonly ChatMessage[], opts: ChatTemplateOptions): string {
     if (this.source === null) throw new Error(`the tokenizer of ${this.owner} has no chat template`);
     try {
       this.compiled ??= new Template(this.source);
+      budget = { steps: 0, deadline: performance.now() + MAX_TEMPLATE_MS };
       return this.compiled.render({
         ...this.tokens,
         ...opts.variables,
@@ -40,6 +85,8 @@ export class ChatTemplate {
       });
     } catch (e) {
       throw new Error(`chat template of ${this.owner} failed: ${(e as Error).message}`);
+    } finally {
+      budget = null;
     }
   }
 }

@@ -21,7 +21,8 @@ import { loadRewardModule } from '../rewards/load-reward.js';
 import { formatReward, mathReward, type WeightedReward } from '../rewards/reward.js';
 import type { Agent } from '../rollout/rollout.js';
 import { RunFolder } from '../run/run-folder.js';
-import { loadTrainState, saveTrainState, type DataCursor, type TrainState } from '../run/train-state.js';
+import type { StopRequest } from '../run/interrupt.js';
+import { loadNewestValidState, saveTrainState, type DataCursor, type TrainState } from '../run/train-state.js';
 import { loadDataSpec } from '../tasks/data-spec.js';
 import type { Problem } from '../tasks/problem.js';
 import { readJsonl } from '../util/jsonl.js';
@@ -164,6 +165,8 @@ export interface TrainOptions {
   resume: boolean;
   /** Where the run reports: a function given plain lines, or a display (createProgressDisplay(process.stdout)). */
   progress: ProgressFn | ProgressDisplay;
+  /** Stops the loop after the current step, with a checkpoint (src/run/interrupt.ts); default: never. */
+  stop?: StopRequest;
 }
 
 /** Runs (or resumes) the training described by `cfg`. */
@@ -182,7 +185,7 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
       throw new Error(
         `--resume: the configuration differs from the one ${cfg.runDir} was started with; resume with the same file and overrides`,
       );
-    state = await loadTrainState(latest.dir);
+    state = await loadNewestValidState(run.path('checkpoints'), (line) => display.message(line));
     await run.truncateLogsAfter(state.step);
     display.message(`resuming ${cfg.runDir} from step ${state.step}`);
   } else {
@@ -307,7 +310,8 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
     }
     state.step = step + 1;
     const last = step + 1 === cfg.steps;
-    if (last || (cfg.checkpoint.every > 0 && (step + 1) % cfg.checkpoint.every === 0)) {
+    const stopping = options.stop?.requested === true;
+    if (last || stopping || (cfg.checkpoint.every > 0 && (step + 1) % cfg.checkpoint.every === 0)) {
       state.rngs = { order: orderRng.state() };
       if (shared) state.extra.capability = Object.fromEntries(agents.map((a, i) => [a.name, trackers[i]!.history()]));
       state.agents.forEach((a, i) => {
@@ -316,6 +320,7 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
       });
       const ref = await run.commitCheckpoint(step + 1, (dir) => saveTrainState(dir, state), cfg.checkpoint.keepLast);
       display.message(`checkpoint ${ref.dir}`);
+      if (stopping && !last) throw options.stop!.interrupted(step + 1, ref.dir);
     }
   }
   display.done();

@@ -1,5 +1,6 @@
-import { access, readFile } from 'node:fs/promises';
+import { access } from 'node:fs/promises';
 import { z } from 'zod';
+import { readTextFile } from './text-file.js';
 
 /** Validates `value` with a zod schema; the error names `what` (a file, usually) and every failing field. */
 export function parseWith<S extends z.ZodType>(schema: S, value: unknown, what: string): z.output<S> {
@@ -10,12 +11,7 @@ export function parseWith<S extends z.ZodType>(schema: S, value: unknown, what: 
 
 /** Reads and parses a JSON file; errors name the file (missing, unreadable or not JSON). */
 export async function readJsonFile(path: string): Promise<unknown> {
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (e) {
-    throw new Error(`cannot read ${path}: ${(e as Error).message}`);
-  }
+  const text = await readTextFile(path);
   try {
     return JSON.parse(text) as unknown;
   } catch (e) {
