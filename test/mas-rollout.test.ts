@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { masCommand, parseModelArgs, runMasRollout } from '../src/cli/mas.js';
 
-const tiny = { arch: 'qwen3', hidden: 32, layers: 1, heads: 2, maxPositions: 512 } as const;
+// Workflow prompts (grid, history, format) run past 512 characters; a char agent needs positions for them.
+const tiny = { arch: 'qwen3', hidden: 32, layers: 1, heads: 2, maxPositions: 2048 } as const;
 
 describe('mas rollout with real models', () => {
   test('tree sampling: K candidates per role and turn from a real model, groups of K, summary per role', async () => {

@@ -243,7 +243,12 @@ export function masCommand(print: (line: string) => void = console.log): Command
         instances: o['instances'] as number,
         seed: o['seed'] as number,
         models: parseModelArgs(o['model'] as string[]),
-        agent: { hidden: o['hidden'] as number, layers: o['layers'] as number, heads: o['heads'] as number },
+        agent: {
+          hidden: o['hidden'] as number,
+          layers: o['layers'] as number,
+          heads: o['heads'] as number,
+          maxPositions: 2048,
+        },
         warmStart: { steps: o['warmStartSteps'] as number },
         ...(o['out'] === undefined ? {} : { out: String(o['out']) }),
       });
