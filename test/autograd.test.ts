@@ -142,15 +142,16 @@ const cases: Case[] = [
     run: (ctx, t) => ops.embedding(ctx, t.table!, ids),
     ref: (v) => refEmbedding(v.table!, ids, ids.length, 3),
   },
-  {
-    name: 'lmHeadLogProbs (chunked, ignored rows)',
+  ...[Infinity, 0].map((keepLogitsLimit) => ({
+    name: `lmHeadLogProbs (chunked, ignored rows, logits ${keepLogitsLimit ? 'kept' : 'recomputed'})`,
     inputs: { h: input([7, 6]), w: input([11, 6]) },
-    run: (ctx, t) => ops.lmHeadLogProbs(ctx, t.h!, t.w!, targets, { chunkRows: 3 }).logProb,
-    ref: (v) => {
+    run: (ctx: Ctx, t: Record<string, Tensor>) =>
+      ops.lmHeadLogProbs(ctx, t.h!, t.w!, targets, { chunkRows: 3, keepLogitsLimit }).logProb,
+    ref: (v: Record<string, Float64Array>) => {
       const lp = refGatherLogProbs(linearRef(v.h!, v.w!, 7, 11, 6), targets, 7, 11);
       return lp.map((x, r) => (targets[r]! < 0 ? 0 : x));
     },
-  },
+  })),
   {
     name: 'splitColumns (and reshape views sharing a gradient)',
     inputs: { x: input([3, 7]) },

@@ -21,6 +21,15 @@ import {
 import type { Ctx } from '../tensor/tape.js';
 import { Tensor } from '../tensor/tensor.js';
 import type { TransformerConfig } from './hf-config.js';
+import {
+  concatBiases,
+  fuseColumns,
+  transposed,
+  transposeInto,
+  type FusedGateUp,
+  type FusedQkv,
+  type InferenceWeights,
+} from './inference-weights.js';
 import { ropeTables } from './rope.js';
 import type { KVCache } from './kv-cache.js';
 import { hfWeightNames } from './weight-names.js';
@@ -111,8 +120,8 @@ export class Transformer {
   /** Parameters by Hugging Face name, linear weights as [out, in]. */
   readonly params: Map<string, Tensor>;
   private rotary: { cos: Float32Array; sin: Float32Array; maxPos: number } | null = null;
-  /** [in, out] copies of the weights while withInferenceWeights runs; null otherwise. */
-  private inference: Map<string, Float32Array> | null = null;
+  /** [in, out] copies of the weights (q/k/v and gate/up fused) while withInferenceWeights runs; null otherwise. */
+  private inference: InferenceWeights | null = null;
 
   constructor(cfg: TransformerConfig, params: Map<string, Tensor>) {
     this.cfg = cfg;
@@ -167,29 +176,61 @@ export class Transformer {
   }
 
   private lin(ctx: Ctx, x: Tensor, name: string): Tensor {
-    const wT = ctx.tape === null ? this.inference?.get(`${name}.weight`) : undefined;
+    const wT = ctx.tape === null ? this.inference?.transposed.get(`${name}.weight`) : undefined;
     return linear(ctx, x, this.p(`${name}.weight`), this.optional(`${name}.bias`), wT);
+  }
+
+  /** The fused inference copies of block i, when this is an inference pass inside withInferenceWeights. */
+  private fused(ctx: Ctx, i: number): { qkv?: FusedQkv; gateUp?: FusedGateUp } {
+    if (ctx.tape !== null || !this.inference) return {};
+    return { qkv: this.inference.qkv.get(i), gateUp: this.inference.gateUp.get(i) };
+  }
+
+  /** q, k and v from one product with the fused [in, q+k+v] copy (no gradients). */
+  private qkvFused(ctx: Ctx, h: Tensor, f: FusedQkv): [Tensor, Tensor, Tensor] {
+    const width = f.widths[0] + f.widths[1] + f.widths[2];
+    const rows = h.rows;
+    const y = new Float32Array(rows * width);
+    ctx.k.gemm({ m: rows, n: width, k: h.lastDim, a: { data: h.data }, b: { data: f.weight }, c: { data: y } });
+    if (f.bias) ctx.k.addBias(y, f.bias, y, rows, width);
+    return splitColumns(ctx, new Tensor(y, [rows, width]), f.widths) as [Tensor, Tensor, Tensor];
+  }
+
+  /** silu(gate)·up from one batched product with the stacked [2, in, I] copy (no gradients). */
+  private gateUpFused(ctx: Ctx, h: Tensor, f: FusedGateUp): Tensor {
+    const rows = h.rows;
+    const n = rows * f.width;
+    const y = new Float32Array(2 * n);
+    ctx.k.gemm({
+      m: rows,
+      n: f.width,
+      k: h.lastDim,
+      a: { data: h.data },
+      b: { data: f.weight },
+      c: { data: y },
+      batch: 2,
+      strideB: h.lastDim * f.width,
+      strideC: n,
+    });
+    const gate = y.subarray(0, n);
+    const up = y.subarray(n);
+    if (f.bias) {
+      ctx.k.addBias(gate, f.bias.subarray(0, f.width), gate, rows, f.width);
+      ctx.k.addBias(up, f.bias.subarray(f.width), up, rows, f.width);
+    }
+    return swiglu(ctx, new Tensor(gate, [rows, f.width]), new Tensor(up, [rows, f.width]));
   }
 
   /**
    * Runs `fn` with [in, out] copies of every matrix the forward pass multiplies by (the head included), which
    * inference passes use instead of the [out, in] originals: for decode-sized inputs the plain product is 2–4× faster
-   * than the transposed one (bench:model). The copies are made once per call (weights must not change inside `fn`)
-   * and dropped afterwards; meanwhile they cost one more copy of those weights in memory.
+   * than the transposed one (bench:model), and q/k/v and gate/up become one product each. The copies are made once
+   * per call (weights must not change inside `fn`) and dropped afterwards; meanwhile they cost one more copy of those
+   * weights in memory.
    */
   withInferenceWeights<T>(fn: () => T): T {
     if (this.inference) return fn();
-    const outer = outerNames(this.cfg);
-    const copies = new Map<string, Float32Array>();
-    for (const [name, t] of this.params) {
-      const lookupOnly = name === outer.positions || (name === outer.embed && name !== outer.head);
-      if (t.shape.length !== 2 || lookupOnly) continue;
-      const [rows, cols] = t.shape as [number, number];
-      const out = new Float32Array(t.size);
-      for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) out[c * rows + r] = t.data[r * cols + c]!;
-      copies.set(name, out);
-    }
-    this.inference = copies;
+    this.inference = this.inferenceWeights();
     try {
       return fn();
     } finally {
@@ -197,16 +238,56 @@ export class Transformer {
     }
   }
 
+  /** Builds the [in, out] copies, fusing each block's q/k/v and gate/up (see inference-weights.ts). */
+  private inferenceWeights(): InferenceWeights {
+    const outer = outerNames(this.cfg);
+    const fusedNames = new Set<string>();
+    const qkv = new Map<number, FusedQkv>();
+    const gateUp = new Map<number, FusedGateUp>();
+    for (let i = 0; i < this.cfg.layers; i++) {
+      const n = blockNames(this.cfg, i);
+      if (n.q && n.k && n.v) {
+        const names = [n.q, n.k, n.v];
+        const ws = names.map((m) => this.p(`${m}.weight`));
+        qkv.set(i, {
+          weight: fuseColumns(ws),
+          bias: concatBiases(names.map((m) => this.optional(`${m}.bias`))),
+          widths: ws.map((w) => w.shape[0]!) as [number, number, number],
+        });
+        for (const m of names) fusedNames.add(`${m}.weight`);
+      }
+      if (n.gate && this.cfg.gatedMlp) {
+        const [g, u] = [this.p(`${n.gate}.weight`), this.p(`${n.up}.weight`)];
+        const [width, inF] = g.shape as [number, number];
+        const weight = new Float32Array(2 * g.size);
+        transposeInto(g.data, width, inF, weight);
+        transposeInto(u.data, width, inF, weight.subarray(g.size));
+        const bias = concatBiases([this.optional(`${n.gate}.bias`), this.optional(`${n.up}.bias`)]);
+        gateUp.set(i, { weight, bias, width });
+        fusedNames.add(`${n.gate}.weight`).add(`${n.up}.weight`);
+      }
+    }
+    const copies = new Map<string, Float32Array>();
+    for (const [name, t] of this.params) {
+      const lookupOnly = name === outer.positions || (name === outer.embed && name !== outer.head);
+      if (t.shape.length !== 2 || lookupOnly || fusedNames.has(name)) continue;
+      copies.set(name, transposed(t));
+    }
+    return { transposed: copies, qkv, gateUp };
+  }
+
   /** One block: pre-norm attention and MLP, each with a residual connection. positions: [rows]. */
   private block(ctx: Ctx, i: number, x: Tensor, positions: Int32Array, attend: Attend): Tensor {
     const { heads, kvHeads, headDim } = this.cfg;
     const n = blockNames(this.cfg, i);
+    const fused = this.fused(ctx, i);
     const h = this.norm(ctx, x, n.norm1);
     let q: Tensor;
     let k: Tensor;
     let v: Tensor;
     if (n.qkv)
       [q, k, v] = splitColumns(ctx, this.lin(ctx, h, n.qkv), [heads * headDim, kvHeads * headDim, kvHeads * headDim]);
+    else if (fused.qkv) [q, k, v] = this.qkvFused(ctx, h, fused.qkv);
     else [q, k, v] = [this.lin(ctx, h, n.q!), this.lin(ctx, h, n.k!), this.lin(ctx, h, n.v!)];
     if (n.qNorm) {
       q = rmsNorm(ctx, q.reshape([q.size / headDim, headDim]), this.p(`${n.qNorm}.weight`), this.cfg.norm.eps);
@@ -225,9 +306,11 @@ export class Transformer {
     );
     const x2 = add(ctx, x, this.lin(ctx, a, n.o));
     const h2 = this.norm(ctx, x2, n.norm2);
-    const act = this.cfg.gatedMlp
-      ? swiglu(ctx, this.lin(ctx, h2, n.gate!), this.lin(ctx, h2, n.up))
-      : gelu(ctx, this.lin(ctx, h2, n.up));
+    const act = fused.gateUp
+      ? this.gateUpFused(ctx, h2, fused.gateUp)
+      : this.cfg.gatedMlp
+        ? swiglu(ctx, this.lin(ctx, h2, n.gate!), this.lin(ctx, h2, n.up))
+        : gelu(ctx, this.lin(ctx, h2, n.up));
     return add(ctx, x2, this.lin(ctx, act, n.down));
   }
 
@@ -283,7 +366,7 @@ export class Transformer {
   logits(k: Kernels, hidden: Float32Array, rows: number): Float32Array {
     const { vocabSize: vocab, hidden: dim } = this.cfg;
     const out = new Float32Array(rows * vocab);
-    const headT = this.inference?.get(outerNames(this.cfg).head);
+    const headT = this.inference?.transposed.get(outerNames(this.cfg).head);
     if (headT) k.gemm({ m: rows, n: vocab, k: dim, a: { data: hidden }, b: { data: headT }, c: { data: out } });
     else
       k.gemm({

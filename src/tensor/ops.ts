@@ -282,17 +282,29 @@ export interface TokenLogProbs {
   entropy: Float32Array | null;
 }
 
+/** Most logits (floats) the head keeps from forward to backward; above it each chunk is recomputed (256 MiB). */
+const KEEP_LOGITS_LIMIT = 1 << 26;
+
 /**
  * The language-model head fused with the log-probability of each row's target: logits = h·Wᵀ [rows, V] are computed
- * `chunkRows` rows at a time and never kept, so memory stays O(chunkRows·V) for any vocabulary; the backward
- * recomputes each chunk's logits (one extra matmul) instead of storing rows·V floats. Targets < 0 are ignored rows.
+ * `chunkRows` rows at a time. Without gradients only one chunk is ever held, so memory stays O(chunkRows·V) for any
+ * vocabulary. With gradients the logits are kept for the backward (which turns them into their gradient in place)
+ * while rows·V ≤ `keepLogitsLimit` floats: recomputing them costs a third of the head's matmul work, more than the
+ * memory saves at these sizes; above the limit each chunk is recomputed instead. Targets < 0 are ignored rows.
  */
 export function lmHeadLogProbs(
   ctx: Ctx,
   hidden: Tensor,
   weight: Tensor,
   targets: I32,
-  options: { entropy?: boolean; chunkRows?: number } = {},
+  options: {
+    /** Also return each row's entropy (nats); default false. */
+    entropy?: boolean;
+    /** Rows per head matmul; default ⌊2^22 / V⌋ (16 MiB of logits). */
+    chunkRows?: number;
+    /** Most logits (floats) kept for the backward instead of recomputed; default 2^26. */
+    keepLogitsLimit?: number;
+  } = {},
 ): TokenLogProbs {
   const [vocab, dim] = weight.shape as [number, number];
   const rows = hidden.rows;
@@ -302,9 +314,11 @@ export function lmHeadLogProbs(
   const logProb = new Float32Array(rows);
   const lse = new Float32Array(rows);
   const entropy = options.entropy ? new Float32Array(rows) : null;
-  const logits = new Float32Array(Math.min(chunk, rows) * vocab);
+  const track = tracking(ctx, hidden, weight);
+  const keep = track && rows * vocab <= (options.keepLogitsLimit ?? KEEP_LOGITS_LIMIT);
+  const logits = new Float32Array((keep ? rows : Math.min(chunk, rows)) * vocab);
   const chunkLogits = (r0: number, n: number): F32 => {
-    const view = logits.subarray(0, n * vocab);
+    const view = logits.subarray(keep ? r0 * vocab : 0, (keep ? r0 + n : n) * vocab);
     ctx.k.gemm({
       transB: true,
       m: n,
@@ -328,7 +342,7 @@ export function lmHeadLogProbs(
       entropy?.subarray(r0, r0 + n),
     );
   }
-  const out = new Tensor(logProb, [rows], tracking(ctx, hidden, weight));
+  const out = new Tensor(logProb, [rows], track);
   if (out.requiresGrad)
     ctx.tape!.record(() => {
       const dy = out.grad;
@@ -337,7 +351,7 @@ export function lmHeadLogProbs(
       const dWeight = weight.requiresGrad ? weight.ensureGrad() : null;
       for (let r0 = 0; r0 < rows; r0 += chunk) {
         const n = Math.min(chunk, rows - r0);
-        const z = chunkLogits(r0, n);
+        const z = keep ? logits.subarray(r0 * vocab, (r0 + n) * vocab) : chunkLogits(r0, n);
         ctx.k.gatherLogProbsBackward(
           z,
           targets.subarray(r0, r0 + n),
