@@ -2,6 +2,9 @@
 """PyTorch side of `npm run bench:model`: the same checkpoint, batch, optimizer and decode work as hacrl, timed here.
 
 Usage: torch_model_bench.py INPUT_JSON  — prints one JSON object on stdout.
+       torch_model_bench.py --probe THREADS  — times the benchmark's matrix products (THREADS: "1,2") on the OpenBLAS
+       kernel this process loaded and prints {"core", "blas", "probe_s": {threads: seconds}}: bench/model.ts runs it
+       once per OPENBLAS_CORETYPE to find PyTorch's fastest configuration on this machine.
 
 INPUT_JSON: {"checkpoint": dir, "threads": [1, 2], "train": {"ids": [B][T], "prompt_len": P, "warmup": n,
 "steps": n, "adamw": {"lr", "beta1", "beta2", "eps", "weight_decay"}}, "decode": {"prompts": [B][P],
@@ -189,7 +192,38 @@ def decode(decoder, prompts, new_tokens):
     return {"prefill_s": t1 - t0, "step_s": step_s, "tokens": torch.stack(out, dim=1).tolist()}
 
 
+# The products of the 10M model's training step (B·T = 2048 rows) and of its decode steps (16 and 64 rows), as
+# (rows, in, out): q, k/v, o, gate/up, down and the head.
+PROBE_SHAPES = [(r, i, o) for r in (2048, 64, 16) for (i, o) in ((320, 256), (320, 128), (256, 320), (320, 960),
+                                                                   (960, 320), (320, 8192))]
+
+
+def probe(threads):
+    """Seconds of one pass over PROBE_SHAPES (x @ W^T and the two backward products at 2048 rows), best of 5, per
+    thread count."""
+    torch.manual_seed(0)
+    data = [(torch.randn(r, i), torch.randn(o, i), torch.randn(r, o)) for r, i, o in PROBE_SHAPES]
+    out = {}
+    for n in threads:
+        set_threads(n)
+        best = float("inf")
+        for _ in range(6):
+            t0 = time.perf_counter()
+            for x, w, dy in data:
+                x @ w.t()
+                if x.shape[0] > 64:
+                    dy @ w
+                    dy.t() @ x
+            best = min(best, time.perf_counter() - t0)
+        out[str(n)] = best
+    core = OPENBLAS.openblas_get_corename().decode() if OPENBLAS is not None else None
+    return {"core": core, "blas": blas_description(), "probe_s": out}
+
+
 def main(argv):
+    if len(argv) == 3 and argv[1] == "--probe":
+        print(json.dumps(probe([int(n) for n in argv[2].split(",")])))
+        return 0
     if len(argv) != 2:
         sys.stderr.write(__doc__)
         return 2
