@@ -386,6 +386,8 @@ export class Transformer {
    * values to the cache and returns the final hidden states [B, hidden]. No gradients.
    */
   decodeStep(k: Kernels, ids: Int32Array, cache: KVCache): Float32Array {
+    const fast = this.decodeStepFused(k, ids, cache);
+    if (fast) return fast;
     const ctx: Ctx = { k, tape: null };
     const t = cache.length;
     const positions = Int32Array.from(ids, (_, b) => t - (cache.keyStart?.[b] ?? 0));
@@ -411,6 +413,124 @@ export class Transformer {
     });
     cache.advance();
     return x.data;
+  }
+
+  /**
+   * decodeStep of a rotary, RMSNorm, gated-MLP model (Llama, Qwen2, Qwen3) inside withInferenceWeights: the same
+   * kernels in the same order as the general path, so the same numbers, but over the fused weights and in the cache's
+   * work buffers — a step allocates nothing. Returns null for other models or outside withInferenceWeights.
+   */
+  private decodeStepFused(k: Kernels, ids: Int32Array, cache: KVCache): Float32Array | null {
+    const cfg = this.cfg;
+    const inf = this.inference;
+    if (!inf || cfg.position.kind !== 'rope' || cfg.norm.kind !== 'rmsnorm' || !cfg.gatedMlp) return null;
+    if (inf.qkv.size !== cfg.layers || inf.gateUp.size !== cfg.layers) return null;
+    const { heads, kvHeads, headDim: d, hidden: dim, norm } = cfg;
+    const batch = ids.length;
+    const t = cache.length;
+    const positions = Int32Array.from(ids, (_, b) => t - (cache.keyStart?.[b] ?? 0));
+    let maxPos = 0;
+    for (const p of positions) maxPos = Math.max(maxPos, p);
+    const { cos, sin } = this.rotaryTables(maxPos + 1);
+    const buf = (name: string, n: number): Float32Array => cache.buffer(name, n);
+    const x = buf('x', batch * dim);
+    const h = buf('h', batch * dim);
+    const inv = buf('inv', batch * Math.max(heads, 1));
+    const q = buf('q', batch * heads * d);
+    const kk = buf('k', batch * kvHeads * d);
+    const v = buf('v', batch * kvHeads * d);
+    const att = buf('att', batch * heads * d);
+    const proj = buf('proj', batch * dim);
+    k.embedding(this.p(outerNames(cfg).embed).data, ids, x, batch, dim);
+    for (let i = 0; i < cfg.layers; i++) {
+      const n = blockNames(cfg, i);
+      const qkv = inf.qkv.get(i)!;
+      const gateUp = inf.gateUp.get(i)!;
+      const oT = inf.transposed.get(`${n.o}.weight`)!;
+      const downT = inf.transposed.get(`${n.down}.weight`)!;
+      k.rmsNorm(x, this.p(`${n.norm1}.weight`).data, h, inv, batch, dim, norm.eps);
+      const width = qkv.widths[0] + qkv.widths[1] + qkv.widths[2];
+      const fusedQkv = buf('qkv', batch * width);
+      k.gemm({ m: batch, n: width, k: dim, a: { data: h }, b: { data: qkv.weight }, c: { data: fusedQkv } });
+      if (qkv.bias) k.addBias(fusedQkv, qkv.bias, fusedQkv, batch, width);
+      const [wq, wk] = qkv.widths;
+      for (let b = 0; b < batch; b++) {
+        const row = fusedQkv.subarray(b * width, (b + 1) * width);
+        q.set(row.subarray(0, wq), b * wq);
+        kk.set(row.subarray(wq, wq + wk), b * wk);
+        v.set(row.subarray(wq + wk), b * wk);
+      }
+      let qr = q;
+      let kr = kk;
+      if (n.qNorm) {
+        qr = buf('qn', q.length);
+        kr = buf('kn', kk.length);
+        k.rmsNorm(q, this.p(`${n.qNorm}.weight`).data, qr, inv, batch * heads, d, norm.eps);
+        k.rmsNorm(kk, this.p(`${n.kNorm}.weight`).data, kr, inv, batch * kvHeads, d, norm.eps);
+      }
+      k.rope(qr, positions, cos, sin, batch, heads, d, false);
+      k.rope(kr, positions, cos, sin, batch, kvHeads, d, false);
+      cache.writeStep(i, kr, v);
+      k.attentionDecode(
+        qr,
+        cache.k[i]!,
+        cache.v[i]!,
+        att,
+        batch,
+        heads,
+        kvHeads,
+        d,
+        cache.capacity,
+        t + 1,
+        1 / Math.sqrt(d),
+        cache.keyStart ?? undefined,
+      );
+      this.projectAdd(k, att, oT, this.optional(`${n.o}.bias`), proj, x, batch, heads * d, dim);
+      k.rmsNorm(x, this.p(`${n.norm2}.weight`).data, h, inv, batch, dim, norm.eps);
+      const width2 = batch * gateUp.width;
+      const gu = buf('gateUp', 2 * width2);
+      k.gemm({
+        m: batch,
+        n: gateUp.width,
+        k: dim,
+        a: { data: h },
+        b: { data: gateUp.weight },
+        c: { data: gu },
+        batch: 2,
+        strideB: dim * gateUp.width,
+        strideC: width2,
+      });
+      const gate = gu.subarray(0, width2);
+      const up = gu.subarray(width2);
+      if (gateUp.bias) {
+        k.addBias(gate, gateUp.bias.subarray(0, gateUp.width), gate, batch, gateUp.width);
+        k.addBias(up, gateUp.bias.subarray(gateUp.width), up, batch, gateUp.width);
+      }
+      const act = buf('act', width2);
+      k.swiglu(gate, up, act, width2);
+      this.projectAdd(k, act, downT, this.optional(`${n.down}.bias`), proj, x, batch, gateUp.width, dim);
+    }
+    const out = new Float32Array(batch * dim);
+    k.rmsNorm(x, this.p(`${outerNames(cfg).finalNorm}.weight`).data, out, inv, batch, dim, norm.eps);
+    cache.advance();
+    return out;
+  }
+
+  /** x += a·wT (+ bias): a residual branch's output projection, through `tmp` [rows, out]. */
+  private projectAdd(
+    k: Kernels,
+    a: Float32Array,
+    wT: Float32Array,
+    bias: Tensor | undefined,
+    tmp: Float32Array,
+    x: Float32Array,
+    rows: number,
+    inF: number,
+    outF: number,
+  ): void {
+    k.gemm({ m: rows, n: outF, k: inF, a: { data: a }, b: { data: wT }, c: { data: tmp } });
+    if (bias) k.addBias(tmp, bias.data, tmp, rows, outF);
+    k.axpy(1, tmp, x, rows * outF);
   }
 }
 
