@@ -214,6 +214,8 @@ function decodeLoop(k: Kernels, model: Transformer, prompts: number[][], newToke
 interface TorchResult {
   torch: string;
   blas: string;
+  /** The torch process's peak resident memory, MiB. */
+  peak_rss_mb: number;
   runs: {
     threads: number;
     torch_threads: number;
@@ -368,6 +370,11 @@ interface ModelResult {
   decode: DecodeRow[];
   /** Average cores used by other processes while each side ran (see backgroundCores). */
   background_cores: { hacrl: number | null; torch: number | null; torch_env: number | null };
+  /**
+   * Peak resident memory, MiB: this process after this model's runs (a running maximum over the benchmark, so it
+   * includes the smaller models before it) and the torch process of this model.
+   */
+  peak_rss_mb: { hacrl: number; torch: number };
 }
 
 async function benchModel(
@@ -412,6 +419,7 @@ async function benchModel(
     }
 
     const afterHacrl = cpuTicks();
+    const hacrlPeakRss = round(process.resourceUsage().maxRSS / 1024);
     const input = join(dir, 'bench-input.json');
     await writeFile(
       input,
@@ -501,6 +509,7 @@ async function benchModel(
       train,
       decode,
       background_cores: background,
+      peak_rss_mb: { hacrl: hacrlPeakRss, torch: round(torch.peak_rss_mb) },
     };
     return { result, torch };
   } finally {
@@ -632,6 +641,7 @@ async function main(): Promise<void> {
           `      ${fmt(r.hacrl_prefill_ms)} / ${fmt(r.torch_prefill_ms)}`.padEnd(34) +
           `${r.greedy_agreement}`,
       );
+    log(`  peak resident memory: hacrl ${result.peak_rss_mb.hacrl} MiB, torch ${result.peak_rss_mb.torch} MiB`);
     const bg = result.background_cores;
     if (Math.max(bg.hacrl ?? 0, bg.torch ?? 0, bg.torch_env ?? 0) > 0.1)
       log(

@@ -20,6 +20,7 @@ Torch 1.13 has no scaled_dot_product_attention, so eager attention is the fast p
 import ctypes
 import json
 import os
+import resource
 import sys
 import time
 
@@ -251,6 +252,7 @@ def main(argv):
                 decode(decoder, d["prompts"][:b], 2)
                 run["decode"].append(decode(decoder, d["prompts"][:b], d["new_tokens"]))
         result["runs"].append(run)
+    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps(result))
     return 0
 
