@@ -270,7 +270,7 @@ interface TorchRl {
 
 /**
  * PyTorch's version of the single-agent step on the same initial weights, prompts, G, length limit and mini-batches,
- * with its fastest OpenBLAS kernel here (SkylakeX-class AVX-512 unless OPENBLAS_CORETYPE_TORCH says otherwise).
+ * with the OpenBLAS kernel OpenBLAS picks for this CPU (TORCH_OPENBLAS_CORETYPE=NAME forces one).
  */
 async function torchPeer(weightsDir: string, threads: number): Promise<TorchRl> {
   const agent = makeAgent('qwen3-char', {});
@@ -293,8 +293,11 @@ async function torchPeer(weightsDir: string, threads: number): Promise<TorchRl> 
       seed: 1,
     }),
   );
-  const core = process.env.OPENBLAS_CORETYPE_TORCH ?? 'SkylakeX';
-  const env = { ...process.env, OMP_WAIT_POLICY: 'PASSIVE', OPENBLAS_CORETYPE: core };
+  // OpenBLAS detects the CPU and picks its own kernels when OPENBLAS_CORETYPE is unset (on AVX-512 machines its
+  // fastest, as bench:model's probe finds); TORCH_OPENBLAS_CORETYPE names another.
+  const env = { ...process.env, OMP_WAIT_POLICY: 'PASSIVE' };
+  delete env.OPENBLAS_CORETYPE;
+  if (process.env.TORCH_OPENBLAS_CORETYPE) env.OPENBLAS_CORETYPE = process.env.TORCH_OPENBLAS_CORETYPE;
   const r = spawnSync(PYTHON, [TORCH_SCRIPT, input], { encoding: 'utf8', maxBuffer: 1 << 26, env });
   if (r.status !== 0) throw new Error(`${TORCH_SCRIPT} failed: ${r.error?.message ?? r.stderr}`);
   const lines = r.stdout.trim().split('\n');

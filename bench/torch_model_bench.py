@@ -57,6 +57,32 @@ def blas_description():
     return f"OpenBLAS (kernel {OPENBLAS.openblas_get_corename().decode()}; {config})"
 
 
+def openblas_core():
+    """The kernel OpenBLAS reports it uses (e.g. "SkylakeX"), or None when torch does not multiply with OpenBLAS."""
+    return OPENBLAS.openblas_get_corename().decode() if OPENBLAS is not None else None
+
+
+def load_qwen3(folder, user):
+    """The config and tensors of the Qwen3-style checkpoint in folder; `user` names the caller in the error."""
+    with open(os.path.join(folder, "config.json")) as f:
+        cfg = json.load(f)
+    if ref.family_of(cfg) != "qwen3":
+        raise ValueError(f"{user} builds Qwen3-style models only")
+    return cfg, ref.read_checkpoint(folder)
+
+
+def read_input(argv, usage):
+    """The INPUT_JSON named by argv [script, path], with float32 as torch's default dtype; None (and `usage` on
+    stderr) for any other argv."""
+    if len(argv) != 2:
+        sys.stderr.write(usage)
+        return None
+    with open(argv[1]) as f:
+        spec = json.load(f)
+    torch.set_default_dtype(torch.float32)
+    return spec
+
+
 def set_threads(n):
     # torch.set_num_threads sizes the OpenMP team only; the pthreads OpenBLAS behind fp32 matmul has its own count.
     torch.set_num_threads(n)
@@ -131,6 +157,9 @@ class Decoder:
         shape = (batch, self.kv_heads, self.capacity, self.head_dim)
         return [(torch.zeros(shape), torch.zeros(shape)) for _ in self.layers]
 
+    # [B] tensor: each sequence's first real position (left padding before it is masked); None: no padding.
+    key_start = None
+
     def attend(self, q, kc, vc, start):
         """q [B, Hq, S, D] at positions start.. against the cache's first start+S keys; returns [B, S, Hq·D]."""
         b, hq, s, d = q.shape
@@ -139,10 +168,16 @@ class Decoder:
         length = start + s
         # Query head h reads kv head h // g, so the g heads of a group stack as rows of one product.
         scores = q.reshape(b, hkv, g * s, d) @ kc[:, :, :length].transpose(2, 3) / d**0.5
+        keys = torch.arange(length).view(1, length)
         if s > 1:
             row = torch.arange(s).repeat(g).view(g * s, 1) + start
-            scores = scores.masked_fill(torch.arange(length).view(1, length) > row, float("-inf"))
-        out = torch.softmax(scores, dim=-1) @ vc[:, :, :length]
+            scores = scores.masked_fill(keys > row, float("-inf"))
+        if self.key_start is not None:
+            scores = scores.masked_fill(keys.view(1, 1, 1, length) < self.key_start.view(b, 1, 1, 1), float("-inf"))
+        probs = torch.softmax(scores, dim=-1)
+        if self.key_start is not None:  # a padding query sees no key at all: 0, not NaN
+            probs = torch.nan_to_num(probs)
+        out = probs @ vc[:, :, :length]
         return out.view(b, hkv, g, s, d).permute(0, 3, 1, 2, 4).reshape(b, s, hq * d)
 
     def forward(self, ids, start, cache):
@@ -217,26 +252,18 @@ def probe(threads):
                     dy.t() @ x
             best = min(best, time.perf_counter() - t0)
         out[str(n)] = best
-    core = OPENBLAS.openblas_get_corename().decode() if OPENBLAS is not None else None
-    return {"core": core, "blas": blas_description(), "probe_s": out}
+    return {"core": openblas_core(), "blas": blas_description(), "probe_s": out}
 
 
 def main(argv):
     if len(argv) == 3 and argv[1] == "--probe":
         print(json.dumps(probe([int(n) for n in argv[2].split(",")])))
         return 0
-    if len(argv) != 2:
-        sys.stderr.write(__doc__)
+    spec = read_input(argv, __doc__)
+    if spec is None:
         return 2
-    with open(argv[1]) as f:
-        spec = json.load(f)
-    torch.set_default_dtype(torch.float32)
     folder = spec["checkpoint"]
-    with open(os.path.join(folder, "config.json")) as f:
-        cfg = json.load(f)
-    if ref.family_of(cfg) != "qwen3":
-        raise ValueError("the model benchmark builds Qwen3-style models only")
-    tensors = ref.read_checkpoint(folder)
+    cfg, tensors = load_qwen3(folder, "the model benchmark")
     result = {"torch": torch.__version__, "blas": blas_description(), "runs": []}
     for threads in spec["threads"]:
         set_threads(threads)

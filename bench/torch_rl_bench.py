@@ -22,33 +22,11 @@ import sys
 import time
 
 import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "torch"))
 import reference_model as ref  # noqa: E402
-from torch_model_bench import OPENBLAS, Decoder, blas_description, set_threads  # noqa: E402
-
-
-class MaskedDecoder(Decoder):
-    """Decoder whose attention also hides each sequence's left padding (keys before key_start[b])."""
-
-    key_start = None
-
-    def attend(self, q, kc, vc, start):
-        b, hq, s, d = q.shape
-        hkv = self.kv_heads
-        g = hq // hkv
-        length = start + s
-        scores = q.reshape(b, hkv, g * s, d) @ kc[:, :, :length].transpose(2, 3) / d**0.5
-        keys = torch.arange(length).view(1, 1, 1, length)
-        hidden = keys < self.key_start.view(b, 1, 1, 1)
-        if s > 1:
-            row = (torch.arange(s).repeat(g).view(g * s, 1) + start).view(1, 1, g * s, 1)
-            hidden = hidden | (keys > row)
-        scores = scores.masked_fill(hidden, float("-inf"))
-        out = torch.nan_to_num(torch.softmax(scores, dim=-1)) @ vc[:, :, :length]
-        return out.view(b, hkv, g, s, d).permute(0, 3, 1, 2, 4).reshape(b, s, hq * d)
+from torch_model_bench import Decoder, blas_description, load_qwen3, openblas_core, read_input, set_threads  # noqa: E402
 
 
 @torch.no_grad()
@@ -96,19 +74,11 @@ def token_log_probs(cfg, p, prompts, responses, pad):
 
 
 def main(argv):
-    if len(argv) != 2:
-        sys.stderr.write(__doc__)
+    spec = read_input(argv, __doc__)
+    if spec is None:
         return 2
-    with open(argv[1]) as f:
-        spec = json.load(f)
-    torch.set_default_dtype(torch.float32)
     set_threads(spec["threads"])
-    folder = spec["checkpoint"]
-    with open(os.path.join(folder, "config.json")) as f:
-        cfg = json.load(f)
-    if ref.family_of(cfg) != "qwen3":
-        raise ValueError("the RL peer builds Qwen3-style agents only")
-    tensors = ref.read_checkpoint(folder)
+    cfg, tensors = load_qwen3(spec["checkpoint"], "the RL peer")
     p = ref.Params(tensors)
     params = list(p.tensors.values())
     opt = torch.optim.AdamW(params, lr=spec["lr"], weight_decay=0.01)
@@ -122,7 +92,7 @@ def main(argv):
         jobs = [q for q in all_prompts[step * b : (step + 1) * b] for _ in range(g)]
         capacity = max(len(q) for q in jobs) + spec["max_new_tokens"]
         # The decoder reads the current weights (no copies: detach shares storage).
-        decoder = MaskedDecoder(cfg, {k: v.detach() for k, v in p.tensors.items()}, capacity)
+        decoder = Decoder(cfg, {k: v.detach() for k, v in p.tensors.items()}, capacity)
         t0 = time.perf_counter()
         responses = []
         for i in range(0, len(jobs), 64):
@@ -154,13 +124,12 @@ def main(argv):
     n = max(1, len(timings))
     gen_s = sum(t[0] for t in timings) / n
     tokens = sum(t[2] for t in timings) / n
-    core = OPENBLAS.openblas_get_corename().decode() if OPENBLAS is not None else None
     print(
         json.dumps(
             {
                 "torch": torch.__version__,
                 "blas": blas_description(),
-                "openblas_coretype": core,
+                "openblas_coretype": openblas_core(),
                 "time_generate_s": gen_s,
                 "time_score_s": 0.0,
                 "time_train_s": sum(t[1] for t in timings) / n,
