@@ -295,7 +295,7 @@ async function torchPeer(weightsDir: string, threads: number): Promise<TorchRl> 
   );
   // OpenBLAS detects the CPU and picks its own kernels when OPENBLAS_CORETYPE is unset (on AVX-512 machines its
   // fastest, as bench:model's probe finds); TORCH_OPENBLAS_CORETYPE names another.
-  const env = { ...process.env, OMP_WAIT_POLICY: 'PASSIVE' };
+  const env: NodeJS.ProcessEnv = { ...process.env, OMP_WAIT_POLICY: 'PASSIVE' };
   delete env.OPENBLAS_CORETYPE;
   if (process.env.TORCH_OPENBLAS_CORETYPE) env.OPENBLAS_CORETYPE = process.env.TORCH_OPENBLAS_CORETYPE;
   const r = spawnSync(PYTHON, [TORCH_SCRIPT, input], { encoding: 'utf8', maxBuffer: 1 << 26, env });
