@@ -162,7 +162,8 @@ int hx_gemm_threads(int m, int n, int k) {
 
 int hx_skinny_threads(int m, int n, int k) {
   if (m > HX_SKINNY_ROWS || n < 2 * HX_SPLIT_ALIGN) return 1;
-  return hx_threads_for(4.0 * n * k, HX_SKINNY_BYTES_PER_THREAD, 0);
+  int by_bytes = hx_threads_for(4.0 * n * k, HX_SKINNY_BYTES_PER_THREAD, 0), by_flops = hx_gemm_threads(m, n, k);
+  return by_bytes > by_flops ? by_bytes : by_flops;
 }
 
 static void set_threads(int nt) {

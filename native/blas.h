@@ -29,6 +29,7 @@ int hx_gemm_threads(int m, int n, int k);
 /* Column blocks of a split product start on 64-byte boundaries of C's rows. */
 #define HX_SPLIT_ALIGN 16
 /* Threads for a product of at most HX_SKINNY_ROWS rows: one per HX_SKINNY_BYTES_PER_THREAD bytes of the k×n
- * operand (each thread multiplies its own block of columns), 1 for more rows. */
+ * operand, or what its arithmetic alone would get when that is more (each thread multiplies its own block of
+ * columns); 1 for more rows. */
 int hx_skinny_threads(int m, int n, int k);
 #endif
