@@ -3,8 +3,10 @@
  * Qwen3-style models (about 1M, 10M and 50M parameters) against PyTorch on the same checkpoint, batch, thread count
  * and machine, in one run: SFT training tokens/s (forward, backward, AdamW) and greedy decode tokens/s with a KV cache
  * at batch 1, 16 and 64, with the ratios hacrl/torch (> 1: hacrl faster) and model FLOPs utilisation against the FMA
- * peak measured here. The torch side is bench/torch_model_bench.py run by Debian's /usr/bin/python3. With --json the
- * last line is one JSON object.
+ * peak measured here. The torch side is bench/torch_model_bench.py run by Debian's /usr/bin/python3, in its fastest
+ * configuration on this machine: each OpenBLAS kernel it accepts (OPENBLAS_CORETYPE) is timed on the benchmark's
+ * matrix products first and the fastest is used for the headline ratios; the environment's own setting, when it
+ * differs, is run as well and shown as a second column. With --json the last line is one JSON object.
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -28,11 +30,14 @@ import { Rng } from '../src/util/rng.js';
 
 const args = new Set(process.argv.slice(2));
 /**
- * --torch-openblas-core=NAME runs the torch side with OPENBLAS_CORETYPE=NAME (e.g. SkylakeX for its AVX-512 kernels)
- * instead of the inherited setting; hacrl's side is unaffected (it multiplies with oneDNN unless HACRL_BLAS says else).
+ * --torch-openblas-core=NAME runs the torch side with OPENBLAS_CORETYPE=NAME only, skipping the search for its fastest
+ * kernel; hacrl's side is unaffected (it multiplies with oneDNN unless HACRL_BLAS says else).
  */
-const torchCore =
-  process.argv.find((a) => a.startsWith('--torch-openblas-core='))?.split('=')[1] ?? process.env.OPENBLAS_CORETYPE;
+const forcedCore = process.argv.find((a) => a.startsWith('--torch-openblas-core='))?.split('=')[1];
+/** The environment's OpenBLAS kernel setting, kept as the second torch column ('' = unset: OpenBLAS detects it). */
+const envCore = process.env.OPENBLAS_CORETYPE ?? '';
+/** OpenBLAS kernels worth trying on x86-64 ('' = let OpenBLAS detect the CPU). */
+const CANDIDATE_CORES = ['', 'SkylakeX', 'Cooperlake', 'Haswell', 'Zen'];
 const json = args.has('--json');
 const quick = args.has('--quick');
 const log = (s: string): void => {
@@ -209,6 +214,8 @@ function decodeLoop(k: Kernels, model: Transformer, prompts: number[][], newToke
 interface TorchResult {
   torch: string;
   blas: string;
+  /** The torch process's peak resident memory, MiB. */
+  peak_rss_mb: number;
   runs: {
     threads: number;
     torch_threads: number;
@@ -217,16 +224,58 @@ interface TorchResult {
   }[];
 }
 
-function runTorch(input: string): TorchResult {
-  // torch runs two thread pools here, OpenMP for its own ops and pthreads OpenBLAS for matmuls; with OpenMP's default
-  // spin-waiting they fight over the cores and torch on 2 threads runs 4–10× slower than on 1, so its OpenMP threads
-  // sleep when idle instead (its fastest setting on this machine; no effect on 1 thread).
-  const env = { ...process.env, OMP_WAIT_POLICY: 'PASSIVE', ...(torchCore ? { OPENBLAS_CORETYPE: torchCore } : {}) };
-  const r = spawnSync(PYTHON, [TORCH_SCRIPT, input], { encoding: 'utf8', maxBuffer: 1 << 28, env });
+/**
+ * torch runs two thread pools here, OpenMP for its own ops and pthreads OpenBLAS for matmuls; with OpenMP's default
+ * spin-waiting they fight over the cores and torch on 2 threads runs 4–10× slower than on 1, so its OpenMP threads
+ * sleep when idle instead (its fastest setting on this machine; no effect on 1 thread).
+ */
+function torchEnv(core: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, OMP_WAIT_POLICY: 'PASSIVE' };
+  if (core) env.OPENBLAS_CORETYPE = core;
+  else delete env.OPENBLAS_CORETYPE;
+  return env;
+}
+
+function runPython(args: string[], core: string): string {
+  const r = spawnSync(PYTHON, [TORCH_SCRIPT, ...args], { encoding: 'utf8', maxBuffer: 1 << 28, env: torchEnv(core) });
   if (r.status !== 0)
     throw new Error(`${TORCH_SCRIPT} failed (needs ${PYTHON} with torch): ${r.error?.message ?? r.stderr}`);
   const lines = r.stdout.trim().split('\n');
-  return JSON.parse(lines[lines.length - 1]!) as TorchResult;
+  return lines[lines.length - 1]!;
+}
+
+function runTorch(input: string, core: string): TorchResult {
+  return JSON.parse(runPython([input], core)) as TorchResult;
+}
+
+/** One OpenBLAS kernel setting as the torch side ran it: what was asked, what OpenBLAS used, its probe time. */
+interface TorchConfig {
+  /** OPENBLAS_CORETYPE given ('' = unset). */
+  requested: string;
+  /** The kernel OpenBLAS reports it uses. */
+  core: string;
+  /** Seconds of the probe's products, summed over the thread counts. */
+  probe_s: number;
+}
+
+/**
+ * PyTorch's fastest OpenBLAS kernel here: every candidate is probed on the benchmark's products (a kernel OpenBLAS
+ * does not accept falls back to another, which is then counted once); returns the probes, fastest first.
+ */
+function probeTorchCores(threadCounts: number[]): TorchConfig[] {
+  const seen = new Map<string, TorchConfig>();
+  for (const requested of new Set([envCore, ...CANDIDATE_CORES])) {
+    const p = JSON.parse(runPython(['--probe', threadCounts.join(',')], requested)) as {
+      core: string | null;
+      probe_s: Record<string, number>;
+    };
+    const core = p.core ?? 'not OpenBLAS';
+    // A request OpenBLAS did not honour names another kernel: keep the first request that reached it.
+    if (requested && core !== requested && requested !== envCore) continue;
+    if (seen.has(core)) continue;
+    seen.set(core, { requested, core, probe_s: round(sum(Object.values(p.probe_s)), 4) });
+  }
+  return [...seen.values()].sort((a, b) => a.probe_s - b.probe_s);
 }
 
 /** Makes every hacrl kernel use at most `threads` threads (the addon reads HACRL_THREADS on each call). */
@@ -279,8 +328,12 @@ const fmt = (x: number): string => (x >= 100 ? String(Math.round(x)) : String(ro
 interface TrainRow {
   threads: number;
   hacrl_tokens_per_s: number;
+  /** PyTorch at its fastest kernel (the headline). */
   torch_tokens_per_s: number;
   ratio_vs_torch: number;
+  /** PyTorch with the environment's OPENBLAS_CORETYPE (null when that is the fastest). */
+  torch_env_tokens_per_s: number | null;
+  ratio_vs_torch_env: number | null;
   hacrl_mfu: number;
   torch_mfu: number;
   hacrl_first_loss: number;
@@ -291,8 +344,12 @@ interface DecodeRow {
   threads: number;
   batch: number;
   hacrl_tokens_per_s: number;
+  /** PyTorch at its fastest kernel (the headline). */
   torch_tokens_per_s: number;
   ratio_vs_torch: number;
+  /** PyTorch with the environment's OPENBLAS_CORETYPE (null when that is the fastest). */
+  torch_env_tokens_per_s: number | null;
+  ratio_vs_torch_env: number | null;
   hacrl_mfu: number;
   torch_mfu: number;
   hacrl_prefill_ms: number;
@@ -312,7 +369,12 @@ interface ModelResult {
   train: TrainRow[];
   decode: DecodeRow[];
   /** Average cores used by other processes while each side ran (see backgroundCores). */
-  background_cores: { hacrl: number | null; torch: number | null };
+  background_cores: { hacrl: number | null; torch: number | null; torch_env: number | null };
+  /**
+   * Peak resident memory, MiB: this process after this model's runs (a running maximum over the benchmark, so it
+   * includes the smaller models before it) and the torch process of this model.
+   */
+  peak_rss_mb: { hacrl: number; torch: number };
 }
 
 async function benchModel(
@@ -320,6 +382,7 @@ async function benchModel(
   threadCounts: number[],
   peak: Record<number, number>,
   k: Kernels,
+  torchCores: { best: string; env: string | null },
 ): Promise<{ result: ModelResult; torch: TorchResult }> {
   const cfg = qwen3Config(s);
   const dir = await mkdtemp(join(tmpdir(), `hacrl-bench-${s.name}-`));
@@ -356,6 +419,7 @@ async function benchModel(
     }
 
     const afterHacrl = cpuTicks();
+    const hacrlPeakRss = round(process.resourceUsage().maxRSS / 1024);
     const input = join(dir, 'bench-input.json');
     await writeFile(
       input,
@@ -372,10 +436,13 @@ async function benchModel(
         decode: { prompts, batches: DECODE.batches, new_tokens: DECODE.newTokens },
       }),
     );
-    const torch = runTorch(input);
+    const torch = runTorch(input, torchCores.best);
+    const afterTorch = cpuTicks();
+    const torchEnvRun = torchCores.env === null ? null : runTorch(input, torchCores.env);
     const background = {
       hacrl: backgroundCores(beforeHacrl, afterHacrl),
-      torch: backgroundCores(afterHacrl, cpuTicks()),
+      torch: backgroundCores(afterHacrl, afterTorch),
+      torch_env: torchEnvRun ? backgroundCores(afterTorch, cpuTicks()) : null,
     };
 
     const trainTokens = TRAIN.batch * TRAIN.seqLen;
@@ -386,13 +453,17 @@ async function benchModel(
     const decode: DecodeRow[] = [];
     for (const h of hacrl) {
       const t = torch.runs.find((r) => r.threads === h.threads)!;
+      const te = torchEnvRun?.runs.find((r) => r.threads === h.threads) ?? null;
       const hTps = trainTokens / median(h.train.stepS);
       const tTps = t.train!.tokens / median(t.train!.step_s);
+      const teTps = te ? te.train!.tokens / median(te.train!.step_s) : null;
       train.push({
         threads: h.threads,
         hacrl_tokens_per_s: round(hTps),
         torch_tokens_per_s: round(tTps),
         ratio_vs_torch: ratio(hTps, tTps),
+        torch_env_tokens_per_s: teTps === null ? null : round(teTps),
+        ratio_vs_torch_env: teTps === null ? null : ratio(hTps, teTps),
         hacrl_mfu: mfuOf(trainFlops, hTps, peak[h.threads]!),
         torch_mfu: mfuOf(trainFlops, tTps, peak[h.threads]!),
         hacrl_first_loss: round(h.train.firstLoss, 5),
@@ -401,8 +472,10 @@ async function benchModel(
       DECODE.batches.forEach((batch, i) => {
         const hd = h.decode[i]!;
         const td = t.decode![i]!;
+        const ted = te?.decode![i] ?? null;
         const hTok = (batch * hd.stepS.length) / sum(hd.stepS);
         const tTok = (batch * td.step_s.length) / sum(td.step_s);
+        const teTok = ted ? (batch * ted.step_s.length) / sum(ted.step_s) : null;
         const same = hd.tokens.filter((seq, b) => seq.every((tok, j) => tok === td.tokens[b]![j])).length;
         decode.push({
           threads: h.threads,
@@ -410,6 +483,8 @@ async function benchModel(
           hacrl_tokens_per_s: round(hTok),
           torch_tokens_per_s: round(tTok),
           ratio_vs_torch: ratio(hTok, tTok),
+          torch_env_tokens_per_s: teTok === null ? null : round(teTok),
+          ratio_vs_torch_env: teTok === null ? null : ratio(hTok, teTok),
           hacrl_mfu: mfuOf(decodeFlops, hTok, peak[h.threads]!),
           torch_mfu: mfuOf(decodeFlops, tTok, peak[h.threads]!),
           hacrl_prefill_ms: round(hd.prefillS * 1e3),
@@ -434,6 +509,7 @@ async function benchModel(
       train,
       decode,
       background_cores: background,
+      peak_rss_mb: { hacrl: hacrlPeakRss, torch: round(torch.peak_rss_mb) },
     };
     return { result, torch };
   } finally {
@@ -511,17 +587,29 @@ async function main(): Promise<void> {
       `time (GC pauses included, prefill not: its time is shown apart); MFU = (2·N + 4·L·Hq·D·keys)·tokens/s / peak`,
   );
 
+  const probes = forcedCore === undefined ? probeTorchCores(threadCounts) : [];
+  const bestCore = forcedCore ?? probes[0]!.requested;
+  const torchCores = { best: bestCore, env: forcedCore !== undefined || bestCore === envCore ? null : envCore };
+  const coreName = (c: string): string => (c ? c : 'unset');
+  if (probes.length)
+    log(
+      `torch OpenBLAS kernels probed on the benchmark's products (s, ${threadCounts.join('+')} threads): ` +
+        probes.map((p) => `${p.core}${p.requested ? '' : ' (auto)'} ${p.probe_s}`).join(', '),
+    );
   const results: ModelResult[] = [];
   let torchInfo: Pick<TorchResult, 'torch' | 'blas'> | null = null;
   for (const s of models) {
-    const { result, torch } = await benchModel(s, threadCounts, peak, k);
+    const { result, torch } = await benchModel(s, threadCounts, peak, k, torchCores);
     results.push(result);
     if (!torchInfo) {
       torchInfo = { torch: torch.torch, blas: torch.blas };
       log(
-        `torch ${torch.torch} BLAS: ${torch.blas}   (OPENBLAS_CORETYPE=${torchCore ?? 'unset'}; ` +
+        `torch ${torch.torch} BLAS: ${torch.blas}   (OPENBLAS_CORETYPE=${coreName(bestCore)}` +
+          `${forcedCore === undefined ? ', its fastest here' : ', as asked'}; ` +
           `torch.set_num_threads(n) and openblas_set_num_threads(n), OMP_WAIT_POLICY=PASSIVE)`,
       );
+      if (torchCores.env !== null)
+        log(`second torch column "env": the environment's OPENBLAS_CORETYPE=${coreName(envCore)}`);
     }
     const c = result.config;
     log(
@@ -529,28 +617,36 @@ async function main(): Promise<void> {
         `intermediate ${c.intermediate}, vocab ${c.vocab} (tied) — ${result.params.toLocaleString('en-US')} parameters, ` +
         `${result.matmul_params.toLocaleString('en-US')} in matmuls`,
     );
-    log('  training tokens/s        hacrl (MFU)        torch (MFU)   hacrl/torch   first loss hacrl / torch');
+    const envCol = (tps: number | null, r: number | null): string =>
+      torchCores.env === null
+        ? ''
+        : `   ${tps === null ? '' : fmt(tps).padStart(8)} ${r === null ? '' : r.toFixed(2).padStart(6)}`;
+    const envHead = torchCores.env === null ? '' : '   torch env  hacrl/env';
+    log(`  training tokens/s        hacrl (MFU)        torch (MFU)   hacrl/torch${envHead}   first loss hacrl / torch`);
     for (const r of result.train)
       log(
         `    ${r.threads} thread(s)         ${fmt(r.hacrl_tokens_per_s).padStart(8)} (${r.hacrl_mfu.toFixed(3)})` +
           `   ${fmt(r.torch_tokens_per_s).padStart(8)} (${r.torch_mfu.toFixed(3)})   ${r.ratio_vs_torch.toFixed(2).padStart(8)}` +
+          envCol(r.torch_env_tokens_per_s, r.ratio_vs_torch_env) +
           `      ${r.hacrl_first_loss} / ${r.torch_first_loss}`,
       );
     log(
-      '  decode tokens/s          hacrl (MFU)        torch (MFU)   hacrl/torch   prefill ms hacrl / torch   same tokens',
+      `  decode tokens/s          hacrl (MFU)        torch (MFU)   hacrl/torch${envHead}   prefill ms hacrl / torch   same tokens`,
     );
     for (const r of result.decode)
       log(
         `    ${r.threads} thread(s), B=${String(r.batch).padEnd(3)} ${fmt(r.hacrl_tokens_per_s).padStart(8)} (${r.hacrl_mfu.toFixed(3)})` +
           `   ${fmt(r.torch_tokens_per_s).padStart(8)} (${r.torch_mfu.toFixed(3)})   ${r.ratio_vs_torch.toFixed(2).padStart(8)}` +
+          envCol(r.torch_env_tokens_per_s, r.ratio_vs_torch_env) +
           `      ${fmt(r.hacrl_prefill_ms)} / ${fmt(r.torch_prefill_ms)}`.padEnd(34) +
           `${r.greedy_agreement}`,
       );
+    log(`  peak resident memory: hacrl ${result.peak_rss_mb.hacrl} MiB, torch ${result.peak_rss_mb.torch} MiB`);
     const bg = result.background_cores;
-    if (Math.max(bg.hacrl ?? 0, bg.torch ?? 0) > 0.1)
+    if (Math.max(bg.hacrl ?? 0, bg.torch ?? 0, bg.torch_env ?? 0) > 0.1)
       log(
-        `  WARNING: other processes kept ${bg.hacrl} (hacrl part) / ${bg.torch} (torch part) cores busy: ` +
-          `multi-thread numbers of this model are not trustworthy, rerun on an idle machine`,
+        `  WARNING: other processes kept ${bg.hacrl} (hacrl part) / ${bg.torch} (torch part) / ${bg.torch_env} ` +
+          `(torch env part) cores busy: multi-thread numbers of this model are not trustworthy, rerun on an idle machine`,
       );
   }
 
@@ -560,9 +656,17 @@ async function main(): Promise<void> {
   const decodeRatio = headline.decode.find(
     (r) => r.threads === headlineThreads && r.batch === HEADLINE.decodeBatch,
   )!.ratio_vs_torch;
+  const cells = results.flatMap((m) => [
+    ...m.train.map((r) => ({ ratio: r.ratio_vs_torch, cell: `${m.name} train ${r.threads}t` })),
+    ...m.decode.map((r) => ({ ratio: r.ratio_vs_torch, cell: `${m.name} decode B=${r.batch} ${r.threads}t` })),
+  ]);
+  const minCell = cells.reduce((a, b) => (b.ratio < a.ratio ? b : a));
   const check = await generateCheck(k, headlineThreads);
   const basis = `${HEADLINE.model} model, ${headlineThreads} thread(s); decode at batch ${HEADLINE.decodeBatch}`;
-  log(`\nheadline (${basis}): training ${trainRatio}× torch, decode ${decodeRatio}× torch`);
+  log(
+    `\nheadline (${basis}): training ${trainRatio}× torch, decode ${decodeRatio}× torch ` +
+      `(torch on OpenBLAS ${coreName(bestCore)}); lowest cell ${minCell.ratio}× (${minCell.cell})`,
+  );
   log(
     `generate() check (${HEADLINE.model}, B=${HEADLINE.decodeBatch}): same tokens as the timed loop: ${check.tokens_match_timed_loop}; ` +
       `${check.generate_tokens_per_s_with_prefill} tokens/s end to end (timed loop: ${check.timed_loop_tokens_per_s_with_prefill})`,
@@ -581,7 +685,11 @@ async function main(): Promise<void> {
         torch_version: torchInfo?.torch ?? null,
         torch_blas: torchInfo?.blas ?? null,
         openblas_coretype: process.env.OPENBLAS_CORETYPE ?? null,
-        torch_openblas_coretype: torchCore ?? null,
+        torch_openblas_coretype: bestCore || null,
+        torch_core_choice:
+          forcedCore === undefined ? 'fastest of the probed kernels' : 'forced by --torch-openblas-core',
+        torch_core_probes: probes,
+        torch_env_openblas_coretype: torchCores.env === null ? null : torchCores.env || 'unset',
         torch_threading: 'torch.set_num_threads(n), openblas_set_num_threads(n), OMP_WAIT_POLICY=PASSIVE',
         peak_gflops: peak,
         train_setup: { ...TRAIN, warmup_steps: 1, adamw: ADAMW },
@@ -590,6 +698,8 @@ async function main(): Promise<void> {
         train_ratio_vs_torch: trainRatio,
         decode_ratio_vs_torch: decodeRatio,
         ratio_basis: basis,
+        lowest_cell: minCell,
+        table: cells,
         generate_check: check,
         wall_s: round(wall),
       }),

@@ -2,6 +2,9 @@
 """PyTorch side of `npm run bench:model`: the same checkpoint, batch, optimizer and decode work as hacrl, timed here.
 
 Usage: torch_model_bench.py INPUT_JSON  — prints one JSON object on stdout.
+       torch_model_bench.py --probe THREADS  — times the benchmark's matrix products (THREADS: "1,2") on the OpenBLAS
+       kernel this process loaded and prints {"core", "blas", "probe_s": {threads: seconds}}: bench/model.ts runs it
+       once per OPENBLAS_CORETYPE to find PyTorch's fastest configuration on this machine.
 
 INPUT_JSON: {"checkpoint": dir, "threads": [1, 2], "train": {"ids": [B][T], "prompt_len": P, "warmup": n,
 "steps": n, "adamw": {"lr", "beta1", "beta2", "eps", "weight_decay"}}, "decode": {"prompts": [B][P],
@@ -17,6 +20,7 @@ Torch 1.13 has no scaled_dot_product_attention, so eager attention is the fast p
 import ctypes
 import json
 import os
+import resource
 import sys
 import time
 
@@ -51,6 +55,32 @@ def blas_description():
         return "torch BLAS (not OpenBLAS)"
     config = OPENBLAS.openblas_get_config().decode()
     return f"OpenBLAS (kernel {OPENBLAS.openblas_get_corename().decode()}; {config})"
+
+
+def openblas_core():
+    """The kernel OpenBLAS reports it uses (e.g. "SkylakeX"), or None when torch does not multiply with OpenBLAS."""
+    return OPENBLAS.openblas_get_corename().decode() if OPENBLAS is not None else None
+
+
+def load_qwen3(folder, user):
+    """The config and tensors of the Qwen3-style checkpoint in folder; `user` names the caller in the error."""
+    with open(os.path.join(folder, "config.json")) as f:
+        cfg = json.load(f)
+    if ref.family_of(cfg) != "qwen3":
+        raise ValueError(f"{user} builds Qwen3-style models only")
+    return cfg, ref.read_checkpoint(folder)
+
+
+def read_input(argv, usage):
+    """The INPUT_JSON named by argv [script, path], with float32 as torch's default dtype; None (and `usage` on
+    stderr) for any other argv."""
+    if len(argv) != 2:
+        sys.stderr.write(usage)
+        return None
+    with open(argv[1]) as f:
+        spec = json.load(f)
+    torch.set_default_dtype(torch.float32)
+    return spec
 
 
 def set_threads(n):
@@ -127,6 +157,9 @@ class Decoder:
         shape = (batch, self.kv_heads, self.capacity, self.head_dim)
         return [(torch.zeros(shape), torch.zeros(shape)) for _ in self.layers]
 
+    # [B] tensor: each sequence's first real position (left padding before it is masked); None: no padding.
+    key_start = None
+
     def attend(self, q, kc, vc, start):
         """q [B, Hq, S, D] at positions start.. against the cache's first start+S keys; returns [B, S, Hq·D]."""
         b, hq, s, d = q.shape
@@ -135,10 +168,16 @@ class Decoder:
         length = start + s
         # Query head h reads kv head h // g, so the g heads of a group stack as rows of one product.
         scores = q.reshape(b, hkv, g * s, d) @ kc[:, :, :length].transpose(2, 3) / d**0.5
+        keys = torch.arange(length).view(1, length)
         if s > 1:
             row = torch.arange(s).repeat(g).view(g * s, 1) + start
-            scores = scores.masked_fill(torch.arange(length).view(1, length) > row, float("-inf"))
-        out = torch.softmax(scores, dim=-1) @ vc[:, :, :length]
+            scores = scores.masked_fill(keys > row, float("-inf"))
+        if self.key_start is not None:
+            scores = scores.masked_fill(keys.view(1, 1, 1, length) < self.key_start.view(b, 1, 1, 1), float("-inf"))
+        probs = torch.softmax(scores, dim=-1)
+        if self.key_start is not None:  # a padding query sees no key at all: 0, not NaN
+            probs = torch.nan_to_num(probs)
+        out = probs @ vc[:, :, :length]
         return out.view(b, hkv, g, s, d).permute(0, 3, 1, 2, 4).reshape(b, s, hq * d)
 
     def forward(self, ids, start, cache):
@@ -189,19 +228,42 @@ def decode(decoder, prompts, new_tokens):
     return {"prefill_s": t1 - t0, "step_s": step_s, "tokens": torch.stack(out, dim=1).tolist()}
 
 
+# The products of the 10M model's training step (B·T = 2048 rows) and of its decode steps (16 and 64 rows), as
+# (rows, in, out): q, k/v, o, gate/up, down and the head.
+PROBE_SHAPES = [(r, i, o) for r in (2048, 64, 16) for (i, o) in ((320, 256), (320, 128), (256, 320), (320, 960),
+                                                                   (960, 320), (320, 8192))]
+
+
+def probe(threads):
+    """Seconds of one pass over PROBE_SHAPES (x @ W^T and the two backward products at 2048 rows), best of 5, per
+    thread count."""
+    torch.manual_seed(0)
+    data = [(torch.randn(r, i), torch.randn(o, i), torch.randn(r, o)) for r, i, o in PROBE_SHAPES]
+    out = {}
+    for n in threads:
+        set_threads(n)
+        best = float("inf")
+        for _ in range(6):
+            t0 = time.perf_counter()
+            for x, w, dy in data:
+                x @ w.t()
+                if x.shape[0] > 64:
+                    dy @ w
+                    dy.t() @ x
+            best = min(best, time.perf_counter() - t0)
+        out[str(n)] = best
+    return {"core": openblas_core(), "blas": blas_description(), "probe_s": out}
+
+
 def main(argv):
-    if len(argv) != 2:
-        sys.stderr.write(__doc__)
+    if len(argv) == 3 and argv[1] == "--probe":
+        print(json.dumps(probe([int(n) for n in argv[2].split(",")])))
+        return 0
+    spec = read_input(argv, __doc__)
+    if spec is None:
         return 2
-    with open(argv[1]) as f:
-        spec = json.load(f)
-    torch.set_default_dtype(torch.float32)
     folder = spec["checkpoint"]
-    with open(os.path.join(folder, "config.json")) as f:
-        cfg = json.load(f)
-    if ref.family_of(cfg) != "qwen3":
-        raise ValueError("the model benchmark builds Qwen3-style models only")
-    tensors = ref.read_checkpoint(folder)
+    cfg, tensors = load_qwen3(folder, "the model benchmark")
     result = {"torch": torch.__version__, "blas": blas_description(), "runs": []}
     for threads in spec["threads"]:
         set_threads(threads)
@@ -217,6 +279,7 @@ def main(argv):
                 decode(decoder, d["prompts"][:b], 2)
                 run["decode"].append(decode(decoder, d["prompts"][:b], d["new_tokens"]))
         result["runs"].append(run)
+    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps(result))
     return 0
 

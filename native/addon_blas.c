@@ -89,13 +89,18 @@ static napi_value js_gemm(napi_env env, napi_callback_info info) {
                     hx_need(env, op, "c", lc, cOff + last * sC + extent(m, n, ldc))))
     return NULL;
   if (ensure_blas(env, op)) return NULL;
-  if (batch <= 1 || threads == 1 || hx_gemm_threads((int)m, (int)n, (int)k) > 1) {
+  /* Many products each too small to split: one thread each, the batch split across threads (by weight bytes when
+   * they have few rows, like the products of a decode step, else by arithmetic). */
+  int nt = 1, skinny = m <= HX_SKINNY_ROWS;
+  int each = skinny ? hx_skinny_threads((int)m, (int)n, (int)k) : hx_gemm_threads((int)m, (int)n, (int)k);
+  if (batch > 1 && threads != 1 && each == 1)
+    nt = skinny ? hx_threads_for(4.0 * n * k * batch, HX_SKINNY_BYTES_PER_THREAD, (int)threads)
+                             : hx_threads_for(2.0 * m * n * k * batch, 4e6, (int)threads);
+  if (nt <= 1) {
     for (int64_t i = 0; i < batch; i++)
       hx_sgemm(ta, tb, (int)m, (int)n, (int)k, (float)alpha, a + aOff + i * sA, (int)lda, b + bOff + i * sB, (int)ldb,
                (float)beta, c + cOff + i * sC, (int)ldc, (int)threads);
   } else {
-    /* Many small products: one thread each, the batch split across threads. */
-    int nt = hx_threads_for(2.0 * m * n * k * batch, 4e6, (int)threads);
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t i = 0; i < batch; i++)
       hx_sgemm(ta, tb, (int)m, (int)n, (int)k, (float)alpha, a + aOff + i * sA, (int)lda, b + bOff + i * sB, (int)ldb,

@@ -160,6 +160,12 @@ int hx_gemm_threads(int m, int n, int k) {
   return hx_threads_for(flops, 8e6, 0);
 }
 
+int hx_skinny_threads(int m, int n, int k) {
+  if (m > HX_SKINNY_ROWS || n < 2 * HX_SPLIT_ALIGN) return 1;
+  int by_bytes = hx_threads_for(4.0 * n * k, HX_SKINNY_BYTES_PER_THREAD, 0), by_flops = hx_gemm_threads(m, n, k);
+  return by_bytes > by_flops ? by_bytes : by_flops;
+}
+
 static void set_threads(int nt) {
   if (!active) return;
   if (nt == active_threads) return;
@@ -173,6 +179,35 @@ void hx_blas_enter_parallel(void) {
   if (omp_get_level() == 0) set_threads(1);
 }
 
+/* One product through the library on the calling thread's settings (see hx_sgemm for the threads). */
+static void call_library(int transA, int transB, int m, int n, int k, float alpha, const float *a, int lda,
+                         const float *b, int ldb, float beta, float *c, int ldc) {
+  if (active->dnnl)
+    active->dnnl(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  else
+    active->cblas(ROW_MAJOR, transA ? TRANS : NO_TRANS, transB ? TRANS : NO_TRANS, m, n, k, alpha, a, lda, b, ldb,
+                  beta, c, ldc);
+}
+
+/* A product with few rows reads every weight once for very little arithmetic: memory-bound, and the libraries
+ * parallelise it poorly (a second thread made batch-16 decoding slower than one). Each thread takes its own block of
+ * C's columns, i.e. its own share of the weight bytes, and multiplies it on one library thread. */
+static void sgemm_column_split(int transA, int transB, int m, int n, int k, float alpha, const float *a, int lda,
+                               const float *b, int ldb, float beta, float *c, int ldc, int nt) {
+  int blocks = n / HX_SPLIT_ALIGN;
+  hx_blas_enter_parallel();
+#pragma omp parallel num_threads(nt)
+  {
+    int t = omp_get_thread_num(), parts = omp_get_num_threads();
+    int j0 = (int)((long)blocks * t / parts) * HX_SPLIT_ALIGN;
+    int j1 = t == parts - 1 ? n : (int)((long)blocks * (t + 1) / parts) * HX_SPLIT_ALIGN;
+    if (active->dnnl) omp_set_num_threads(1);
+    if (j1 > j0)
+      call_library(transA, transB, m, j1 - j0, k, alpha, a, lda, transB ? b + (long)j0 * ldb : b + j0, ldb, beta,
+                   c + j0, ldc);
+  }
+}
+
 void hx_sgemm(int transA, int transB, int m, int n, int k, float alpha, const float *a, int lda, const float *b,
               int ldb, float beta, float *c, int ldc, int threads) {
   if (m <= 0 || n <= 0) return;
@@ -181,19 +216,24 @@ void hx_sgemm(int transA, int transB, int m, int n, int k, float alpha, const fl
       for (int j = 0; j < n; j++) c[(long)i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[(long)i * ldc + j];
     return;
   }
-  int nt = threads > 0 ? hx_threads_for(1, 1, threads) : hx_gemm_threads(m, n, k);
   if (omp_get_level() > 0) {
     /* Inside an OpenMP region (a kernel parallel over heads), even an inactive one-thread region, the library must
      * not open teams of its own. oneDNN follows this task's private OpenMP setting, which is set here and never
      * cached; OpenBLAS and BLIS have global settings, which hx_blas_enter_parallel() set to one thread before. */
     if (active->dnnl) omp_set_num_threads(1);
+    call_library(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  if (threads <= 0 && m <= HX_SKINNY_ROWS) {
+    int nt = hx_skinny_threads(m, n, k);
+    if (nt > 1) {
+      sgemm_column_split(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nt);
+      return;
+    }
+    set_threads(1);
   } else
-    set_threads(nt);
-  if (active->dnnl)
-    active->dnnl(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  else
-    active->cblas(ROW_MAJOR, transA ? TRANS : NO_TRANS, transB ? TRANS : NO_TRANS, m, n, k, alpha, a, lda, b, ldb,
-                  beta, c, ldc);
+    set_threads(threads > 0 ? hx_threads_for(1, 1, threads) : hx_gemm_threads(m, n, k));
+  call_library(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 int hx_max_threads(void) {

@@ -20,6 +20,16 @@ void hx_sgemm(int transA, int transB, int m, int n, int k, float alpha, const fl
 /* Call before an OpenMP region whose threads call hx_sgemm: sets libraries with global thread settings (OpenBLAS,
  * BLIS) to one thread so concurrent calls do not fight over one pool. */
 void hx_blas_enter_parallel(void);
-/* Threads the size policy picks for an m×n×k product. */
+/* Threads the size policy picks for an m×n×k product with more than HX_SKINNY_ROWS rows (compute-bound). */
 int hx_gemm_threads(int m, int n, int k);
+/* Products with at most this many rows (decode steps) are memory-bound on the k×n operand. */
+#define HX_SKINNY_ROWS 64
+/* Weight bytes one thread streams before a second one pays for waking (1 MiB, about an L2 of this class of CPU). */
+#define HX_SKINNY_BYTES_PER_THREAD 1048576.0
+/* Column blocks of a split product start on 64-byte boundaries of C's rows. */
+#define HX_SPLIT_ALIGN 16
+/* Threads for a product of at most HX_SKINNY_ROWS rows: one per HX_SKINNY_BYTES_PER_THREAD bytes of the k×n
+ * operand, or what its arithmetic alone would get when that is more (each thread multiplies its own block of
+ * columns); 1 for more rows. */
+int hx_skinny_threads(int m, int n, int k);
 #endif

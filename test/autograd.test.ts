@@ -5,6 +5,7 @@ import { describe, test } from 'node:test';
 import { Engine } from '../src/backend/engine.js';
 import { availableBackends } from '../src/backend/select.js';
 import * as ops from '../src/tensor/ops.js';
+import { giveBack, takeZeroed } from '../src/tensor/grad-pool.js';
 import { Tape, type Ctx } from '../src/tensor/tape.js';
 import { Tensor } from '../src/tensor/tensor.js';
 import { mulberry32, randn, relError } from './helpers.js';
@@ -143,15 +144,16 @@ const cases: Case[] = [
     run: (ctx, t) => ops.embedding(ctx, t.table!, ids),
     ref: (v) => refEmbedding(v.table!, ids, ids.length, 3),
   },
-  {
-    name: 'lmHeadLogProbs (chunked, ignored rows)',
+  ...[Infinity, 0].map((keepLogitsLimit) => ({
+    name: `lmHeadLogProbs (chunked, ignored rows, logits ${keepLogitsLimit ? 'kept' : 'recomputed'})`,
     inputs: { h: input([7, 6]), w: input([11, 6]) },
-    run: (ctx, t) => ops.lmHeadLogProbs(ctx, t.h!, t.w!, targets, { chunkRows: 3 }).logProb,
-    ref: (v) => {
+    run: (ctx: Ctx, t: Record<string, Tensor>) =>
+      ops.lmHeadLogProbs(ctx, t.h!, t.w!, targets, { chunkRows: 3, keepLogitsLimit }).logProb,
+    ref: (v: Record<string, Float64Array>) => {
       const lp = refGatherLogProbs(linearRef(v.h!, v.w!, 7, 11, 6), targets, 7, 11);
       return lp.map((x, r) => (targets[r]! < 0 ? 0 : x));
     },
-  },
+  })),
   {
     name: 'splitColumns (and reshape views sharing a gradient)',
     inputs: { x: input([3, 7]) },
@@ -249,6 +251,34 @@ for (const backend of availableBackends()) {
       const y = ops.linear({ k, tape: null }, x, w);
       assert.equal(y.requiresGrad, false);
       assert.equal(x.grad, null);
+    });
+
+    test('recycled gradient buffers: a second pass gets the same gradients, and the buffers come back zeroed', () => {
+      // Big enough (≥ 4096 floats per intermediate) for the pool to recycle the intermediates' gradients.
+      const r = mulberry32(9);
+      const x = new Tensor(randn(64 * 96, r), [64, 96]);
+      const w = new Tensor(randn(128 * 96, r, 0.1), [128, 96], true);
+      const g = new Tensor(randn(128, r), [128], true);
+      const pass = (): Float32Array[] => {
+        w.zeroGrad();
+        g.zeroGrad();
+        const tape = new Tape();
+        const ctx = { k, tape };
+        const h = ops.rmsNorm(ctx, ops.linear(ctx, x, w), g, 1e-6);
+        const y = ops.mul(ctx, h, ops.add(ctx, h, h));
+        tape.backward(y);
+        assert.equal(h.grad, null, 'an intermediate gradient is handed back when the pass ends');
+        return [Float32Array.from(w.grad!), Float32Array.from(g.grad!)];
+      };
+      const first = pass();
+      const second = pass();
+      assert.deepEqual(second, first);
+      const taken = takeZeroed(5000);
+      taken.fill(7);
+      giveBack(taken);
+      const again = takeZeroed(5000);
+      assert.equal(again.buffer, taken.buffer);
+      assert.ok(again.every((v) => v === 0));
     });
 
     test('shape errors name the op and the shapes', () => {

@@ -111,6 +111,39 @@ describe('sampling controls', () => {
     assert.deepEqual([...seen].sort(), [1, 3, 5]);
   });
 
+  test('top-k and top-p pick what sorting the whole vocabulary picks, seed for seed', () => {
+    // The reference: every index sorted by logit (ties by index), truncated, then one draw over the kept weights.
+    const bySort = (row: Float32Array, o: { temperature: number; topK: number; topP: number }, u: number): number => {
+      let order = Array.from(row, (_, i) => i).sort((a, b) => row[b]! - row[a]! || a - b);
+      if (o.topK > 0) order = order.slice(0, o.topK);
+      const w = order.map((i) => Math.exp((row[i]! - row[order[0]!]!) / o.temperature));
+      const all = w.reduce((a, b) => a + b, 0);
+      let keep = w.length;
+      for (let j = 0, acc = 0; o.topP < 1 && j < w.length; j++)
+        if ((acc += w[j]! / all) >= o.topP) {
+          keep = j + 1;
+          break;
+        }
+      let x = u * w.slice(0, keep).reduce((a, b) => a + b, 0);
+      for (let j = 0; j < keep; j++) if ((x -= w[j]!) < 0) return order[j]!;
+      return order[keep - 1]!;
+    };
+    const rng = new Rng(5);
+    // 3000 logits with repeated values (ties) and a spread wide enough that top-p keeps from a few to hundreds.
+    const row = Float32Array.from({ length: 3000 }, () => Math.round(rng.next() * 40) / 4);
+    const settings = [
+      { temperature: 1, topK: 40, topP: 1 },
+      { temperature: 0.7, topK: 0, topP: 0.9 },
+      { temperature: 3, topK: 0, topP: 0.95 },
+      { temperature: 1, topK: 200, topP: 0.5 },
+    ];
+    for (const o of settings)
+      for (let seed = 0; seed < 50; seed++) {
+        const u = new Rng(seed).next();
+        assert.equal(sampleToken(row, o, new Rng(seed)), bySort(row, o, u), `${JSON.stringify(o)} seed ${seed}`);
+      }
+  });
+
   test('sampling frequencies follow the softmax at the temperature', () => {
     const row = Float32Array.of(0, Math.log(3));
     const rng = new Rng(7);

@@ -138,6 +138,11 @@ const gemmCases: GemmCase[] = [
   { m: 9, n: 5, k: 11, offsets: [2, 1, 3], pad: 1, batch: 4, gap: 2, broadcastB: true },
   { m: 300, n: 270, k: 520, transB: true },
   { m: 5, n: 3, k: 2000, transA: true },
+  // Decode-sized products whose weights (> 2 MiB) are split by columns across threads, and a batch of two split
+  // across threads by weight bytes.
+  { m: 16, n: 1000, k: 600, offsets: [1, 2, 3], pad: 3, beta: 1 },
+  { m: 16, n: 1000, k: 600, transB: true, alpha: 0.5 },
+  { m: 4, n: 600, k: 500, batch: 2, gap: 3 },
 ];
 
 for (const g of gemmCases)

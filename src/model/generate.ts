@@ -46,38 +46,96 @@ export interface Generation {
   finishReason: FinishReason;
 }
 
-/** Draws a token from one row of logits under temperature, top-k and top-p. */
+/** The k-th largest of xs (1-based, k ≤ xs.length) by quickselect on a scratch copy: O(n) on average. */
+function kthLargest(xs: Float32Array, k: number): number {
+  const a = Float32Array.from(xs);
+  let lo = 0;
+  let hi = a.length - 1;
+  const want = k - 1;
+  while (lo < hi) {
+    const pivot = a[(lo + hi) >> 1]!;
+    let i = lo;
+    let j = hi;
+    while (i <= j) {
+      while (a[i]! > pivot) i++;
+      while (a[j]! < pivot) j--;
+      if (i <= j) {
+        const t = a[i]!;
+        a[i++] = a[j]!;
+        a[j--] = t;
+      }
+    }
+    if (want <= j) hi = j;
+    else if (want >= i) lo = i;
+    else break;
+  }
+  return a[want]!;
+}
+
+/**
+ * At least the `count` largest logits of a row (every tie of the last one included), in sampling order: logit
+ * descending, index ascending on ties. Only those are sorted, not the whole vocabulary.
+ */
+function topIndices(row: Float32Array, count: number): number[] {
+  const byLogit = (a: number, b: number): number => row[b]! - row[a]! || a - b;
+  if (count >= row.length) return Array.from({ length: row.length }, (_, i) => i).sort(byLogit);
+  const threshold = kthLargest(row, count);
+  const picked: number[] = [];
+  for (let i = 0; i < row.length; i++) if (row[i]! >= threshold) picked.push(i);
+  return picked.sort(byLogit);
+}
+
+/** Candidates top-p starts from before it grows its search (most rows keep far fewer tokens). */
+const TOP_P_FIRST_CANDIDATES = 64;
+
+/**
+ * Draws a token from one row of logits under temperature, top-k and top-p. Truncation selects its candidates without
+ * sorting the whole vocabulary: top-k takes the k largest; top-p takes the largest 64, 512, … until their mass reaches
+ * topP, normalising by the mass of the whole row (summed in index order).
+ */
 export function sampleToken(
   row: Float32Array,
   o: Required<Pick<SamplingOptions, 'temperature' | 'topK' | 'topP'>>,
   rng: Rng,
 ): number {
   if (o.temperature === 0) return argmax(row);
-  const truncate = o.topK > 0 || o.topP < 1;
-  // Candidates sorted by logit only when truncation needs an order; otherwise the full vocabulary in index order.
-  let order: number[] | Int32Array;
-  if (truncate) {
-    order = Array.from({ length: row.length }, (_, i) => i).sort((a, b) => row[b]! - row[a]! || a - b);
-    if (o.topK > 0) order = order.slice(0, o.topK);
-  } else order = Int32Array.from({ length: row.length }, (_, i) => i);
   let max = -Infinity;
-  for (const i of order) max = Math.max(max, row[i]!);
-  const weights = new Float64Array(order.length);
+  for (let i = 0; i < row.length; i++) max = Math.max(max, row[i]!);
+  const weightOf = (i: number): number => Math.exp((row[i]! - max) / o.temperature);
+  // Candidates in sampling order and the mass top-p is measured against.
+  let order: number[] | Int32Array;
   let total = 0;
-  for (let j = 0; j < order.length; j++) total += weights[j] = Math.exp((row[order[j]!]! - max) / o.temperature);
+  if (o.topK > 0) {
+    order = topIndices(row, o.topK).slice(0, o.topK);
+    for (const i of order) total += weightOf(i);
+  } else {
+    order = o.topP < 1 ? topIndices(row, TOP_P_FIRST_CANDIDATES) : Int32Array.from({ length: row.length }, (_, i) => i);
+    for (let i = 0; i < row.length; i++) total += weightOf(i);
+  }
   let keep = order.length;
   if (o.topP < 1) {
-    let acc = 0;
-    for (let j = 0; j < order.length; j++) {
-      acc += weights[j]! / total;
-      if (acc >= o.topP) {
-        keep = j + 1;
+    for (let count = order.length; ;) {
+      let acc = 0;
+      keep = 0;
+      for (let j = 0; j < order.length; j++) {
+        acc += weightOf(order[j]!) / total;
+        if (acc >= o.topP) {
+          keep = j + 1;
+          break;
+        }
+      }
+      if (keep > 0) break;
+      if (order.length >= row.length) {
+        keep = order.length;
         break;
       }
+      count *= 8;
+      order = topIndices(row, count);
     }
-    total = 0;
-    for (let j = 0; j < keep; j++) total += weights[j]!;
   }
+  const weights = new Float64Array(keep);
+  total = 0;
+  for (let j = 0; j < keep; j++) total += weights[j] = weightOf(order[j]!);
   let u = rng.next() * total;
   for (let j = 0; j < keep; j++) {
     u -= weights[j]!;

@@ -9,6 +9,8 @@ export class KVCache {
   readonly v: Float32Array[];
   /** Positions filled so far (the same for every sequence). */
   length = 0;
+  /** Work buffers of the decode steps over this cache, by name: allocated on the first step, reused by the others. */
+  private readonly scratch = new Map<string, Float32Array>();
 
   constructor(
     readonly layers: number,
@@ -49,6 +51,16 @@ export class KVCache {
           kc.set(keys.subarray(src, src + d), dst);
           vc.set(values.subarray(src, src + d), dst);
         }
+  }
+
+  /**
+   * The work buffer `name` of `size` floats, the same array on every call (a decode step's activations live in these,
+   * so steps allocate nothing); its contents are whatever the last step left.
+   */
+  buffer(name: string, size: number): Float32Array {
+    let b = this.scratch.get(name);
+    if (!b || b.length !== size) this.scratch.set(name, (b = new Float32Array(size)));
+    return b;
   }
 
   /** Marks `n` positions as filled (after a prefill). */

@@ -4,6 +4,7 @@
  */
 import type { AttentionShape, F32, I32 } from '../backend/kernels.js';
 import type { Ctx } from './tape.js';
+import { giveBack, takeZeroed } from './grad-pool.js';
 import { Tensor } from './tensor.js';
 
 function tracking(ctx: Ctx, ...inputs: (Tensor | undefined)[]): boolean {
@@ -24,9 +25,10 @@ function accumulate(ctx: Ctx, t: Tensor, write: (dst: F32) => void): void {
     write(t.ensureGrad());
     return;
   }
-  const scratch = new Float32Array(t.size);
+  const scratch = takeZeroed(t.size);
   write(scratch);
   ctx.k.axpy(1, scratch, t.grad, t.size);
+  giveBack(scratch);
 }
 
 /** Gradient buffer of t when it needs one, else a throw-away buffer of the same size (kernels always write one). */
@@ -78,7 +80,7 @@ export function linear(ctx: Ctx, x: Tensor, w: Tensor, bias?: Tensor, wT?: Float
           beta: 1,
         });
       if (bias?.requiresGrad) ctx.k.sumRows(dy, bias.ensureGrad(), rows, outF);
-    });
+    }, out);
   return out;
 }
 
@@ -93,7 +95,7 @@ export function add(ctx: Ctx, a: Tensor, b: Tensor): Tensor {
       const dy = out.grad;
       if (!dy) return;
       for (const t of [a, b]) if (t.requiresGrad) ctx.k.axpy(1, dy, t.ensureGrad(), dy.length);
-    });
+    }, out);
   return out;
 }
 
@@ -109,7 +111,7 @@ export function mul(ctx: Ctx, a: Tensor, b: Tensor): Tensor {
       if (!dy) return;
       accumulate(ctx, a, (d) => ctx.k.mul(dy, b.data, d, dy.length));
       accumulate(ctx, b, (d) => ctx.k.mul(dy, a.data, d, dy.length));
-    });
+    }, out);
   return out;
 }
 
@@ -130,7 +132,7 @@ export function rmsNorm(ctx: Ctx, x: Tensor, weight: Tensor, eps: number): Tenso
       if (x.requiresGrad)
         accumulate(ctx, x, (dx) => ctx.k.rmsNormBackward(dy, x.data, weight.data, invRms, dx, dWeight, rows, dim));
       else ctx.k.rmsNormBackward(dy, x.data, weight.data, invRms, new Float32Array(x.size), dWeight, rows, dim);
-    });
+    }, out);
   return out;
 }
 
@@ -155,7 +157,7 @@ export function layerNorm(ctx: Ctx, x: Tensor, weight: Tensor, bias: Tensor, eps
         ctx.k.layerNormBackward(dy, x.data, weight.data, mean, rstd, dx, dW, dB, rows, dim);
       if (x.requiresGrad) accumulate(ctx, x, run);
       else run(new Float32Array(x.size));
-    });
+    }, out);
   return out;
 }
 
@@ -178,7 +180,7 @@ export function rope(ctx: Ctx, x: Tensor, positions: I32, cos: F32, sin: F32, he
         dx.set(dy);
         ctx.k.rope(dx, positions, cos, sin, rows, heads, headDim, true);
       });
-    });
+    }, out);
   return out;
 }
 
@@ -203,7 +205,7 @@ export function swiglu(ctx: Ctx, gate: Tensor, up: Tensor): Tensor {
       ctx.k.swigluBackward(dy, gate.data, up.data, dGate, dUp, n);
       if (gate.requiresGrad) ctx.k.axpy(1, dGate, gate.ensureGrad(), n);
       if (up.requiresGrad) ctx.k.axpy(1, dUp, up.ensureGrad(), n);
-    });
+    }, out);
   return out;
 }
 
@@ -216,7 +218,7 @@ export function gelu(ctx: Ctx, x: Tensor): Tensor {
     ctx.tape!.record(() => {
       const dy = out.grad;
       if (dy) accumulate(ctx, x, (dx) => ctx.k.geluBackward(dy, x.data, dx, dy.length));
-    });
+    }, out);
   return out;
 }
 
@@ -256,7 +258,7 @@ export function attention(ctx: Ctx, q: Tensor, k: Tensor, v: Tensor, shape: Atte
         [v, dv],
       ] as const)
         if (t.requiresGrad) ctx.k.axpy(1, d, t.ensureGrad(), d.length);
-    });
+    }, out);
   return out;
 }
 
@@ -270,7 +272,7 @@ export function embedding(ctx: Ctx, table: Tensor, ids: I32): Tensor {
     ctx.tape!.record(() => {
       const dy = out.grad;
       if (dy) ctx.k.embeddingBackward(dy, ids, table.ensureGrad(), ids.length, dim);
-    });
+    }, out);
   return out;
 }
 
@@ -287,17 +289,29 @@ export interface TokenLogProbs {
   entropySeed: Float32Array | null;
 }
 
+/** Most logits (floats) the head keeps from forward to backward; above it each chunk is recomputed (256 MiB). */
+const KEEP_LOGITS_LIMIT = 1 << 26;
+
 /**
  * The language-model head fused with the log-probability of each row's target: logits = h·Wᵀ [rows, V] are computed
- * `chunkRows` rows at a time and never kept, so memory stays O(chunkRows·V) for any vocabulary; the backward
- * recomputes each chunk's logits (one extra matmul) instead of storing rows·V floats. Targets < 0 are ignored rows.
+ * `chunkRows` rows at a time. Without gradients only one chunk is ever held, so memory stays O(chunkRows·V) for any
+ * vocabulary. With gradients the logits are kept for the backward (which turns them into their gradient in place)
+ * while rows·V ≤ `keepLogitsLimit` floats: recomputing them costs a third of the head's matmul work, more than the
+ * memory saves at these sizes; above the limit each chunk is recomputed instead. Targets < 0 are ignored rows.
  */
 export function lmHeadLogProbs(
   ctx: Ctx,
   hidden: Tensor,
   weight: Tensor,
   targets: I32,
-  options: { entropy?: boolean; chunkRows?: number } = {},
+  options: {
+    /** Also return each row's entropy (nats); default false. */
+    entropy?: boolean;
+    /** Rows per head matmul; default ⌊2^22 / V⌋ (16 MiB of logits). */
+    chunkRows?: number;
+    /** Most logits (floats) kept for the backward instead of recomputed; default 2^26. */
+    keepLogitsLimit?: number;
+  } = {},
 ): TokenLogProbs {
   const [vocab, dim] = weight.shape as [number, number];
   const rows = hidden.rows;
@@ -307,9 +321,11 @@ export function lmHeadLogProbs(
   const logProb = new Float32Array(rows);
   const lse = new Float32Array(rows);
   const entropy = options.entropy ? new Float32Array(rows) : null;
-  const logits = new Float32Array(Math.min(chunk, rows) * vocab);
+  const track = tracking(ctx, hidden, weight);
+  const keep = track && rows * vocab <= (options.keepLogitsLimit ?? KEEP_LOGITS_LIMIT);
+  const logits = new Float32Array((keep ? rows : Math.min(chunk, rows)) * vocab);
   const chunkLogits = (r0: number, n: number): F32 => {
-    const view = logits.subarray(0, n * vocab);
+    const view = logits.subarray(keep ? r0 * vocab : 0, (keep ? r0 + n : n) * vocab);
     ctx.k.gemm({
       transB: true,
       m: n,
@@ -333,7 +349,7 @@ export function lmHeadLogProbs(
       entropy?.subarray(r0, r0 + n),
     );
   }
-  const out = new Tensor(logProb, [rows], tracking(ctx, hidden, weight));
+  const out = new Tensor(logProb, [rows], track);
   const entropySeed = entropy && out.requiresGrad ? new Float32Array(rows) : null;
   if (out.requiresGrad)
     ctx.tape!.record(() => {
@@ -344,7 +360,7 @@ export function lmHeadLogProbs(
       const dWeight = weight.requiresGrad ? weight.ensureGrad() : null;
       for (let r0 = 0; r0 < rows; r0 += chunk) {
         const n = Math.min(chunk, rows - r0);
-        const z = chunkLogits(r0, n);
+        const z = keep ? logits.subarray(r0 * vocab, (r0 + n) * vocab) : chunkLogits(r0, n);
         // The log-prob backward overwrites the logits in place; the entropy term needs them, so it reads a copy.
         const zCopy = withEntropy ? z.slice() : null;
         ctx.k.gatherLogProbsBackward(
@@ -388,7 +404,7 @@ export function lmHeadLogProbs(
             beta: 1,
           });
       }
-    });
+    }, out);
   return { logProb: out, entropy, entropySeed };
 }
 
@@ -402,7 +418,7 @@ export function weightedSum(ctx: Ctx, x: Tensor, weights: F32): Tensor {
     ctx.tape!.record(() => {
       const dy = out.grad;
       if (dy) ctx.k.axpy(dy[0]!, weights, x.ensureGrad(), x.size);
-    });
+    }, out);
   return out;
 }
 
@@ -425,7 +441,7 @@ export function splitColumns(ctx: Ctx, x: Tensor, widths: number[]): Tensor[] {
         if (!dy) return;
         const dx = x.ensureGrad();
         for (let r = 0; r < rows; r++) ctx.k.axpy(1, dy.subarray(r * w, (r + 1) * w), dx.subarray(r * total + from), w);
-      });
+      }, out);
     return out;
   });
 }

@@ -7,10 +7,16 @@ import type { Tensor } from './tensor.js';
  */
 export class Tape {
   private readonly steps: (() => void)[] = [];
+  /** Outputs of the recorded ops: intermediates, whose gradients are dead once the backward pass is over. */
+  private readonly outputs: Tensor[] = [];
 
-  /** Appends the backward of an op just computed. */
-  record(backward: () => void): void {
+  /**
+   * Appends the backward of an op just computed; `output`, the op's result, has its gradient buffer recycled when
+   * the backward pass ends (so read an intermediate's gradient inside that pass, never after it).
+   */
+  record(backward: () => void, output?: Tensor): void {
     this.steps.push(backward);
+    if (output) this.outputs.push(output);
   }
 
   /** Number of recorded ops. */
@@ -20,7 +26,8 @@ export class Tape {
 
   /**
    * Back-propagates from `output`: its gradient is `seed` (default all ones, i.e. d(sum output)), then every recorded
-   * op runs its backward, last first. The tape is emptied so the activations it held can be reclaimed.
+   * op runs its backward, last first. The tape is emptied so the activations it held can be reclaimed, and the
+   * gradients of the ops' outputs (output's included) go back to the pool for the next pass.
    */
   backward(output: Tensor, seed?: Float32Array): void {
     const g = output.ensureGrad();
@@ -30,11 +37,14 @@ export class Tape {
       g.set(seed);
     } else g.fill(1);
     while (this.steps.length > 0) this.steps.pop()!();
+    for (const t of this.outputs) t.recycleGrad();
+    this.outputs.length = 0;
   }
 
   /** Drops every recorded op without running it (an inference pass that recorded by mistake, or an aborted step). */
   clear(): void {
     this.steps.length = 0;
+    this.outputs.length = 0;
   }
 }
 

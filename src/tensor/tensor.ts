@@ -1,3 +1,5 @@
+import { giveBack, takeZeroed } from './grad-pool.js';
+
 /**
  * A dense float32 tensor: data in row-major order, a shape, and (for values that need gradients) a gradient buffer
  * allocated on first use. Views made by `reshape` share both the data and the gradient of their base.
@@ -40,7 +42,7 @@ export class Tensor {
   /** The gradient buffer, allocated (zero) on first use. */
   ensureGrad(): Float32Array {
     if (this.base) return this.base.ensureGrad();
-    this.ownGrad ??= new Float32Array(this.data.length);
+    this.ownGrad ??= takeZeroed(this.data.length);
     return this.ownGrad;
   }
 
@@ -53,6 +55,13 @@ export class Tensor {
   /** Drops the gradient buffer so its memory can be reclaimed. */
   releaseGrad(): void {
     if (!this.base) this.ownGrad = null;
+  }
+
+  /** Drops the gradient buffer and hands it back for reuse: nothing may hold it any more (see Tape.backward). */
+  recycleGrad(): void {
+    if (this.base || !this.ownGrad) return;
+    giveBack(this.ownGrad);
+    this.ownGrad = null;
   }
 
   /** The same elements under another shape (same order); shares data and gradient. */

@@ -1,0 +1,92 @@
+/**
+ * The [in, out] weight copies inference passes multiply by (see Transformer.withInferenceWeights): the BLAS runs the
+ * plain product 2–4× faster than the transposed one when there are few rows (decoding). Projections that read the
+ * same input are fused into one matrix: q, k and v side by side ([in, q+k+v], one product), gate and up one after the
+ * other ([2, in, I], one batched product), so a decode step makes two library calls where it made five.
+ */
+import type { Tensor } from '../tensor/tensor.js';
+
+/** q, k and v of one block as one [in, q+k+v] matrix, with their biases side by side when they have them. */
+export interface FusedQkv {
+  weight: Float32Array;
+  bias: Float32Array | null;
+  /** Output widths of q, k and v. */
+  widths: [number, number, number];
+}
+
+/** gate and up of one block stacked as [2, in, I]: gate's [in, I] copy, then up's. */
+export interface FusedGateUp {
+  weight: Float32Array;
+  /** gate's bias then up's, [2, I], when the MLP has biases. */
+  bias: Float32Array | null;
+  /** I, the width of each. */
+  width: number;
+}
+
+/** Every [in, out] copy of one model, by parameter name, and the fused ones by block. */
+export interface InferenceWeights {
+  /** Transposed copies of 2-D weights by parameter name (the head and the projections that are not fused). */
+  transposed: Map<string, Float32Array>;
+  qkv: Map<number, FusedQkv>;
+  gateUp: Map<number, FusedGateUp>;
+}
+
+/** Tile edge of the blocked transpose: a 32×32 tile of floats (4 KiB) is read and written within L1. */
+const TILE = 32;
+
+/**
+ * dst[c·ld + offset + r] = src[r·cols + c] for r < rows, c < cols: the transpose of a row-major [rows, cols] matrix
+ * written as columns offset.. of a row-major [cols, ld] one, tile by tile so neither side strides through memory.
+ */
+export function transposeInto(
+  src: Float32Array,
+  rows: number,
+  cols: number,
+  dst: Float32Array,
+  ld = rows,
+  offset = 0,
+): void {
+  for (let r0 = 0; r0 < rows; r0 += TILE) {
+    const r1 = Math.min(rows, r0 + TILE);
+    for (let c0 = 0; c0 < cols; c0 += TILE) {
+      const c1 = Math.min(cols, c0 + TILE);
+      for (let c = c0; c < c1; c++) {
+        const row = c * ld + offset;
+        for (let r = r0; r < r1; r++) dst[row + r] = src[r * cols + c]!;
+      }
+    }
+  }
+}
+
+/** The [in, out] copy of an [out, in] weight. */
+export function transposed(w: Tensor): Float32Array {
+  const [rows, cols] = w.shape as [number, number];
+  const out = new Float32Array(w.size);
+  transposeInto(w.data, rows, cols, out);
+  return out;
+}
+
+/** Weights side by side: [in, Σ out] from [out_i, in] matrices. */
+export function fuseColumns(weights: readonly Tensor[]): Float32Array {
+  const inF = weights[0]!.shape[1]!;
+  const total = weights.reduce((n, w) => n + w.shape[0]!, 0);
+  const out = new Float32Array(inF * total);
+  let offset = 0;
+  for (const w of weights) {
+    transposeInto(w.data, w.shape[0]!, inF, out, total, offset);
+    offset += w.shape[0]!;
+  }
+  return out;
+}
+
+/** Biases concatenated in order, or null when none of the projections has one (all or none do in every family). */
+export function concatBiases(biases: readonly (Tensor | undefined)[]): Float32Array | null {
+  if (biases.some((b) => b === undefined)) return null;
+  const out = new Float32Array(biases.reduce((n, b) => n + b!.size, 0));
+  let offset = 0;
+  for (const b of biases) {
+    out.set(b!.data, offset);
+    offset += b!.size;
+  }
+  return out;
+}
