@@ -1,0 +1,209 @@
+/**
+ * `hacrl mas rollout`: one batch of multi-agent rollouts with real models (no training) — tree-sampled by default —
+ * to see prompts, responses, rewards, groups and the group filter on real generations. Policies are checkpoints
+ * (--model NAME=DIR, or DIR for the shared policy) or, without any, a freshly initialised small agent whose character
+ * tokenizer is fitted to the workflow's text, optionally warm-started by SFT on solver rows.
+ */
+import { writeFile } from 'node:fs/promises';
+import { z } from 'zod';
+import { engine } from '../backend/engine.js';
+import { filterGroups } from '../algorithms/group-filter.js';
+import { loadPretrained } from '../model/pretrained.js';
+import type { Problem } from '../tasks/problem.js';
+import { AgentSpecSchema, buildModel, buildTokenizer } from '../train/agent-spec.js';
+import { trainSft } from '../train/sft-trainer.js';
+import { parseWith } from '../util/json-file.js';
+import { Rng } from '../util/rng.js';
+import { groupSamples } from '../workflows/groups.js';
+import { modelPolicy } from '../workflows/model-policy.js';
+import type { Policy } from '../workflows/policy.js';
+import { buildWorkflow } from '../workflows/registry.js';
+import type { MasBatch } from '../workflows/samples.js';
+import { rollout } from '../workflows/tree-sampling.js';
+import { warmStartRows } from '../workflows/warm-start.js';
+import { parseWorkflowConfig } from '../workflows/workflow-config.js';
+
+/** Options of `hacrl mas rollout`. */
+export const MasRolloutSchema = z
+  .object({
+    /** The `workflow` config section (see docs/at-grpo.md); default plan-path with its defaults. */
+    workflow: z.record(z.string(), z.unknown()).default({}),
+    /** Instances in the batch; default 4. */
+    instances: z.number().int().positive().default(4),
+    /** Seed of the first instance (instances seed, seed+1, …) and of the sampling RNG; default 0. */
+    seed: z.number().int().default(0),
+    /** Checkpoint folder per policy name ('shared' when no name is given); default none: a fresh agent. */
+    models: z.record(z.string(), z.string()).default({}),
+    /** The fresh agent's architecture and size, when no checkpoint is given. */
+    agent: AgentSpecSchema.prefault({}),
+    /**
+     * Warm start of the fresh agent before the rollout: SFT steps on solver rows (warm-start.ts) from instances
+     * disjoint from the rollout's (seeds from 1,000,000 on); default 0 steps (an untrained agent).
+     */
+    warmStart: z
+      .object({
+        /** SFT optimizer steps; default 0. */
+        steps: z.number().int().min(0).default(0),
+        /** Solver rows to train on; default 2000. */
+        rows: z.number().int().positive().default(2000),
+        /** Rows per step; default 16. */
+        batchSize: z.number().int().positive().default(16),
+        /** Peak learning rate (cosine decay); default 3e-3. */
+        lr: z.number().positive().default(3e-3),
+      })
+      .strict()
+      .prefault({}),
+    /** Where to write the samples as JSONL; default nowhere. */
+    out: z.string().optional(),
+  })
+  .strict();
+/** Options as passed (defaults not yet filled in). */
+export type MasRolloutOptions = z.input<typeof MasRolloutSchema>;
+
+/** What a rollout batch amounts to, per role and overall. */
+export interface MasRolloutSummary {
+  workflow: string;
+  sampling: string;
+  k: number;
+  samples: number;
+  episodes: number;
+  /** Episodes solved / episodes (a cut-off at maxTurns is not a success). */
+  successRate: number;
+  /** Per role: samples, fraction parsed, mean reward, own and team parts, sandbox outcomes. */
+  roles: Record<
+    string,
+    { samples: number; parsed: number; reward: number; own: number; team: number; sandbox: Record<string, number> }
+  >;
+  groups: number;
+  /** Groups kept and dropped by the configured group filter. */
+  filter: { kept: number; droppedLowMean: number; droppedZeroVariance: number };
+}
+
+/** Runs one rollout batch and returns its summary (and the batch itself). */
+export async function runMasRollout(raw: MasRolloutOptions): Promise<{ summary: MasRolloutSummary; batch: MasBatch }> {
+  const o = parseWith(MasRolloutSchema, raw, 'mas rollout options');
+  const config = parseWorkflowConfig(o.workflow);
+  const wf = buildWorkflow(config);
+  const k = engine();
+  const rng = new Rng(o.seed);
+  const policies: Record<string, Policy> = {};
+  const needed = [...new Set(wf.roles.map((r) => r.policy))];
+  for (const name of needed) {
+    const dir = o.models[name];
+    if (dir !== undefined) {
+      const { model, tokenizer } = await loadPretrained(dir);
+      policies[name] = modelPolicy(model, tokenizer, k, rng);
+    } else if (Object.keys(o.models).length === 0) {
+      policies[name] = await freshPolicy(o, wf, k, rng);
+    } else throw new Error(`no checkpoint for policy "${name}": pass --model ${name}=DIR`);
+  }
+  const seeds = Array.from({ length: o.instances }, (_, i) => o.seed + i);
+  const batch = await rollout(wf, config.sampling, { seeds, k: config.k, policies });
+  const groups = groupSamples(batch.samples, config.k);
+  const filtered = filterGroups(
+    groups.map((g) => ({ key: g.key, rewards: g.members.map((i) => batch.samples[i]!.reward) })),
+    config.groupFilter,
+  );
+  if (o.out) await writeFile(o.out, batch.samples.map((s) => JSON.stringify(s)).join('\n') + '\n');
+  return { summary: summarize(wf.name, config.sampling, config.k, batch, groups.length, filtered), batch };
+}
+
+/** A fresh agent whose character vocabulary covers the workflow's prompts (from solver episodes) and printable ASCII. */
+async function freshPolicy(
+  o: z.output<typeof MasRolloutSchema>,
+  wf: ReturnType<typeof buildWorkflow>,
+  k: ReturnType<typeof engine>,
+  rng: Rng,
+): Promise<Policy> {
+  const rows = await warmStartRows(wf, { count: o.warmStart.steps > 0 ? o.warmStart.rows : 8, seed: WARM_START_SEED });
+  const ascii = Array.from({ length: 95 }, (_, i) => String.fromCharCode(32 + i)).join('') + '\n';
+  const tokenizer = buildTokenizer(o.agent, [ascii, ...rows.flatMap((r) => [r.prompt, r.response])]);
+  const model = buildModel(o.agent, tokenizer);
+  if (o.warmStart.steps > 0) {
+    // trainSft's prompt layout with template '{question}' and plain format '{content}' is the prompt text itself.
+    const problems: Problem[] = rows.map((r, i) => ({
+      id: `${r.instance}:${r.role}:${i}`,
+      prompt: r.prompt,
+      answer: r.response,
+      solution: r.response,
+      task: wf.name,
+      difficulty: {},
+    }));
+    const w = o.warmStart;
+    const sft = {
+      steps: w.steps,
+      batchSize: w.batchSize,
+      lr: w.lr,
+      warmupSteps: Math.min(20, w.steps),
+      minLrRatio: 0.1,
+      weightDecay: 0.01,
+      clip: 1,
+      seed: o.seed,
+      evalEvery: 0,
+      stopAtAccuracy: 2,
+      timeLimitSec: Infinity,
+      maxNewTokens: 1,
+      prompt: { template: '{question}', plainFormat: '{content}' },
+    };
+    // The SFT trainer's own evaluation (boxed answers) does not apply here: one problem, ignored; the rollout's
+    // success rate is the measure.
+    await trainSft(model, k, tokenizer, problems, problems.slice(0, 1), sft, () => {});
+  }
+  return modelPolicy(model, tokenizer, k, rng);
+}
+
+/** First instance seed of warm-start rows, far from the rollout's seeds so the instances differ. */
+const WARM_START_SEED = 1_000_000;
+
+/** Per-role and overall numbers of a batch. */
+function summarize(
+  workflow: string,
+  sampling: string,
+  k: number,
+  batch: MasBatch,
+  groups: number,
+  f: ReturnType<typeof filterGroups>,
+): MasRolloutSummary {
+  const roles: MasRolloutSummary['roles'] = {};
+  const mean = (xs: number[]): number => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
+  for (const name of [...new Set(batch.samples.map((s) => s.role))]) {
+    const mine = batch.samples.filter((s) => s.role === name);
+    const sandbox: Record<string, number> = {};
+    for (const s of mine) if (s.sandbox) sandbox[s.sandbox] = (sandbox[s.sandbox] ?? 0) + 1;
+    roles[name] = {
+      samples: mine.length,
+      parsed: mean(mine.map((s) => (s.parsed ? 1 : 0))),
+      reward: mean(mine.map((s) => s.reward)),
+      own: mean(mine.map((s) => s.own)),
+      team: mean(mine.map((s) => s.team)),
+      sandbox,
+    };
+  }
+  return {
+    workflow,
+    sampling,
+    k,
+    samples: batch.samples.length,
+    episodes: batch.episodes.length,
+    successRate: mean(batch.episodes.map((e) => (e.success ? 1 : 0))),
+    roles,
+    groups,
+    filter: {
+      kept: f.kept.length,
+      droppedLowMean: f.droppedLowMean.length,
+      droppedZeroVariance: f.droppedZeroVariance.length,
+    },
+  };
+}
+
+/** `NAME=DIR` or `DIR` (the shared policy) → the models map. */
+export function parseModelArgs(args: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const a of args) {
+    const eq = a.indexOf('=');
+    const [name, dir] = eq > 0 ? [a.slice(0, eq), a.slice(eq + 1)] : ['shared', a];
+    if (out[name] !== undefined) throw new Error(`--model: policy "${name}" given twice`);
+    out[name] = dir;
+  }
+  return out;
+}

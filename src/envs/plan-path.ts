@@ -1,0 +1,173 @@
+/**
+ * Plan-Path (AT-GRPO spec): reach the goal on a grid with random walls by writing a JSON list of moves. Every
+ * generated instance has its goal reachable from its start (checked by BFS; regenerated otherwise).
+ */
+import { z } from 'zod';
+import { Rng } from '../util/rng.js';
+import type { EnvStep, Environment } from './environment.js';
+import {
+  type Cell,
+  type Move,
+  MOVE_LIST_ACTION,
+  drawGrid,
+  gridPath,
+  isFloor,
+  manhattan,
+  moveCell,
+  sameCell,
+} from './grid.js';
+
+/** Plan-Path knobs (the difficulty dials for small agents). */
+export const PlanPathOptionsSchema = z
+  .object({
+    /** Grid rows; default 10 (the reference). */
+    height: z.number().int().min(2).max(40).default(10),
+    /** Grid columns; default 10 (the reference). */
+    width: z.number().int().min(2).max(40).default(10),
+    /** Probability that a cell is a wall; default 0.22 (the reference). */
+    wallProb: z.number().min(0).max(0.6).default(0.22),
+    /** Fewest moves of the shortest path from start to goal; default 1. */
+    minShortest: z.number().int().min(1).default(1),
+    /** Most moves of the shortest path (small values make easy instances); default 0 = no limit. */
+    maxShortest: z.number().int().min(0).default(0),
+  })
+  .strict();
+/** Plan-Path knobs with defaults filled in. */
+export type PlanPathOptions = z.output<typeof PlanPathOptionsSchema>;
+
+/** One generated Plan-Path instance. */
+export interface PlanPathInstance {
+  /** 'plan-path:<seed>'. */
+  id: string;
+  /** Rows of '#' (wall) and '.' (free). */
+  rows: string[];
+  start: Cell;
+  goal: Cell;
+  /** Length of the BFS shortest path from start to goal. */
+  shortest: number;
+}
+
+/** A Plan-Path state: the instance, where the agent is now, and its valid moves so far. */
+export interface PlanPathState {
+  instance: PlanPathInstance;
+  /** The agent's CURRENT position (carried over between turns). */
+  pos: Cell;
+  /** Valid moves made since the start (for the shortest-path bonus). */
+  validMoves: number;
+  /** True once the goal is reached. */
+  atGoal: boolean;
+}
+
+/** Reward constants of the spec. */
+export const PLAN_PATH_REWARD = {
+  /** Per valid move. */
+  valid: -0.01,
+  /** Per invalid move (into a wall or off the grid; position unchanged). */
+  invalid: -0.1,
+  /** Shaping weight of 0.99·φ(s′) − φ(s), φ = −Manhattan distance to the goal. */
+  shaping: 1.0,
+  /** Discount inside the shaping term. */
+  gamma: 0.99,
+  /** On reaching the goal. */
+  goal: 1.0,
+  /** More when the valid moves so far equal the BFS shortest length. */
+  optimal: 0.5,
+} as const;
+
+const GENERATION_ATTEMPTS = 10_000;
+
+/** The Plan-Path environment with the given knobs. */
+export function planPathEnv(options: Partial<PlanPathOptions> = {}): Environment<PlanPathState, Move[]> {
+  const o = PlanPathOptionsSchema.parse(options);
+  return {
+    name: 'plan-path',
+    ...MOVE_LIST_ACTION,
+    reset: (seed) => initialState(generatePlanPath(seed, o)),
+    instanceId: (s) => s.instance.id,
+    render: renderPlanPath,
+    step: stepPlanPath,
+    solve: (s) => gridPath({ rows: s.instance.rows }, s.pos, s.instance.goal),
+  };
+}
+
+/** The state at the start of an instance. */
+function initialState(instance: PlanPathInstance): PlanPathState {
+  return { instance, pos: instance.start, validMoves: 0, atGoal: false };
+}
+
+/** Instance `seed`: walls with probability wallProb, distinct free start and goal, regenerated until reachable. */
+export function generatePlanPath(seed: number, o: PlanPathOptions): PlanPathInstance {
+  const rng = new Rng(seed);
+  for (let attempt = 0; attempt < GENERATION_ATTEMPTS; attempt++) {
+    const rows = Array.from({ length: o.height }, () =>
+      Array.from({ length: o.width }, () => (rng.next() < o.wallProb ? '#' : '.')).join(''),
+    );
+    const free: Cell[] = [];
+    rows.forEach((row, r) => [...row].forEach((ch, c) => ch === '.' && free.push([r, c])));
+    if (free.length < 2) continue;
+    const start = free[rng.int(free.length)]!;
+    const goal = free[rng.int(free.length)]!;
+    if (sameCell(start, goal)) continue;
+    const path = gridPath({ rows }, start, goal);
+    if (path === null || path.length < o.minShortest) continue;
+    if (o.maxShortest > 0 && path.length > o.maxShortest) continue;
+    return { id: `plan-path:${seed}`, rows, start, goal, shortest: path.length };
+  }
+  throw new Error(
+    `plan-path: no reachable instance in ${GENERATION_ATTEMPTS} draws for ${JSON.stringify(o)}; ` +
+      'lower wallProb or minShortest, or raise maxShortest',
+  );
+}
+
+/** φ(s) = −Manhattan distance from `pos` to the goal. */
+function potential(s: PlanPathInstance, pos: Cell): number {
+  return -manhattan(pos, s.goal);
+}
+
+/**
+ * Applies the moves one by one. Per move: −0.01 valid or −0.10 invalid (position unchanged), plus
+ * 1.0·(0.99·φ(s′) − φ(s)); on reaching the goal +1.0, and +0.5 more when the valid moves so far equal the BFS shortest
+ * length. Moves after the goal is reached are ignored (the episode is over). No action (null) or [] gives 0.
+ */
+export function stepPlanPath(state: PlanPathState, moves: readonly Move[] | null): EnvStep<PlanPathState> {
+  const inst = state.instance;
+  const R = PLAN_PATH_REWARD;
+  const parts = { move: 0, invalid: 0, shaping: 0, goal: 0, optimal: 0 };
+  let { pos, validMoves, atGoal } = state;
+  let invalid = 0;
+  for (const m of moves ?? []) {
+    if (atGoal) break;
+    const next = moveCell(pos, m);
+    const ok = isFloor({ rows: inst.rows }, next);
+    const after = ok ? next : pos;
+    if (ok) {
+      parts.move += R.valid;
+      validMoves++;
+    } else {
+      parts.invalid += R.invalid;
+      invalid++;
+    }
+    parts.shaping += R.shaping * (R.gamma * potential(inst, after) - potential(inst, pos));
+    pos = after;
+    if (sameCell(pos, inst.goal)) {
+      atGoal = true;
+      parts.goal += R.goal;
+      if (validMoves === inst.shortest) parts.optimal += R.optimal;
+    }
+  }
+  const reward = parts.move + parts.invalid + parts.shaping + parts.goal + parts.optimal;
+  const where = atGoal ? 'reached the goal' : `now at (${pos[0]}, ${pos[1]})`;
+  const feedback = moves === null ? 'no move list could be read' : `${where}; ${invalid} invalid move(s)`;
+  return { state: { instance: inst, pos, validMoves, atGoal }, reward, done: atGoal, success: atGoal, parts, feedback };
+}
+
+/** The grid with the CURRENT position (A) and the goal (G), then both as coordinates. */
+export function renderPlanPath(s: PlanPathState): string {
+  const { rows, goal } = s.instance;
+  const lines = drawGrid({ rows }, (cell, ch) => (sameCell(cell, s.pos) ? 'A' : sameCell(cell, goal) ? 'G' : ch));
+  return [
+    'Grid (# wall, . free, A you, G goal; row 0 is the top):',
+    ...lines,
+    `You are at (row ${s.pos[0]}, col ${s.pos[1]}); the goal is at (row ${goal[0]}, col ${goal[1]}).`,
+  ].join('\n');
+}

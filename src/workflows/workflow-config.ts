@@ -1,0 +1,81 @@
+/**
+ * The `workflow` section of a run config: which registered workflow, its environment knobs, which roles act, each
+ * role's policy, sampling, stop strings, reward mix and skipped turns, how episodes are sampled and the group filter.
+ */
+import { z } from 'zod';
+import { SandboxLimitsSchema } from '../sandbox/run-code.js';
+
+/** Per-role settings; every field falls back to the workflow's default for that role. */
+export const RoleConfigSchema = z
+  .object({
+    /** Name of the policy playing this role (same name for every role: one shared policy); default 'shared'. */
+    policy: z.string().min(1).optional(),
+    /** Sampling temperature; default 1.0 (the spec's training setting). */
+    temperature: z.number().min(0).optional(),
+    /** Nucleus mass; default 0.95 (the spec's training setting). */
+    topP: z.number().gt(0).max(1).optional(),
+    /** Most new tokens per response; default set by the workflow (e.g. 48 for a move list). */
+    maxTokens: z.number().int().positive().optional(),
+    /** Stop strings; default set by the workflow (e.g. ["\n"] for one-line answers). */
+    stop: z.array(z.string().min(1)).optional(),
+    /** Turns (from 0) in which the role does not act; default none. */
+    skipTurns: z.array(z.number().int().min(0)).optional(),
+    /** Own reward = ownScale · r_env of the role's action; default 2 for planners/reasoners, 1 for tool agents. */
+    ownScale: z.number().optional(),
+    /** Own reward when no action can be parsed (planners add r_env of no action); default −2 (0 for the math reasoner). */
+    parseFailure: z.number().optional(),
+    /** Weight of the team term (r_env of the later role named by the workflow); default 1; 0 turns it off. */
+    teamWeight: z.number().min(0).optional(),
+  })
+  .strict();
+/** Per-role settings as written. */
+export type RoleConfig = z.output<typeof RoleConfigSchema>;
+
+/** The `workflow` section. */
+export const WorkflowConfigSchema = z
+  .object({
+    /** Registered workflow: 'plan-path', 'sokoban', 'sudoku', 'math-tool' or one added with registerWorkflow. */
+    name: z.string().min(1).default('plan-path'),
+    /** Environment knobs of the workflow's environment (size, walls, blanks, task…); default the environment's. */
+    env: z.record(z.string(), z.unknown()).default({}),
+    /** Roles that act, in turn order; default all of the workflow's (the single-agent baseline: ["planner"]). */
+    agents: z.array(z.string().min(1)).min(1).optional(),
+    /** Settings per role name. */
+    roles: z.record(z.string(), RoleConfigSchema).default({}),
+    /** Turns before an episode is cut off (not a success); default 5 (the spec; Sokoban 4). */
+    maxTurns: z.number().int().positive().default(5),
+    /** Past history entries shown in each prompt; default 4; 0 shows none. */
+    history: z.number().int().min(0).default(4),
+    /**
+     * 'tree': K candidates per role and turn from one state, continue from the best; 'no-tree': K independent
+     * episodes per instance; 'single': the first agent alone (the planner), K independent episodes. Default 'tree'.
+     */
+    sampling: z.enum(['tree', 'no-tree', 'single']).default('tree'),
+    /** Candidates per role and turn (tree) or episodes per instance (no-tree, single); default 4 (head scripts). */
+    k: z.number().int().min(1).default(4),
+    /** How a grid workflow's tool agent answers: 'text' (a move list) or 'code' (JavaScript printing one); default 'text'. */
+    toolMode: z.enum(['text', 'code']).default('text'),
+    /** Limits of the sandbox running tool code. */
+    sandbox: SandboxLimitsSchema.partial().default({}),
+    /** Which groups train (src/algorithms/group-filter.ts); default: the reference's, lowest-mean half dropped. */
+    groupFilter: z
+      .object({
+        /** Fraction of groups with the lowest mean reward to drop, in [0, 1); default 0.5 (the reference); 0 = off. */
+        lowMeanRatio: z.number().min(0).lt(1).default(0.5),
+        /** Drop groups whose rewards are all equal (zero advantage); default false. */
+        zeroVariance: z.boolean().default(false),
+      })
+      .strict()
+      .default({ lowMeanRatio: 0.5, zeroVariance: false }),
+  })
+  .strict();
+/** The `workflow` section with defaults filled in. */
+export type WorkflowConfig = z.output<typeof WorkflowConfigSchema>;
+
+/** Parses a `workflow` section; errors name the field and say what is allowed. */
+export function parseWorkflowConfig(input: unknown): WorkflowConfig {
+  const r = WorkflowConfigSchema.safeParse(input ?? {});
+  if (r.success) return r.data;
+  const lines = r.error.issues.map((i) => `workflow.${i.path.join('.')}: ${i.message}`);
+  throw new Error(`invalid workflow config:\n  ${lines.join('\n  ')}`);
+}

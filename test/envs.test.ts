@@ -1,0 +1,212 @@
+// AT-GRPO environments: every generated instance solvable (uniquely, for Sudoku, with the givens kept), and rewards
+// equal to episodes worked by hand from the spec, including invalid moves and time-outs.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { mathEnv, toolOutputReward } from '../src/envs/math.js';
+import { type PlanPathState, planPathEnv, stepPlanPath } from '../src/envs/plan-path.js';
+import { type SokobanState, initialSokoban, sokobanEnv, solveSokoban, stepSokoban } from '../src/envs/sokoban.js';
+import { countSolutions, parseSudokuGrid, stepSudoku, sudokuEnv } from '../src/envs/sudoku.js';
+import { gridPath, parseMoveList } from '../src/envs/grid.js';
+
+const close = (a: number, b: number, msg?: string): void =>
+  assert.ok(Math.abs(a - b) < 1e-9, `${msg ?? ''} expected ${b}, got ${a}`);
+
+describe('move lists', () => {
+  test('the last JSON list of U/D/L/R counts; other lists and prose are skipped', () => {
+    assert.deepEqual(parseMoveList('think [1,2] then ["R","D"]'), ['R', 'D']);
+    assert.deepEqual(parseMoveList('["U"] no wait ["x"]'), ['U']);
+    assert.deepEqual(parseMoveList('[]'), []);
+    assert.equal(parseMoveList('R, D'), null);
+  });
+});
+
+describe('Plan-Path', () => {
+  // 3×3, one wall in the centre; start top-left, goal bottom-right; shortest path 4 moves.
+  const instance = {
+    id: 'hand',
+    rows: ['...', '.#.', '...'],
+    start: [0, 0] as const,
+    goal: [2, 2] as const,
+    shortest: 4,
+  };
+  const start: PlanPathState = { instance, pos: [0, 0], validMoves: 0, atGoal: false };
+
+  test('hand-worked: a valid move, an invalid move into the wall, then the goal by the shortest path', () => {
+    // R: (0,0)→(0,1): −0.01 + (0.99·(−3) − (−4)) = −0.01 + 1.03. D into the wall: −0.10 + (0.99·(−3) − (−3)) = −0.10 + 0.03.
+    const t1 = stepPlanPath(start, ['R', 'D']);
+    close(t1.reward, 1.02 - 0.07);
+    close(t1.parts.invalid!, -0.1);
+    assert.deepEqual(t1.state.pos, [0, 1]);
+    assert.equal(t1.done, false);
+    // R, D, D: −0.03 + (0.99·(−2)+3) + (0.99·(−1)+2) + (0+1) + goal 1 + optimal 0.5 (4 valid moves = shortest).
+    const t2 = stepPlanPath(t1.state, ['R', 'D', 'D', 'L']);
+    close(t2.reward, -0.03 + 1.02 + 1.01 + 1 + 1 + 0.5);
+    close(t2.parts.optimal!, 0.5);
+    assert.equal(t2.done && t2.success, true);
+    assert.deepEqual(t2.state.pos, [2, 2], 'moves after the goal are ignored');
+  });
+
+  test('a detour reaches the goal without the shortest-path bonus; no action scores 0', () => {
+    const t = stepPlanPath(start, ['D', 'U', 'D', 'D', 'R', 'R']);
+    assert.equal(t.success, true);
+    assert.equal(t.parts.optimal, 0);
+    // valid −0.06; shaping: 1.03, 0.99·(−4)+3 = −0.96, 1.03, 1.02, 1.01, 1.0; goal +1.
+    close(t.reward, -0.06 + 1.03 - 0.96 + 1.03 + 1.02 + 1.01 + 1 + 1);
+    const none = stepPlanPath(start, null);
+    assert.equal(none.reward, 0);
+    assert.deepEqual(none.state.pos, [0, 0]);
+  });
+
+  test('the observation shows the CURRENT position, not the start', () => {
+    const env = planPathEnv({ height: 3, width: 3, wallProb: 0 });
+    const moved = stepPlanPath(start, ['R']).state;
+    const text = env.render(moved);
+    assert.match(text, /You are at \(row 0, col 1\)/);
+    assert.equal(text.split('\n')[1], '.A.');
+  });
+
+  test('200 generated instances: goal reachable, start and goal free and distinct, shortest = BFS length', () => {
+    const env = planPathEnv({ height: 6, width: 6 });
+    for (let seed = 0; seed < 200; seed++) {
+      const s = env.reset(seed);
+      const path = gridPath({ rows: s.instance.rows }, s.instance.start, s.instance.goal);
+      assert.ok(path, `seed ${seed}: unreachable`);
+      assert.equal(path.length, s.instance.shortest);
+      const run = stepPlanPath(s, env.solve(s));
+      assert.equal(run.success, true, `seed ${seed}: solver path fails`);
+      close(run.parts.optimal!, 0.5);
+    }
+    assert.deepEqual(env.reset(7), env.reset(7), 'same seed, same instance');
+  });
+
+  test('difficulty knobs: maxShortest bounds the path; bad knobs are refused naming the field', () => {
+    const env = planPathEnv({ height: 5, width: 5, maxShortest: 3 });
+    for (let seed = 0; seed < 50; seed++) assert.ok(env.reset(seed).instance.shortest <= 3);
+    assert.throws(() => planPathEnv({ wallProb: 0.9 }), /wallProb/);
+  });
+});
+
+describe('Sokoban', () => {
+  // 5×5 open room: player (3,1), box (2,2), goal (1,2).
+  const instance = {
+    id: 'hand',
+    rows: ['#####', '#   #', '#   #', '#   #', '#####'],
+    goal: [1, 2] as const,
+    box: [2, 2] as const,
+    player: [3, 1] as const,
+    maxSteps: 200,
+  };
+  const start: SokobanState = initialSokoban(instance);
+
+  test('hand-worked: a walk, an invalid move into the wall, then the winning push', () => {
+    // R: −0.01 + 0.1·(0.99·(−1) − (−1)) = −0.01 + 0.001. L, L: (3,2)→(3,1) valid, then (3,0) wall: −0.05 + 0.001.
+    const t1 = stepSokoban(start, ['R']);
+    close(t1.reward, -0.009);
+    const t2 = stepSokoban(t1.state, ['L', 'L']);
+    close(t2.reward, -0.01 + 0.001 - 0.05 + 0.001);
+    // R, U: walk back, then push the box onto the goal: −0.01 + 0.1·(0 + 1) + 1 (onto goal) + 10 (win).
+    const t3 = stepSokoban(t2.state, ['R', 'U', 'D']);
+    close(t3.reward, -0.009 - 0.01 + 0.1 + 1 + 10);
+    assert.equal(t3.done && t3.success, true);
+    assert.equal(t3.state.steps, 5, 'moves after the win are ignored');
+    assert.match(sokobanEnv().render(t3.state), /\*/);
+  });
+
+  test('pushing the box into a wall is invalid and moves nothing', () => {
+    const nearWall = initialSokoban({ ...instance, box: [1, 1], player: [2, 1] });
+    const t = stepSokoban(nearWall, ['U']);
+    close(t.reward, -0.05 + 0.1 * (0.99 * -1 + 1));
+    assert.deepEqual(t.state.box, [1, 1]);
+  });
+
+  test('a time-out is NOT a success: −5 at the step limit, episode over', () => {
+    const s = initialSokoban({ ...instance, maxSteps: 3 });
+    const t = stepSokoban(s, ['L', 'L', 'L', 'R']);
+    // (3,1)→(3,0) is a wall each time: 3 × (−0.05 + 0.001), then −5; the 4th move is never made.
+    close(t.reward, 3 * -0.049 - 5);
+    assert.equal(t.done, true);
+    assert.equal(t.success, false);
+    assert.equal(t.state.steps, 3);
+  });
+
+  test('200 generated rooms (with inner walls too) are all solved by the BFS solver', () => {
+    for (const opts of [{ size: 6 }, { size: 7, wallProb: 0.15, reverseSteps: 40 }]) {
+      const env = sokobanEnv(opts);
+      for (let seed = 0; seed < 100; seed++) {
+        const s = env.reset(seed);
+        const moves = solveSokoban(s);
+        assert.ok(moves && moves.length > 0, `${JSON.stringify(opts)} seed ${seed}: unsolvable`);
+        assert.equal(stepSokoban(s, moves).success, true);
+      }
+    }
+  });
+});
+
+describe('Sudoku 4×4', () => {
+  const env = sudokuEnv({ blanks: 8 });
+
+  test('300 generated puzzles: unique solution that keeps the givens', () => {
+    for (let seed = 0; seed < 300; seed++) {
+      const { puzzle, solution } = env.reset(seed).instance;
+      assert.equal(countSolutions([...puzzle], 3), 1, `seed ${seed}`);
+      assert.equal(countSolutions([...solution], 3), 1);
+      assert.ok(puzzle.every((v, i) => v === 0 || v === solution[i]));
+      assert.equal(puzzle.filter((v) => v === 0).length, 8);
+    }
+  });
+
+  test('hand-worked: bad format −1, a changed given −0.5, a repeat −0.5, partial credit, then solved +2', () => {
+    const s = env.reset(3);
+    const { puzzle, solution } = s.instance;
+    assert.equal(stepSudoku(s, parseSudokuGrid('I think it is 1234')).reward, -1);
+    const given = puzzle.findIndex((v) => v !== 0);
+    const changed = [...solution];
+    changed[given] = (solution[given]! % 4) + 1;
+    assert.equal(stepSudoku(s, changed).reward, -0.5);
+    const blanks = puzzle.flatMap((v, i) => (v === 0 ? [i] : []));
+    const two = [...puzzle];
+    two[blanks[0]!] = solution[blanks[0]!]!;
+    two[blanks[1]!] = solution[blanks[1]!]!;
+    const p = stepSudoku(s, two);
+    close(p.reward, 2 / 8);
+    assert.equal(p.done, false);
+    const text = env.formatAction(solution);
+    const done = stepSudoku(p.state, parseSudokuGrid(`Answer:\n${text}`));
+    assert.equal(done.reward, 2);
+    assert.equal(done.success, true);
+    assert.equal(
+      stepSudoku(s, parseSudokuGrid(JSON.stringify([0, 1, 2, 3].map((k) => solution.slice(4 * k, 4 * k + 4))))).reward,
+      2,
+    );
+  });
+
+  test('a repeated digit breaks the rules even when the givens are kept', () => {
+    // A blank cell i gets the digit of a given j in its row: the givens are untouched, the row repeats a digit.
+    const s = env.reset(5);
+    const { puzzle } = s.instance;
+    const sameRow = (i: number, j: number): boolean => i !== j && Math.floor(i / 4) === Math.floor(j / 4);
+    const i = puzzle.findIndex((v, k) => v === 0 && puzzle.some((w, j) => w !== 0 && sameRow(k, j)));
+    const j = puzzle.findIndex((w, k) => w !== 0 && sameRow(i, k));
+    const bad = [...puzzle];
+    bad[i] = puzzle[j]!;
+    const r = stepSudoku(s, bad);
+    assert.equal(r.reward, -0.5);
+    assert.match(r.feedback, /repeats/);
+    assert.deepEqual(r.state.grid, puzzle, 'a rejected grid leaves the state unchanged');
+  });
+});
+
+describe('math with a tool', () => {
+  const env = mathEnv({ task: 'arith' });
+  test('the boxed gold answer scores 1 and ends the episode; a wrong one 0; none parsed 0', () => {
+    const s = env.reset(1);
+    assert.equal(env.step(s, env.parseAction(`so \\boxed{${s.answer}}`)).reward, 1);
+    assert.equal(env.step(s, env.parseAction(`\\boxed{${s.answer}1}`)).reward, 0);
+    assert.equal(env.step(s, env.parseAction('no answer')).success, false);
+  });
+  test('tool output: the last line equal to the answer 1, another 0, a failed run −1', () => {
+    assert.equal(toolOutputReward('42', 'working\n42\n', true), 1);
+    assert.equal(toolOutputReward('42', '41', true), 0);
+    assert.equal(toolOutputReward('42', '42', false), -1);
+  });
+});

@@ -1,0 +1,50 @@
+// Rollouts with real transformer policies (no training): a fresh tiny agent plays a tree-sampled Plan-Path batch and
+// a no-tree one; samples come back grouped, validated and summarised; the same seed gives the same batch.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { parseModelArgs, runMasRollout } from '../src/cli/mas.js';
+
+const tiny = { arch: 'qwen3', hidden: 32, layers: 1, heads: 2, maxPositions: 512 } as const;
+
+describe('mas rollout with real models', () => {
+  test('tree sampling: K candidates per role and turn from a real model, groups of K, summary per role', async () => {
+    const workflow = { name: 'plan-path', env: { height: 4, width: 4 }, k: 3, maxTurns: 2, roles: {} };
+    const opts = { workflow, instances: 2, seed: 5, agent: tiny };
+    const { summary, batch } = await runMasRollout(opts);
+    assert.equal(summary.samples % 3, 0);
+    assert.ok(summary.samples >= 2 * 2 * 3, 'at least one turn of both roles per instance');
+    assert.deepEqual(Object.keys(summary.roles), ['tool', 'planner']);
+    assert.equal(summary.groups, summary.samples / 3);
+    assert.equal(
+      summary.filter.kept + summary.filter.droppedLowMean + summary.filter.droppedZeroVariance,
+      summary.groups,
+    );
+    assert.equal(summary.filter.droppedLowMean, Math.floor(summary.groups / 2), 'the default filter drops half');
+    for (const s of batch.samples) {
+      assert.ok(s.response.length <= 48 * 4, 'bounded by maxTokens');
+      assert.ok(!s.response.includes('\n'), 'the stop string ends one-line answers');
+      assert.ok(Number.isFinite(s.reward));
+    }
+    const again = await runMasRollout(opts);
+    assert.deepEqual(again.batch, batch, 'same seed, same rollouts');
+  });
+
+  test('single-agent baseline with a real, briefly warm-started model: the planner alone, K episodes', async () => {
+    const workflow = { name: 'sudoku', env: { blanks: 4 }, k: 2, maxTurns: 1, sampling: 'single' };
+    const warmStart = { steps: 2, rows: 16, batchSize: 4 };
+    const { summary } = await runMasRollout({ workflow, instances: 2, seed: 1, agent: tiny, warmStart });
+    assert.deepEqual(Object.keys(summary.roles), ['planner']);
+    assert.equal(summary.samples, 4);
+    assert.equal(summary.episodes, 4);
+  });
+
+  test('--model arguments: NAME=DIR per policy, DIR for the shared one; a missing checkpoint is named', async () => {
+    assert.deepEqual(parseModelArgs(['a/b', 'tool=c/d']), { shared: 'a/b', tool: 'c/d' });
+    assert.throws(() => parseModelArgs(['x', 'y']), /"shared" given twice/);
+    const workflow = { roles: { tool: { policy: 'coder' } } };
+    await assert.rejects(
+      runMasRollout({ workflow, models: { coder: '/nonexistent' }, agent: tiny }),
+      /nonexistent|no checkpoint/,
+    );
+  });
+});

@@ -1,0 +1,60 @@
+// Warm-start rows from solver traces: bounded by count, seeded, prompts exactly the workflow's observations, and a
+// policy that answers every prompt with its row's response solves every instance.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { Policy } from '../src/workflows/policy.js';
+import { buildWorkflow } from '../src/workflows/registry.js';
+import { treeRollout } from '../src/workflows/tree-sampling.js';
+import { warmStartRows } from '../src/workflows/warm-start.js';
+
+describe('warm-start rows', () => {
+  for (const [name, env] of [
+    ['plan-path', { height: 5, width: 5 }],
+    ['sokoban', { size: 6 }],
+    ['sudoku', { blanks: 6 }],
+  ] as const) {
+    test(`${name}: a policy replaying the rows solves all 6 instances`, async () => {
+      const wf = buildWorkflow({ name, env, maxTurns: 2 });
+      const rows = await warmStartRows(wf, { count: 12, seed: 100 });
+      assert.equal(rows.length, 12);
+      assert.deepEqual(
+        rows.map((r) => r.role),
+        Array.from({ length: 12 }, (_, i) => (i % 2 ? 'planner' : 'tool')),
+      );
+      assert.deepEqual(await warmStartRows(wf, { count: 12, seed: 100 }), rows, 'same seed, same rows');
+      const answer = new Map(rows.map((r) => [r.prompt, r.response]));
+      const teacher: Policy = {
+        generate: async (prompts) =>
+          prompts.map((p) => {
+            const text = answer.get(p);
+            assert.ok(text !== undefined, `a rollout prompt not in the warm-start rows:\n${p}`);
+            return { text };
+          }),
+      };
+      const seeds = [100, 101, 102, 103, 104, 105];
+      const { episodes } = await treeRollout(wf, { seeds, k: 1, policies: { shared: teacher } });
+      assert.deepEqual(
+        episodes.map((e) => e.success),
+        seeds.map(() => true),
+      );
+    });
+  }
+
+  test('roles filter and bounds: planner rows only; bad count or role refused', async () => {
+    const wf = buildWorkflow({ name: 'plan-path', env: { height: 4, width: 4 } });
+    const rows = await warmStartRows(wf, { count: 5, seed: 0, roles: ['planner'] });
+    assert.equal(rows.length, 5);
+    assert.ok(rows.every((r) => r.role === 'planner' && r.prompt.startsWith('[planner]')));
+    await assert.rejects(warmStartRows(wf, { count: 0, seed: 0 }), /count must be ≥ 1/);
+    await assert.rejects(warmStartRows(wf, { count: 1, seed: 0, roles: ['coder'] }), /no acting role "coder"/);
+  });
+
+  test('math-tool: the tool row is a program printing the answer, run in the sandbox', async () => {
+    const wf = buildWorkflow({ name: 'math-tool', maxTurns: 1, sandbox: { timeoutMs: 60000 } });
+    const rows = await warmStartRows(wf, { count: 2, seed: 7 });
+    const answer = (wf.env.reset(7) as { answer: string }).answer;
+    assert.equal(rows[0]!.response, `console.log(${JSON.stringify(answer)})`);
+    assert.match(rows[1]!.prompt, new RegExp(`The tool says: the program printed ${answer}`));
+    assert.equal(rows[1]!.response, `\\boxed{${answer}}`);
+  });
+});
