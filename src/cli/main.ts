@@ -2,6 +2,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { runConfigResolve, runConfigSchema } from './config.js';
 import { runEval, type EvalCliOptions } from './eval.js';
+import { runMasWarmstart } from './mas-warmstart.js';
 import { runReport } from './report.js';
 import { runScore } from './score.js';
 import { runSft, type SftCliOptions } from './sft.js';
@@ -118,6 +119,54 @@ program
   .option('--set <key=value...>', 'overrides, e.g. --set rollout.groupSize=8 agents.0.lr=1e-5', [])
   .option('--resume', "continue the run folder's latest complete checkpoint", false)
   .action((o: { config?: string; set: string[]; resume: boolean }) => runTrain(o));
+
+const mas = program.command('mas').description('multi-agent workflows (AT-GRPO): agents, warm starts, benchmarks');
+mas
+  .command('warmstart')
+  .description(
+    "a small agent for a workflow (tokenizer fitted to its text), SFT'd on solver rows, saved as a checkpoint",
+  )
+  .requiredOption('--out <dir>', 'folder to write the agent into')
+  .option('--workflow <json>', 'the workflow config section as JSON (docs/at-grpo.md)', '{}')
+  .option('--steps <n>', 'SFT steps on solver rows (0: untrained)', num, 0)
+  .option('--rows <n>', 'solver rows', num, 2000)
+  .option('--batch-size <n>', 'rows per step', num, 16)
+  .option('--lr <x>', 'peak learning rate (cosine decay)', num, 3e-3)
+  .option('--role <name...>', "train on these roles' rows only (per-role policies); default every role")
+  .option('--arch <family>', 'qwen3, llama, qwen2 or gpt2', 'qwen3')
+  .option('--hidden <n>', 'model width', num, 192)
+  .option('--layers <n>', 'transformer blocks', num, 4)
+  .option('--heads <n>', 'attention heads', num, 6)
+  .option('--tokenizer <kind>', 'char or bpe', 'char')
+  .option('--bpe-vocab <n>', 'vocabulary size of a bpe tokenizer', num, 512)
+  .option('--model-seed <n>', 'seed of the weight initialisation', num, 0)
+  .option('--seed <n>', 'seed of the SFT batch order', num, 0)
+  .action((o: Record<string, string | number | string[] | undefined>) =>
+    runMasWarmstart(
+      {
+        out: o.out as string,
+        workflow: JSON.parse(o.workflow as string) as Record<string, unknown>,
+        agent: {
+          arch: o.arch,
+          hidden: o.hidden,
+          layers: o.layers,
+          heads: o.heads,
+          tokenizer: o.tokenizer,
+          bpeVocab: o.bpeVocab,
+          seed: o.modelSeed,
+        } as never,
+        warmStart: {
+          steps: o.steps,
+          rows: o.rows,
+          batchSize: o.batchSize,
+          lr: o.lr,
+          ...(o.role ? { roles: o.role } : {}),
+        } as never,
+        seed: o.seed as number,
+      },
+      (line) => console.log(line),
+    ).then(() => undefined),
+  );
 
 const config = program.command('config').description('run configuration tools');
 config

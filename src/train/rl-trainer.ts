@@ -27,6 +27,7 @@ import { Rng } from '../util/rng.js';
 import { learnerStep, type Learner, type UpdateRecipe } from './learner-step.js';
 import { RolloutSource, type RolloutOptions, type StepMetrics } from './sample-sources.js';
 import { addLearnerTokens, type SampleRecord } from './sample-table.js';
+import { workflowSourceOf } from './workflow-run.js';
 
 /** What the loop reports as it goes (one call per step, and for checkpoints and evaluations). */
 export type ProgressFn = (line: string) => void;
@@ -200,21 +201,25 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
   const recipe = updateRecipe(cfg);
   const shared = recipe.sharing !== 'none';
   const trackers = restoreTrackers(cfg, state);
-  const source = new RolloutSource(
-    agents.map((policy, i) => ({
-      name: policy.name,
-      policy,
-      rollout: rolloutOptions(agentsCfg[i]!, rewards),
-      rng: samplingRngs[i]!,
-    })),
-  );
+  // AT-GRPO: a workflow's episodes fill the table instead of single-turn rollouts.
+  const workflow = workflowSourceOf(cfg, agents, samplingRngs, k);
+  const source =
+    workflow ??
+    new RolloutSource(
+      agents.map((policy, i) => ({
+        name: policy.name,
+        policy,
+        rollout: rolloutOptions(agentsCfg[i]!, rewards),
+        rng: samplingRngs[i]!,
+      })),
+    );
   const byName = new Map(agents.map((a) => [a.name, a]));
 
   for (let step = state.step; step < cfg.steps; step++) {
     const problems = nextProblems(train, cfg.seed, state.cursor, cfg.rollout.promptsPerStep);
     const t0 = performance.now();
     const table: SampleRecord[] = [];
-    const sampled = await source.collect({ problems, k }, table);
+    const sampled = await source.collect({ problems, k, step }, table);
     if (shared) for (const a of agents) addLearnerTokens(table, a, byName);
     // Eq. 9: this step's mean reward enters each agent's window before anyone updates.
     if (shared) agents.forEach((a, i) => trackers[i]!.record(sampled.get(a.name)!.reward_mean!));
@@ -230,6 +235,9 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
       order: agentsCfg[i]!.order,
     }));
     const row: Record<string, unknown> = { step: step + 1 };
+    // Validation every eval.every steps and always after the last one (eval.every = 0: only then).
+    const evalNow = step + 1 === cfg.steps || (cfg.eval.every > 0 && (step + 1) % cfg.eval.every === 0);
+    const workflowVal = evalNow && workflow ? await workflow.validate(cfg.eval.problems) : null;
     let allSkipped = true;
     for (const [i, agent] of agents.entries()) {
       const t1 = performance.now();
@@ -243,13 +251,11 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
         time_train_s: (t2 - t1) / 1e3,
         tokens_per_s: own.tokens! / ((t2 - t1 + (tSampled - t0) / agents.length) / 1e3),
       };
-      // Validation every eval.every steps and always after the last one (eval.every = 0: only then).
-      const evalNow = step + 1 === cfg.steps || (cfg.eval.every > 0 && (step + 1) % cfg.eval.every === 0);
-      const val = evalNow && validation.length > 0 ? await validate(agent, validation, cfg) : null;
+      const val = workflowVal ?? (evalNow && validation.length > 0 ? await validate(agent, validation, cfg) : null);
       Object.assign(row, namespaced(agent.name, { ...metrics, ...(val ? { val_accuracy: val } : {}) }));
       await run.appendSamples(
         table
-          .filter((s) => s.generator === agent.name)
+          .filter((s) => !workflow && s.generator === agent.name)
           .slice(0, cfg.samplesPerStep)
           .map((s) => ({
             step: step + 1,
@@ -272,6 +278,7 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
           (val ? `  val ${JSON.stringify(val)}` : ''),
       );
     }
+    if (workflow) await run.appendSamples(workflow.transcript(step + 1));
     await run.appendMetrics(row as { step: number });
     state.nonFiniteStreak = allSkipped ? state.nonFiniteStreak + 1 : 0;
     if (state.nonFiniteStreak >= cfg.maxNonFiniteSteps) {
