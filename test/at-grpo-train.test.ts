@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { engine } from '../src/backend/engine.js';
 import { AdamW } from '../src/optim/adamw.js';
+import { buildReport } from '../src/report/build.js';
 import { AgentSpecSchema } from '../src/train/agent-spec.js';
 import { learnerStep, type UpdateRecipe } from '../src/train/learner-step.js';
 import { WarmStartSchema, workflowAgent } from '../src/train/workflow-agent.js';
@@ -107,6 +108,13 @@ describe('AT-GRPO training', () => {
     );
     for (const a of ['tool', 'planner'])
       assert.ok(!(await weights(runDir, a, 2)).equals(await readFile(join(agentDir(a), 'model.safetensors'))), a);
+    // The report: per-role panels and the episode turn by turn.
+    const html = await buildReport([runDir]);
+    for (const title of ['Success rate per role', 'Reward per role and turn', 'Groups and the group filter'])
+      assert.ok(html.includes(title), title);
+    assert.match(html, /Workflow episodes, turn by turn/);
+    assert.match(html, /plan-path:\d+#0 turn 0/);
+    assert.match(html, /tool → tool/);
   });
 
   test('a per-role run killed with SIGKILL and resumed ends with byte-identical weights for every policy', async () => {
@@ -126,6 +134,20 @@ describe('AT-GRPO training', () => {
       await readFile(join(killed, 'samples.jsonl'), 'utf8'),
       await readFile(join(whole, 'samples.jsonl'), 'utf8'),
     );
+  });
+
+  test('hacrl bench mas --tiny: four arms on held-out instances, responses per step stated for each trained arm', () => {
+    const r = hacrl(['bench', 'mas', '--tiny', '--seeds', '1', '--work-dir', join(root, 'bench')]);
+    assert.equal(r.status, 0, r.stderr);
+    const rows = r.stdout.split('\n').filter((l) => l.startsWith('| plan-path |'));
+    assert.deepEqual(
+      rows.map((l) => l.split('|')[2]!.trim()),
+      ['single-grpo', 'workflow-untrained', 'at-grpo-shared', 'at-grpo-per-role'],
+    );
+    for (const l of rows) assert.match(l, /\| \d+\.\d \| \d+\.\d–\d+\.\d \|/, 'success with its interval');
+    const budget = rows.map((l) => l.split('|')[6]!.trim());
+    assert.equal(budget[1], '—');
+    assert.ok(budget[0] !== '—' && Number(budget[2]) > 0 && Number(budget[3]) > 0, budget.join(','));
   });
 
   test('config errors name what to change', async () => {

@@ -1,7 +1,10 @@
 #!/usr/bin/env node
+import { writeFile } from 'node:fs/promises';
 import { Command, InvalidArgumentError } from 'commander';
+import { BENCH_FAST, BENCH_FULL, BENCH_TINY } from './bench-mas-sizes.js';
 import { runConfigResolve, runConfigSchema } from './config.js';
 import { runEval, type EvalCliOptions } from './eval.js';
+import { benchMasTable, runBenchMas } from './bench-mas.js';
 import { runMasWarmstart } from './mas-warmstart.js';
 import { runReport } from './report.js';
 import { runScore } from './score.js';
@@ -167,6 +170,25 @@ mas
       (line) => console.log(line),
     ).then(() => undefined),
   );
+
+program
+  .command('bench')
+  .description('benchmarks')
+  .command('mas')
+  .description(
+    'single agent + GRPO vs the untrained workflow vs AT-GRPO shared vs per-role: held-out success with 95% intervals',
+  )
+  .option('--fast', 'the ~20-minute version (smaller agents, fewer steps and held-out instances)', false)
+  .option('--tiny', 'test-sized: seconds, proves the pipeline, not the claim', false)
+  .option('--seeds <n>', 'seeds', num, 3)
+  .option('--work-dir <dir>', 'working folder', 'runs/bench-mas')
+  .option('--json <file>', 'also write the results as JSON')
+  .action(async (o: { fast: boolean; tiny: boolean; seeds: number; workDir: string; json?: string }) => {
+    const size = o.tiny ? BENCH_TINY : o.fast ? BENCH_FAST : BENCH_FULL;
+    const results = await runBenchMas({ ...size, seeds: o.seeds, workDir: o.workDir }, (l) => console.log(l));
+    console.log(benchMasTable(results));
+    if (o.json) await writeFile(o.json, JSON.stringify(results, null, 2) + '\n');
+  });
 
 const config = program.command('config').description('run configuration tools');
 config
