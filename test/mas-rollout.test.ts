@@ -2,7 +2,7 @@
 // a no-tree one; samples come back grouped, validated and summarised; the same seed gives the same batch.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { parseModelArgs, runMasRollout } from '../src/cli/mas.js';
+import { masCommand, parseModelArgs, runMasRollout } from '../src/cli/mas.js';
 
 const tiny = { arch: 'qwen3', hidden: 32, layers: 1, heads: 2, maxPositions: 512 } as const;
 
@@ -45,6 +45,32 @@ describe('mas rollout with real models', () => {
     await assert.rejects(
       runMasRollout({ workflow, models: { coder: '/nonexistent' }, agent: tiny }),
       /nonexistent|no checkpoint/,
+    );
+  });
+
+  test('the command line: `mas rollout` prints the summary as JSON; bad JSON is refused with an example', async () => {
+    const lines: string[] = [];
+    const cmd = masCommand((l) => lines.push(l));
+    const workflow = '{"name":"plan-path","env":{"height":3,"width":3},"k":2,"maxTurns":1,"agents":["planner"]}';
+    const args = [
+      'rollout',
+      '--workflow',
+      workflow,
+      '--instances',
+      '1',
+      '--hidden',
+      '32',
+      '--layers',
+      '1',
+      '--heads',
+      '2',
+    ];
+    await cmd.parseAsync(args, { from: 'user' });
+    const summary = JSON.parse(lines[0]!) as { samples: number; k: number };
+    assert.deepEqual([summary.samples, summary.k], [2, 2]);
+    await assert.rejects(
+      masCommand().parseAsync(['rollout', '--workflow', '{k:2}'], { from: 'user' }),
+      /must be JSON, e\.g\./,
     );
   });
 });

@@ -19,6 +19,10 @@ describe('sandbox', () => {
     assert.equal(r.stdout, '42\n');
   });
 
+  test('limits under which Node itself cannot start are reported, not scored as failures of the program', async () => {
+    await assert.rejects(runSandboxed('console.log(2)', { addressSpaceMb: 512 }), /an empty program ends as/);
+  });
+
   test('an exception is an error, with its message', async () => {
     const r = await runSandboxed('throw new Error("boom")', SLOW_OK);
     assert.equal(r.outcome, 'error');

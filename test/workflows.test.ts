@@ -86,6 +86,31 @@ describe('tree sampling', () => {
     close(returns['planner']!, 11.04);
   });
 
+  test("teamBranches: the planner also acts in the other branches, so the tool's team terms differ", async () => {
+    const wf = handWorkflow();
+    const { policy, calls } = scripted({
+      tool: ['["R","R"]', 'no idea', '["D","D","R","R"]'],
+      // First the two non-chosen branches (one response each), then the chosen branch's K candidates.
+      planner: ['["D","D"]', '["R"]', '["R"]', '["R"]', '["D","D","R","R"]'],
+    });
+    const { samples } = await treeRollout(wf, { seeds: [0], k: 3, policies: { shared: policy }, teamBranches: true });
+    assert.deepEqual(
+      calls.map((c) => [c.role, c.prompts.length]),
+      [
+        ['tool', 3],
+        ['planner', 2],
+        ['planner', 3],
+      ],
+    );
+    assert.match(calls[1]!.prompts[1]!, /The tool says: no action could be read/);
+    const tool = samples.filter((s) => s.role === 'tool');
+    // Branch 0: D, D from (0,0): 2·−0.01 + 1.03 + 1.02; branch 1: R: −0.01 + 1.03; chosen branch: DDRR 5.52.
+    close(tool[0]!.team, 2.03);
+    close(tool[1]!.team, 1.02);
+    close(tool[2]!.team, 5.52);
+    assert.equal(samples.length, 6, 'branch responses only score team terms; they are not samples');
+  });
+
   test('ties go to the first candidate; the position carries over; a cut-off at maxTurns is not a success', async () => {
     const wf = handWorkflow({ maxTurns: 2, agents: ['planner'] });
     const { policy } = scripted({ planner: ['["R"]', '["R"]', '["L","L"]', '["L","L"]'] });
@@ -199,8 +224,13 @@ describe('no-tree and single-agent baselines', () => {
 describe('group validation', () => {
   test("a key merging instances (the reference's instance // K) is refused, naming the key", async () => {
     const wf = buildWorkflow({ name: 'plan-path', agents: ['planner'], maxTurns: 1, env: { height: 4, width: 4 } });
-    const { policy } = scripted({ planner: Array<string>(4).fill('["R"]') });
+    const { policy, calls } = scripted({ planner: Array<string>(4).fill('["R"]') });
     const { samples } = await treeRollout(wf, { seeds: [1, 2], k: 2, policies: { shared: policy } });
+    assert.deepEqual(
+      calls.map((c) => c.prompts.length),
+      [4],
+      'both instances in one generate call',
+    );
     assert.equal(groupSamples(samples, 2).length, 2);
     // The reference's key: sample index // K over a batch laid out instance-major with K = 4 per "prompt".
     assert.throws(
@@ -238,8 +268,8 @@ describe('registry and config', () => {
     assert.throws(() => buildWorkflow({ name: 'sudoku', env: { blanks: 20 } }), /blanks/);
     const c = parseWorkflowConfig({});
     assert.deepEqual(
-      [c.name, c.sampling, c.k, c.maxTurns, c.groupFilter],
-      ['plan-path', 'tree', 4, 5, { lowMeanRatio: 0.5, zeroVariance: false }],
+      [c.name, c.sampling, c.k, c.maxTurns, c.teamBranches, c.groupFilter],
+      ['plan-path', 'tree', 4, 5, false, { lowMeanRatio: 0.5, zeroVariance: false }],
     );
   });
 });

@@ -5,6 +5,7 @@ import { BENCH_FAST, BENCH_FULL, BENCH_TINY } from './bench-mas-sizes.js';
 import { runConfigResolve, runConfigSchema } from './config.js';
 import { runEval, type EvalCliOptions } from './eval.js';
 import { benchMasTable, runBenchMas } from './bench-mas.js';
+import { masCommand } from './mas.js';
 import { runMasWarmstart } from './mas-warmstart.js';
 import { runReport } from './report.js';
 import { runScore } from './score.js';
@@ -123,7 +124,8 @@ program
   .option('--resume', "continue the run folder's latest complete checkpoint", false)
   .action((o: { config?: string; set: string[]; resume: boolean }) => runTrain(o));
 
-const mas = program.command('mas').description('multi-agent workflows (AT-GRPO): agents, warm starts, benchmarks');
+const mas = masCommand();
+program.addCommand(mas);
 mas
   .command('warmstart')
   .description(

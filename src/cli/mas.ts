@@ -5,6 +5,7 @@
  * tokenizer is fitted to the workflow's text, optionally warm-started by SFT on solver rows.
  */
 import { writeFile } from 'node:fs/promises';
+import { Command, InvalidArgumentError } from 'commander';
 import { z } from 'zod';
 import { engine } from '../backend/engine.js';
 import { filterGroups } from '../algorithms/group-filter.js';
@@ -84,7 +85,7 @@ export async function runMasRollout(raw: MasRolloutOptions): Promise<{ summary: 
     } else throw new Error(`no checkpoint for policy "${name}": pass --model ${name}=DIR`);
   }
   const seeds = Array.from({ length: o.instances }, (_, i) => o.seed + i);
-  const batch = await rollout(wf, config.sampling, { seeds, k: config.k, policies });
+  const batch = await rollout(wf, config.sampling, { seeds, k: config.k, policies, teamBranches: config.teamBranches });
   const groups = groupSamples(batch.samples, config.k);
   const filtered = filterGroups(
     groups.map((g) => ({ key: g.key, rewards: g.members.map((i) => batch.samples[i]!.reward) })),
@@ -156,4 +157,47 @@ export function parseModelArgs(args: readonly string[]): Record<string, string> 
     out[name] = dir;
   }
   return out;
+}
+
+/** A command-line integer ≥ 0. */
+function count(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`expected an integer ≥ 0, got "${value}"`);
+  return n;
+}
+
+/** `hacrl mas rollout …` as a commander command (main.ts adds it with program.addCommand(masCommand())). */
+export function masCommand(print: (line: string) => void = console.log): Command {
+  const mas = new Command('mas').description('multi-agent workflows (AT-GRPO): environments, roles, tree sampling');
+  mas
+    .command('rollout')
+    .description('one batch of multi-agent rollouts with real models, no RL: samples, rewards, groups, group filter')
+    .option('--workflow <json>', 'the workflow config section as JSON (see docs/at-grpo.md)', '{}')
+    .option('--instances <n>', 'instances in the batch', count, 4)
+    .option('--seed <n>', 'seed of the first instance and of sampling', count, 0)
+    .option('--model <dir...>', 'checkpoint per policy, NAME=DIR or DIR (shared); default a fresh small agent', [])
+    .option('--hidden <n>', 'width of the fresh agent', count, 64)
+    .option('--layers <n>', 'blocks of the fresh agent', count, 2)
+    .option('--heads <n>', 'heads of the fresh agent', count, 4)
+    .option('--warm-start-steps <n>', 'SFT steps of the fresh agent on solver rows before the rollout', count, 0)
+    .option('--out <file>', 'write the samples as JSONL')
+    .action(async (o: Record<string, unknown>) => {
+      let workflow: unknown;
+      try {
+        workflow = JSON.parse(String(o['workflow']));
+      } catch (e) {
+        throw new Error(`--workflow must be JSON, e.g. '{"name":"sokoban","k":4}': ${(e as Error).message}`);
+      }
+      const { summary } = await runMasRollout({
+        workflow: workflow as Record<string, unknown>,
+        instances: o['instances'] as number,
+        seed: o['seed'] as number,
+        models: parseModelArgs(o['model'] as string[]),
+        agent: { hidden: o['hidden'] as number, layers: o['layers'] as number, heads: o['heads'] as number },
+        warmStart: { steps: o['warmStartSteps'] as number },
+        ...(o['out'] === undefined ? {} : { out: String(o['out']) }),
+      });
+      print(JSON.stringify(summary, null, 2));
+    });
+  return mas;
 }

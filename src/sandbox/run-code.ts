@@ -23,13 +23,13 @@ export const SandboxLimitsSchema = z
       .describe('Wall time before the process group is killed, in ms; default 3000'),
     /** V8 old-space heap limit, in MiB; default 64. */
     heapMb: z.number().int().min(8).default(64).describe('V8 old-space heap limit, in MiB; default 64'),
-    /** Address-space limit (RLIMIT_AS) of the process, in MiB (Node itself needs about 1 GiB); default 1536. */
+    /** Address-space limit (RLIMIT_AS) in MiB; Node itself needs about 1 GiB (checked on first use); default 1536. */
     addressSpaceMb: z
       .number()
       .int()
-      .min(1024)
+      .min(64)
       .default(1536)
-      .describe('Address-space limit (RLIMIT_AS) of the process, in MiB; default 1536'),
+      .describe('Address-space limit (RLIMIT_AS) in MiB; Node itself needs about 1 GiB; default 1536'),
     /** Bytes of stdout (and, separately, of stderr) kept before the process is killed; default 16384. */
     maxOutputBytes: z
       .number()
@@ -98,6 +98,8 @@ function command(scratch: string, script: string, limits: SandboxLimits): string
     `--allow-fs-read=${scratch}/`,
     `--allow-fs-write=${scratch}/`,
     `--max-old-space-size=${limits.heapMb}`,
+    // One V8 worker thread: its stacks count against RLIMIT_AS, and their number otherwise grows with the cores.
+    '--v8-pool-size=1',
     '--no-warnings',
     script,
   ];
@@ -116,9 +118,39 @@ function command(scratch: string, script: string, limits: SandboxLimits): string
   return [...(iso.networkPrefix ?? []), ...rlimits, ...node];
 }
 
-/** Runs `code` (a CommonJS script) in the sandbox and reports how it ended; never throws for anything the code does. */
+/**
+ * Runs `code` (a CommonJS script) in the sandbox and reports how it ended; never throws for anything the code does.
+ * Throws when the sandbox cannot run even an empty program under these limits (the first run per set of limits
+ * checks), so a machine where every tool call would fail is reported instead of scored as failures silently.
+ */
 export async function runSandboxed(code: string, limitsInput: Partial<SandboxLimits> = {}): Promise<SandboxResult> {
   const limits = SandboxLimitsSchema.parse(limitsInput);
+  await selfCheck(limits);
+  return runUnchecked(code, limits);
+}
+
+const checked = new Map<string, Promise<void>>();
+
+/** Runs `console.log(1)` once per set of limits; throws with the outcome when it does not come back. */
+function selfCheck(limits: SandboxLimits): Promise<void> {
+  const key = JSON.stringify(limits);
+  let done = checked.get(key);
+  if (!done) {
+    // The check gets a long wall time: it must fail only when the limits make Node itself unable to run.
+    done = runUnchecked('console.log(1)', { ...limits, timeoutMs: Math.max(limits.timeoutMs, 60_000) }).then((r) => {
+      if (r.outcome !== 'ok' || r.stdout !== '1\n')
+        throw new Error(
+          `sandbox: an empty program ends as '${r.outcome}' under ${key} (stderr: ${r.stderr.slice(0, 300)}); ` +
+            'raise addressSpaceMb or heapMb, or check that prlimit and node run here',
+        );
+    });
+    checked.set(key, done);
+  }
+  return done;
+}
+
+/** One sandboxed run without the self-check. */
+async function runUnchecked(code: string, limits: SandboxLimits): Promise<SandboxResult> {
   const scratch = await mkdtemp(join(tmpdir(), 'hacrl-sandbox-'));
   try {
     const script = join(scratch, 'main.cjs');

@@ -5,7 +5,7 @@
  * the planner alone.
  */
 import type { Policy } from './policy.js';
-import { type MasBatch, type MasEpisode, type MasSample, groupKey } from './samples.js';
+import { type MasBatch, type MasSample, groupKey } from './samples.js';
 import { type EpisodeState, type Role, type RoleAct, type Workflow, advance, startEpisode } from './workflow.js';
 
 /** What a rollout needs besides the workflow. */
@@ -16,6 +16,11 @@ export interface RolloutOptions {
   k: number;
   /** Policies by name; every acting role's `policy` must be here. */
   policies: Readonly<Record<string, Policy>>;
+  /**
+   * Tree only: the later roles also act (one sampled response each) in every non-chosen branch, so a candidate's
+   * team term is its own branch's and no longer cancels in the group; default false (the spec's default).
+   */
+  teamBranches?: boolean;
 }
 
 /** The policy of a role, or an error naming what is missing. */
@@ -74,13 +79,50 @@ function sample(
  * Adds the team terms of one turn of one episode: each sample whose role has a team term gets weight × r_env of the
  * named role's chosen action in this turn (0 when that role did not act).
  */
-function addTeamTerms(wf: Workflow<unknown>, turnSamples: MasSample[], chosenEnv: Map<string, number>): void {
+function addTeamTerms(
+  wf: Workflow<unknown>,
+  turnSamples: MasSample[],
+  chosenEnv: Map<string, number>,
+  branchEnv: ReadonlyMap<MasSample, number> = new Map(),
+): void {
   for (const s of turnSamples) {
     const team = wf.roles.find((r) => r.name === s.role)!.team;
     if (!team) continue;
-    s.team = team.weight * (chosenEnv.get(team.role) ?? 0);
+    s.team = team.weight * (branchEnv.get(s) ?? chosenEnv.get(team.role) ?? 0);
     s.reward = s.own + s.team;
   }
+}
+
+/**
+ * r_env of `target`'s action in each branch: the roles after `from` up to `target` act once (one sampled response
+ * each, batched over the branches) from each branch's state. These responses only score team terms; they are not
+ * training samples. A branch where `target` does not act scores 0.
+ */
+async function branchTeamRewards(
+  wf: Workflow<unknown>,
+  from: Role<unknown>,
+  target: string,
+  branches: EpisodeState<unknown>[],
+  policies: RolloutOptions['policies'],
+): Promise<number[]> {
+  const out = new Array<number>(branches.length).fill(0);
+  const states = [...branches];
+  const later = wf.roles.slice(wf.roles.indexOf(from) + 1);
+  for (const role of later.slice(0, later.findIndex((r) => r.name === target) + 1)) {
+    const acting = states.flatMap((st, b) => (st.done || role.skips(st) ? [] : [b]));
+    if (acting.length === 0) continue;
+    const gens = await respond(
+      role,
+      policies,
+      acting.map((b) => role.prompt(states[b]!)),
+    );
+    const acts = await Promise.all(acting.map((b, j) => role.act(states[b]!, gens[j]!.text)));
+    acting.forEach((b, j) => {
+      if (role.name === target) out[b] = acts[j]!.envReward;
+      states[b] = advance(states[b]!, role.name, gens[j]!.text, acts[j]!);
+    });
+  }
+  return out;
 }
 
 /** Sum of the chosen samples' rewards per role. */
@@ -90,97 +132,153 @@ function returnsOf(samples: readonly MasSample[]): Record<string, number> {
   return out;
 }
 
+/** One episode being played, with its samples so far. */
+interface Running {
+  seed: number;
+  episode: number;
+  instance: string;
+  st: EpisodeState<unknown>;
+  turns: number;
+  samples: MasSample[];
+}
+
+/**
+ * Plays all `episodes` in lockstep — turn by turn, role by role — so each (turn, role) step is one batched generate
+ * call over every live episode: `candidates` responses per episode from its current state, scored on copies, the
+ * episode continuing from the best (ties: the first). Team terms are added per episode and turn.
+ */
+async function lockstep(
+  wf: Workflow<unknown>,
+  episodes: Running[],
+  candidates: number,
+  o: RolloutOptions,
+  groupOf: (instance: string, role: string, turn: number) => string,
+): Promise<void> {
+  for (let turn = 0; turn < wf.maxTurns; turn++) {
+    const live = episodes.filter((e) => !e.st.done);
+    if (live.length === 0) break;
+    const chosenEnv = new Map<Running, Map<string, number>>(live.map((e) => [e, new Map()]));
+    const turnSamples = new Map<Running, MasSample[]>(live.map((e) => [e, []]));
+    const branchEnv = new Map<MasSample, number>();
+    for (const e of live) {
+      e.st = { ...e.st, turn };
+      e.turns = turn + 1;
+    }
+    for (const role of wf.roles) {
+      const acting = live.filter((e) => !e.st.done && !role.skips(e.st));
+      if (acting.length === 0) continue;
+      const prompts = acting.map((e) => role.prompt(e.st));
+      const gens = await respond(
+        role,
+        o.policies,
+        prompts.flatMap((p) => Array<string>(candidates).fill(p)),
+      );
+      const acts = await Promise.all(gens.map((g, i) => role.act(acting[Math.floor(i / candidates)]!.st, g.text)));
+      const branches: { sample: MasSample; state: EpisodeState<unknown> }[] = [];
+      acting.forEach((e, a) => {
+        const mine = acts.slice(a * candidates, (a + 1) * candidates);
+        const best = argmaxFirst(mine.map((x) => x.own));
+        const group = groupOf(e.instance, role.name, turn);
+        mine.forEach((act, j) => {
+          const gen = gens[a * candidates + j]!;
+          const base = {
+            instance: e.instance,
+            seed: e.seed,
+            episode: e.episode,
+            turn,
+            candidate: j,
+            chosen: j === best,
+            group,
+          };
+          const s = sample(base, role, prompts[a]!, gen, act);
+          turnSamples.get(e)!.push(s);
+          if (j !== best && o.teamBranches && role.team)
+            branches.push({ sample: s, state: advance(e.st, role.name, gen.text, act) });
+        });
+        chosenEnv.get(e)!.set(role.name, mine[best]!.envReward);
+        e.st = advance(e.st, role.name, gens[a * candidates + best]!.text, mine[best]!);
+      });
+      if (branches.length > 0) {
+        const states = branches.map((b) => b.state);
+        const rewards = await branchTeamRewards(wf, role, role.team!.role, states, o.policies);
+        branches.forEach((b, i) => branchEnv.set(b.sample, rewards[i]!));
+      }
+    }
+    for (const e of live) {
+      addTeamTerms(wf, turnSamples.get(e)!, chosenEnv.get(e)!, branchEnv);
+      e.samples.push(...turnSamples.get(e)!);
+    }
+  }
+}
+
+/**
+ * The batch of played episodes: samples ordered by instance (as given), then turn, role order, episode and
+ * candidate; one MasEpisode per episode.
+ */
+function collect(wf: Workflow<unknown>, episodes: readonly Running[]): MasBatch {
+  const instanceRank = new Map<string, number>();
+  for (const e of episodes) if (!instanceRank.has(e.instance)) instanceRank.set(e.instance, instanceRank.size);
+  const roleRank = new Map(wf.roles.map((r, i) => [r.name, i]));
+  const key = (s: MasSample): number[] => [
+    instanceRank.get(s.instance)!,
+    s.turn,
+    roleRank.get(s.role)!,
+    s.episode,
+    s.candidate,
+  ];
+  const order = (a: MasSample, b: MasSample): number => {
+    const ka = key(a);
+    const kb = key(b);
+    const i = ka.findIndex((v, j) => v !== kb[j]);
+    return i < 0 ? 0 : ka[i]! - kb[i]!;
+  };
+  return {
+    samples: episodes.flatMap((e) => e.samples).sort(order),
+    episodes: episodes.map((e) => ({
+      instance: e.instance,
+      seed: e.seed,
+      episode: e.episode,
+      turns: e.turns,
+      success: e.st.success,
+      returns: returnsOf(e.samples),
+    })),
+  };
+}
+
+/** A fresh episode of instance `seed`. */
+function begin(wf: Workflow<unknown>, seed: number, episode: number): Running {
+  const st = startEpisode(wf, seed);
+  return { seed, episode, instance: wf.env.instanceId(st.env), st, turns: 0, samples: [] };
+}
+
 /**
  * Tree sampling: per instance, per turn, per role in order — K candidates from the same state, each scored with the
  * role's own reward on a copy, one group (instance, role, turn), continue from the best (ties: the first). Later
- * roles act only in the chosen branch; team terms are therefore equal across a group (logged, never trained on).
+ * roles act only in the chosen branch, so team terms are equal across a group (logged, never trained on) — unless
+ * `teamBranches` lets them act in every branch. All instances advance together (one generate call per turn and role).
  */
 export async function treeRollout(wf: Workflow<unknown>, o: RolloutOptions): Promise<MasBatch> {
   checkK(o.k);
-  const samples: MasSample[] = [];
-  const episodes: MasEpisode[] = [];
-  for (const seed of o.seeds) {
-    let st: EpisodeState<unknown> = startEpisode(wf, seed);
-    const instance = wf.env.instanceId(st.env);
-    const mine: MasSample[] = [];
-    let turn = 0;
-    for (; turn < wf.maxTurns && !st.done; turn++) {
-      st = { ...st, turn };
-      const turnSamples: MasSample[] = [];
-      const chosenEnv = new Map<string, number>();
-      for (const role of wf.roles) {
-        if (st.done) break;
-        if (role.skips(st)) continue;
-        const prompt = role.prompt(st);
-        const gens = await respond(role, o.policies, Array<string>(o.k).fill(prompt));
-        const acts = await Promise.all(gens.map((g) => role.act(st, g.text)));
-        const best = argmaxFirst(acts.map((a) => a.own));
-        const group = groupKey(instance, role.name, turn);
-        gens.forEach((g, j) => {
-          const base = { instance, seed, episode: 0, turn, candidate: j, chosen: j === best, group };
-          turnSamples.push(sample(base, role, prompt, g, acts[j]!));
-        });
-        chosenEnv.set(role.name, acts[best]!.envReward);
-        st = advance(st, role.name, gens[best]!.text, acts[best]!);
-      }
-      addTeamTerms(wf, turnSamples, chosenEnv);
-      mine.push(...turnSamples);
-    }
-    samples.push(...mine);
-    episodes.push({ instance, seed, episode: 0, turns: turn, success: st.success, returns: returnsOf(mine) });
-  }
-  return { samples, episodes };
+  const episodes = o.seeds.map((seed) => begin(wf, seed, 0));
+  await lockstep(wf, episodes, o.k, o, groupKey);
+  return collect(wf, episodes);
 }
 
 /**
  * K independent episodes per instance (the no-tree baseline; with only the planner acting, the single-agent
- * baseline). Each role samples one response per turn in each episode; the K episodes of an instance are generated
- * in one batch per (turn, role). Group keys: see independentGroupKeys.
+ * baseline). Each role samples one response per turn in each episode; all episodes advance together. Group keys:
+ * see independentGroupKeys.
  */
 export async function independentRollout(wf: Workflow<unknown>, o: RolloutOptions): Promise<MasBatch> {
   checkK(o.k);
-  const samples: MasSample[] = [];
-  const episodes: MasEpisode[] = [];
-  for (const seed of o.seeds) {
-    const states = Array.from({ length: o.k }, () => startEpisode(wf, seed));
-    const instance = wf.env.instanceId(states[0]!.env);
-    const mine: MasSample[] = [];
-    const turns = new Array<number>(o.k).fill(0);
-    for (let turn = 0; turn < wf.maxTurns; turn++) {
-      const live = states.flatMap((s, e) => (s.done ? [] : [e]));
-      if (live.length === 0) break;
-      const turnSamples = new Map<number, MasSample[]>(live.map((e) => [e, []]));
-      const chosenEnv = new Map<number, Map<string, number>>(live.map((e) => [e, new Map()]));
-      for (const e of live) {
-        states[e] = { ...states[e]!, turn };
-        turns[e] = turn + 1;
-      }
-      for (const role of wf.roles) {
-        const acting = live.filter((e) => !states[e]!.done && !role.skips(states[e]!));
-        if (acting.length === 0) continue;
-        const prompts = acting.map((e) => role.prompt(states[e]!));
-        const gens = await respond(role, o.policies, prompts);
-        const acts = await Promise.all(acting.map((e, j) => role.act(states[e]!, gens[j]!.text)));
-        acting.forEach((e, j) => {
-          const base = { instance, seed, episode: e, turn, candidate: 0, chosen: true, group: '' };
-          turnSamples.get(e)!.push(sample(base, role, prompts[j]!, gens[j]!, acts[j]!));
-          chosenEnv.get(e)!.set(role.name, acts[j]!.envReward);
-          states[e] = advance(states[e]!, role.name, gens[j]!.text, acts[j]!);
-        });
-      }
-      for (const e of live) {
-        addTeamTerms(wf, turnSamples.get(e)!, chosenEnv.get(e)!);
-        mine.push(...turnSamples.get(e)!);
-      }
-    }
-    independentGroupKeys(mine, o.k);
-    samples.push(...mine);
-    states.forEach((s, e) => {
-      const own = mine.filter((x) => x.episode === e);
-      episodes.push({ instance, seed, episode: e, turns: turns[e]!, success: s.success, returns: returnsOf(own) });
-    });
-  }
-  return { samples, episodes };
+  const episodes = o.seeds.flatMap((seed) => Array.from({ length: o.k }, (_, e) => begin(wf, seed, e)));
+  await lockstep(wf, episodes, 1, { ...o, teamBranches: false }, () => '');
+  for (let i = 0; i < episodes.length; i += o.k)
+    independentGroupKeys(
+      episodes.slice(i, i + o.k).flatMap((e) => e.samples),
+      o.k,
+    );
+  return collect(wf, episodes);
 }
 
 /**

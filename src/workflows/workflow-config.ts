@@ -108,12 +108,28 @@ export const WorkflowConfigSchema = z
       .min(0)
       .default(4)
       .describe('Past history entries shown in each prompt; default 4; 0 shows none.'),
-    /** 'tree': K candidates per role and turn from one state, continue from the best; 'no-tree': K independent episodes per instance; 'single': the first agent alone (the planner), K independent episodes. Default 'tree'. */
+    /**
+     * 'tree': K candidates per role and turn from one state, continue from the best; 'no-tree': K independent
+     * episodes per instance; 'single': one agent alone — agents[0] when given, else the workflow's last role (the
+     * planner or reasoner) — K independent episodes. Default 'tree'.
+     */
     sampling: z
       .enum(['tree', 'no-tree', 'single'])
       .default('tree')
       .describe(
-        "'tree': K candidates per role and turn from one state, continue from the best; 'no-tree': K independent episodes per instance; 'single': the first agent alone (the planner), K independent episodes; default 'tree'.",
+        "'tree': K candidates per role and turn from one state, continue from the best; 'no-tree': K independent " +
+          "episodes per instance; 'single': one agent alone (agents[0] when given, else the workflow's last role), K " +
+          "independent episodes; default 'tree'.",
+      ),
+    /**
+     * Tree only: later roles also act (one response each) in every non-chosen branch, so team terms differ within a
+     * group and train; default false (the spec's default: they cancel).
+     */
+    teamBranches: z
+      .boolean()
+      .default(false)
+      .describe(
+        'Tree only: later roles also act in every non-chosen branch, so team terms differ within a group; default false.',
       ),
     /** Candidates per role and turn (tree) or episodes per instance (no-tree, single); default 4 (head scripts). */
     k: z
