@@ -12,7 +12,9 @@ import { engine } from '../src/backend/engine.js';
 import { AdamW } from '../src/optim/adamw.js';
 import { buildReport } from '../src/report/build.js';
 import { AgentSpecSchema } from '../src/train/agent-spec.js';
-import { learnerStep, type UpdateRecipe } from '../src/train/learner-step.js';
+import { parseRunConfig } from '../src/config/load-config.js';
+import { learnerStep } from '../src/train/learner-step.js';
+import { updateRecipe } from '../src/train/rl-trainer.js';
 import { WarmStartSchema, workflowAgent } from '../src/train/workflow-agent.js';
 import { WorkflowSource } from '../src/train/workflow-source.js';
 import type { SampleRecord } from '../src/train/sample-table.js';
@@ -191,24 +193,14 @@ describe('AT-GRPO training', () => {
       episodesLogged: 1,
     });
     const optimizer = new AdamW(model.params, { lr: 1e-3, weightDecay: 0 });
-    const recipe: UpdateRecipe = {
-      surrogate: 'token',
-      sharing: 'none',
-      clip: { low: 0.2, high: 0.2 },
-      dualClip: null,
-      aggregation: 'token-mean',
-      advantage: 'group-std',
-      kl: null,
-      entropyCoef: 0,
-      maskTruncated: false,
-      filterZeroVariance: false,
-      miniBatches: 2,
-      epochs: 1,
-      gradClip: 1,
-      capabilityBaseline: false,
-      discrepancyCoefficient: false,
-      foreign: 'hacpo',
-    };
+    const recipe = updateRecipe(
+      parseRunConfig({ algorithm: 'at-grpo', agents: [{ name: 'shared', checkpoint: 'x' }], workflow: {} }),
+    );
+    // The spec's update: PPO clip ε 0.2 both ways, token-mean, (r − mean)/(std + 1e-6) per group, no KL, 1 epoch.
+    assert.deepEqual(
+      [recipe.clip, recipe.aggregation, recipe.advantage, recipe.kl, recipe.epochs, recipe.miniBatches, recipe.sharing],
+      [{ low: 0.2, high: 0.2 }, 'token-mean', 'group-std', null, 1, 4, 'none'],
+    );
     const learner = {
       policy: agent,
       optimizer,

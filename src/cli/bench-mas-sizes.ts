@@ -30,8 +30,8 @@ export const BENCH_FAST: Omit<BenchMasOptions, 'workDir'> = {
   steps: 6,
   instancesPerStep: 2,
   heldOut: 30,
-  agent: { hidden: 32, layers: 1, heads: 2 },
-  warmStart: { steps: 60, rows: 480, batchSize: 8, lr: 5e-3 },
+  agent: { hidden: 48, layers: 1, heads: 4 },
+  warmStart: { steps: 250, rows: 1000, batchSize: 16, lr: 5e-3 },
 };
 
 /** --tiny: seconds; checks the pipeline end to end. */

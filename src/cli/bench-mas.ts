@@ -1,6 +1,6 @@
 /**
- * `hacrl bench mas`: on each environment and seed, one warm-started agent (SFT on solver rows) is the common start of
- * four arms — the single agent (planner alone) trained with GRPO, the multi-agent workflow untrained, and the workflow
+ * `hacrl bench mas`: on each environment, one warm-started agent (SFT on solver rows) is the common start of every
+ * seed of four arms — the single agent (planner alone) trained with GRPO, the multi-agent workflow untrained, and the workflow
  * trained with AT-GRPO with a shared policy and with per-role policies (both roles starting from the same weights).
  * Every arm is measured by greedy success on the same held-out instances; the trained arms generate the same number of
  * responses per step (the single agent plays twice the instances, as it has one role where the workflow has two).
@@ -26,7 +26,7 @@ export const BenchMasSchema = z
   .object({
     /** Workflow sections, one per environment; default Plan-Path 5×5 and Sudoku 4×4 with few blanks. */
     workflows: z.array(z.record(z.string(), z.unknown())).min(1),
-    /** Seeds (each: its own warm start, training instances and sampling); default 3. */
+    /** Seeds (each: its own training instances, sampling and mini-batch order); default 3. */
     seeds: z.number().int().positive().default(3),
     /** RL steps of every trained arm; default 10. */
     steps: z.number().int().positive(),
@@ -68,18 +68,21 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
     const wf = buildWorkflow(section);
     const successes = Object.fromEntries(ARMS.map((a) => [a, [] as number[]])) as Record<Arm, number[]>;
     const budget: Record<string, number> = {};
+    // One warm start per environment is the common start of every seed and arm; seeds vary RL (instances, sampling).
+    const start = join(o.workDir, wf.name, 'warm');
+    await rm(join(o.workDir, wf.name), { recursive: true, force: true });
+    const agent = await workflowAgent(wf, o.agent, o.warmStart, 0, k, log);
+    await savePretrained(start, { ...agent, generation: null });
+    // Greedy on the same held-out instances: the untrained workflow's result is the same for every seed.
+    const untrained = await playHeldOut(
+      wf,
+      Object.fromEntries(wf.roles.map((r) => [r.policy, modelPolicy(agent.model, agent.tokenizer, k, new Rng(1))])),
+      o.heldOut,
+    );
+    log(`${wf.name} workflow-untrained: held-out success ${successRate(untrained).toFixed(3)}`);
     for (let seed = 0; seed < o.seeds; seed++) {
       const dir = join(o.workDir, wf.name, `seed-${seed}`);
-      await rm(dir, { recursive: true, force: true });
       await mkdir(dir, { recursive: true });
-      const start = join(dir, 'warm');
-      const agent = await workflowAgent(wf, { ...o.agent, seed }, o.warmStart, seed, k);
-      await savePretrained(start, { ...agent, generation: null });
-      const untrained = await playHeldOut(
-        wf,
-        Object.fromEntries(wf.roles.map((r) => [r.policy, modelPolicy(agent.model, agent.tokenizer, k, new Rng(1))])),
-        o.heldOut,
-      );
       successes['workflow-untrained'].push(untrained.episodes.filter((e) => e.success).length);
       const roles = wf.roles.map((r) => r.name);
       const arms: [Arm, Record<string, unknown>, string[], number][] = [
@@ -120,9 +123,9 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
         budget[arm] = agents.reduce((n, a) => n + (rows[0]![`agent/${a}/samples`] as number), 0);
         log(`${wf.name} seed ${seed} ${arm}: held-out success ${last.toFixed(3)}`);
       }
-      log(`${wf.name} seed ${seed} workflow-untrained: held-out success ${successRate(untrained).toFixed(3)}`);
       if (!o.keep) await rm(dir, { recursive: true, force: true });
     }
+    if (!o.keep) await rm(join(o.workDir, wf.name), { recursive: true, force: true });
     const n = o.seeds * o.heldOut;
     const arms = Object.fromEntries(
       ARMS.map((a) => [

@@ -67,7 +67,7 @@ program
     runVerify(opts),
   );
 
-program
+const sft = program
   .command('sft')
   .description('warm start: train a small agent from scratch on generated worked solutions, save it as a checkpoint')
   .requiredOption('--out <dir>', 'folder to write the agent into')
@@ -84,19 +84,11 @@ program
   .option('--stop-at-accuracy <x>', 'stop once greedy test accuracy reaches this', num, 0.4)
   .option('--time-limit <s>', 'training time budget in seconds', num, 540)
   .option('--max-new-tokens <n>', 'longest response when evaluating', num, 96)
-  .option('--arch <family>', 'qwen3, llama, qwen2 or gpt2', 'qwen3')
-  .option('--hidden <n>', 'model width', num, 192)
-  .option('--layers <n>', 'transformer blocks', num, 4)
-  .option('--heads <n>', 'attention heads', num, 6)
-  .option('--kv-heads <n>', 'key/value heads (default heads/2)', num)
-  .option('--tokenizer <kind>', 'char or bpe', 'char')
-  .option('--bpe-vocab <n>', 'vocabulary size of a bpe tokenizer', num, 512)
-  .option('--model-seed <n>', 'seed of the weight initialisation', num, 0)
   .action((o: Record<string, unknown>) => {
-    const { arch, hidden, layers, heads, kvHeads, tokenizer, bpeVocab, modelSeed, ...rest } = o;
-    const agent = { arch, hidden, layers, heads, kvHeads, tokenizer, bpeVocab, seed: modelSeed };
+    const [agent, rest] = agentSpecOf(o);
     return runSft({ ...rest, agent } as SftCliOptions);
   });
+withAgentOptions(sft);
 
 program
   .command('eval')
@@ -124,10 +116,28 @@ program
   .option('--resume', "continue the run folder's latest complete checkpoint", false)
   .action((o: { config?: string; set: string[]; resume: boolean }) => runTrain(o));
 
+/** Adds the flags of a small agent built from scratch (hacrl sft, hacrl mas warmstart). */
+function withAgentOptions(c: Command): Command {
+  return c
+    .option('--arch <family>', 'qwen3, llama, qwen2 or gpt2', 'qwen3')
+    .option('--hidden <n>', 'model width', num, 192)
+    .option('--layers <n>', 'transformer blocks', num, 4)
+    .option('--heads <n>', 'attention heads', num, 6)
+    .option('--kv-heads <n>', 'key/value heads (default heads/2)', num)
+    .option('--tokenizer <kind>', 'char or bpe', 'char')
+    .option('--bpe-vocab <n>', 'vocabulary size of a bpe tokenizer', num, 512)
+    .option('--model-seed <n>', 'seed of the weight initialisation', num, 0);
+}
+
+/** The agent spec the withAgentOptions flags give, and the other options. */
+function agentSpecOf(o: Record<string, unknown>): [Record<string, unknown>, Record<string, unknown>] {
+  const { arch, hidden, layers, heads, kvHeads, tokenizer, bpeVocab, modelSeed, ...rest } = o;
+  return [{ arch, hidden, layers, heads, kvHeads, tokenizer, bpeVocab, seed: modelSeed }, rest];
+}
+
 const mas = masCommand();
 program.addCommand(mas);
-mas
-  .command('warmstart')
+withAgentOptions(mas.command('warmstart'))
   .description(
     "a small agent for a workflow (tokenizer fitted to its text), SFT'd on solver rows, saved as a checkpoint",
   )
@@ -138,40 +148,21 @@ mas
   .option('--batch-size <n>', 'rows per step', num, 16)
   .option('--lr <x>', 'peak learning rate (cosine decay)', num, 3e-3)
   .option('--role <name...>', "train on these roles' rows only (per-role policies); default every role")
-  .option('--arch <family>', 'qwen3, llama, qwen2 or gpt2', 'qwen3')
-  .option('--hidden <n>', 'model width', num, 192)
-  .option('--layers <n>', 'transformer blocks', num, 4)
-  .option('--heads <n>', 'attention heads', num, 6)
-  .option('--tokenizer <kind>', 'char or bpe', 'char')
-  .option('--bpe-vocab <n>', 'vocabulary size of a bpe tokenizer', num, 512)
-  .option('--model-seed <n>', 'seed of the weight initialisation', num, 0)
   .option('--seed <n>', 'seed of the SFT batch order', num, 0)
-  .action((o: Record<string, string | number | string[] | undefined>) =>
-    runMasWarmstart(
+  .action(async (o: Record<string, unknown>) => {
+    const [agent, rest] = agentSpecOf(o);
+    const { out, workflow, steps, rows, batchSize, lr, role, seed } = rest;
+    await runMasWarmstart(
       {
-        out: o.out as string,
-        workflow: JSON.parse(o.workflow as string) as Record<string, unknown>,
-        agent: {
-          arch: o.arch,
-          hidden: o.hidden,
-          layers: o.layers,
-          heads: o.heads,
-          tokenizer: o.tokenizer,
-          bpeVocab: o.bpeVocab,
-          seed: o.modelSeed,
-        } as never,
-        warmStart: {
-          steps: o.steps,
-          rows: o.rows,
-          batchSize: o.batchSize,
-          lr: o.lr,
-          ...(o.role ? { roles: o.role } : {}),
-        } as never,
-        seed: o.seed as number,
+        out: out as string,
+        workflow: JSON.parse(workflow as string) as Record<string, unknown>,
+        agent: agent as never,
+        warmStart: { steps, rows, batchSize, lr, ...(role ? { roles: role } : {}) } as never,
+        seed: seed as number,
       },
       (line) => console.log(line),
-    ).then(() => undefined),
-  );
+    );
+  });
 
 program
   .command('bench')

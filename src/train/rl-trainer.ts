@@ -95,7 +95,7 @@ function agentLr(cfg: RunConfig, a: ResolvedAgent, step: number): number {
 const FOREIGN_OBJECTIVE = { stepwise: 'hacpo', none: 'hacpo-unclipped', gspo: 'gspo' } as const;
 
 /** The update settings of every learner: the algorithm's recipe as the config resolved it. */
-function updateRecipe(cfg: RunConfig): UpdateRecipe {
+export function updateRecipe(cfg: RunConfig): UpdateRecipe {
   const o = cfg.optim;
   const recipe = ALGORITHM_RECIPES[cfg.algorithm];
   return {
