@@ -28,6 +28,18 @@ function positiveInt(value: string): number {
   return n;
 }
 
+/** Flags of `hacrl bench mas`. */
+interface BenchCli {
+  fast: boolean;
+  tiny: boolean;
+  seeds: number;
+  workDir: string;
+  json?: string;
+  steps?: number;
+  lr?: number;
+  only?: string;
+}
+
 const program = new Command();
 program
   .name('hacrl')
@@ -176,9 +188,22 @@ program
   .option('--seeds <n>', 'seeds', num, 3)
   .option('--work-dir <dir>', 'working folder', 'runs/bench-mas')
   .option('--json <file>', 'also write the results as JSON')
-  .action(async (o: { fast: boolean; tiny: boolean; seeds: number; workDir: string; json?: string }) => {
+  .option('--steps <n>', "RL steps of each trained arm (default: the size's)", positiveInt)
+  .option('--lr <x>', "learning rate of the RL arms (default: the size's)", num)
+  .option('--only <workflow>', 'only this environment of the size (e.g. plan-path)')
+  .action(async (o: BenchCli) => {
     const size = o.tiny ? BENCH_TINY : o.fast ? BENCH_FAST : BENCH_FULL;
-    const results = await runBenchMas({ ...size, seeds: o.seeds, workDir: o.workDir }, (l) => console.log(l));
+    const workflows = size.workflows.filter((w) => o.only === undefined || w.name === o.only);
+    if (workflows.length === 0) throw new Error(`--only ${o.only}: not one of this size's environments`);
+    const options = {
+      ...size,
+      workflows,
+      seeds: o.seeds,
+      workDir: o.workDir,
+      ...(o.steps === undefined ? {} : { steps: o.steps }),
+      ...(o.lr === undefined ? {} : { lr: o.lr }),
+    };
+    const results = await runBenchMas(options, (l) => console.log(l));
     console.log(benchMasTable(results));
     if (o.json) await writeFile(o.json, JSON.stringify(results, null, 2) + '\n');
   });
