@@ -64,7 +64,7 @@ const rows: Record<string, number>[] = [];
 for (let step = 0; step < 4; step++) {
   const table: SampleRecord[] = [];
   const t0 = performance.now();
-  const sampled = await source.collect({ problems: problems.slice(step * B, (step + 1) * B), k }, table);
+  const sampled = await source.collect({ problems: problems.slice(step * B, (step + 1) * B), k, step }, table);
   const t1 = performance.now();
   learnerStep(table, [{ ...learner, order: 'shuffled' }], 0, recipe, [NaN], k, order);
   const t2 = performance.now();

@@ -416,6 +416,7 @@ test('the JSON Schema documents every field, with the default of every defaulted
     'optim',
     'hacpo',
     'reward',
+    'workflow',
     'steps',
     'seed',
     'eval',

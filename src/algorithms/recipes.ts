@@ -34,7 +34,7 @@ export interface HacpoSwitches {
 /** What an algorithm is, and the settings it runs with unless the config says otherwise. */
 export interface Recipe {
   /** The algorithm this recipe runs (a variant names its base algorithm). */
-  algorithm: 'grpo' | 'gspo' | 'hacpo' | 'naive';
+  algorithm: 'grpo' | 'gspo' | 'hacpo' | 'naive' | 'at-grpo';
   /** One line for `hacrl config schema`. */
   summary: string;
   surrogate: SurrogateKind;
@@ -94,6 +94,18 @@ export const ALGORITHM_RECIPES = {
     sharing: 'naive',
     miniBatches: 4,
     hacpo: { capabilityBaseline: false, discrepancyCoefficient: false, foreignClip: 'gspo', alpha: 0 },
+  },
+  // AT-GRPO (spec "Update"): (r − mean)/(std + 1e-6) within (instance, agent, turn) groups, PPO clip ε 0.2,
+  // token-mean, no KL, several mini-batches per batch; the run's `workflow` section supplies the groups.
+  'at-grpo': {
+    algorithm: 'at-grpo',
+    summary: 'AT-GRPO (multi-agent workflow; groups per instance, agent and turn; ε 0.2, token-mean, 4 updates)',
+    surrogate: 'token',
+    sharing: 'none',
+    clip: { low: 0.2, high: 0.2 },
+    aggregation: 'token-mean',
+    advantage: 'group-std',
+    miniBatches: 4,
   },
 } as const satisfies Record<string, Recipe>;
 

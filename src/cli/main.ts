@@ -1,7 +1,12 @@
 #!/usr/bin/env node
+import { writeFile } from 'node:fs/promises';
 import { Command, InvalidArgumentError } from 'commander';
+import { BENCH_FAST, BENCH_FULL, BENCH_TINY } from './bench-mas-sizes.js';
 import { runConfigResolve, runConfigSchema } from './config.js';
 import { runEval, type EvalCliOptions } from './eval.js';
+import { benchMasTable, runBenchMas } from './bench-mas.js';
+import { masCommand } from './mas.js';
+import { runMasWarmstart } from './mas-warmstart.js';
 import { runReport } from './report.js';
 import { runScore } from './score.js';
 import { runSft, type SftCliOptions } from './sft.js';
@@ -41,6 +46,18 @@ function list(value: string): string[] {
     .split(',')
     .map((v) => v.trim())
     .filter((v) => v !== '');
+}
+
+/** Flags of `hacrl bench mas`. */
+interface BenchCli {
+  fast: boolean;
+  tiny: boolean;
+  seeds: number;
+  workDir: string;
+  json?: string;
+  steps?: number;
+  lr?: number;
+  only?: string;
 }
 
 const program = new Command();
@@ -88,7 +105,7 @@ program
   .option('--extracted', 'the answers are already extracted: read each whole', false)
   .action((opts: VerifyCliOptions) => runVerify(opts));
 
-program
+const sft = program
   .command('sft')
   .description('warm start: train a small agent from scratch on generated worked solutions, save it as a checkpoint')
   .requiredOption('--out <dir>', 'folder to write the agent into')
@@ -105,19 +122,11 @@ program
   .option('--stop-at-accuracy <x>', 'stop once greedy test accuracy reaches this', num, 0.4)
   .option('--time-limit <s>', 'training time budget in seconds', num, 540)
   .option('--max-new-tokens <n>', 'longest response when evaluating', num, 96)
-  .option('--arch <family>', 'qwen3, llama, qwen2 or gpt2', 'qwen3')
-  .option('--hidden <n>', 'model width', num, 192)
-  .option('--layers <n>', 'transformer blocks', num, 4)
-  .option('--heads <n>', 'attention heads', num, 6)
-  .option('--kv-heads <n>', 'key/value heads (default heads/2)', num)
-  .option('--tokenizer <kind>', 'char or bpe', 'char')
-  .option('--bpe-vocab <n>', 'vocabulary size of a bpe tokenizer', num, 512)
-  .option('--model-seed <n>', 'seed of the weight initialisation', num, 0)
   .action((o: Record<string, unknown>) => {
-    const { arch, hidden, layers, heads, kvHeads, tokenizer, bpeVocab, modelSeed, ...rest } = o;
-    const agent = { arch, hidden, layers, heads, kvHeads, tokenizer, bpeVocab, seed: modelSeed };
+    const [agent, rest] = agentSpecOf(o);
     return runSft({ ...rest, agent } as SftCliOptions);
   });
+withAgentOptions(sft);
 
 program
   .command('eval')
@@ -144,6 +153,86 @@ program
   .option('--set <key=value...>', 'overrides, e.g. --set rollout.groupSize=8 agents.0.lr=1e-5', [])
   .option('--resume', "continue the run folder's latest complete checkpoint", false)
   .action((o: { config?: string; set: string[]; resume: boolean }) => runTrain(o));
+
+/** Adds the flags of a small agent built from scratch (hacrl sft, hacrl mas warmstart). */
+function withAgentOptions(c: Command): Command {
+  return c
+    .option('--arch <family>', 'qwen3, llama, qwen2 or gpt2', 'qwen3')
+    .option('--hidden <n>', 'model width', num, 192)
+    .option('--layers <n>', 'transformer blocks', num, 4)
+    .option('--heads <n>', 'attention heads', num, 6)
+    .option('--kv-heads <n>', 'key/value heads (default heads/2)', num)
+    .option('--tokenizer <kind>', 'char or bpe', 'char')
+    .option('--bpe-vocab <n>', 'vocabulary size of a bpe tokenizer', num, 512)
+    .option('--model-seed <n>', 'seed of the weight initialisation', num, 0);
+}
+
+/** The agent spec the withAgentOptions flags give, and the other options. */
+function agentSpecOf(o: Record<string, unknown>): [Record<string, unknown>, Record<string, unknown>] {
+  const { arch, hidden, layers, heads, kvHeads, tokenizer, bpeVocab, modelSeed, ...rest } = o;
+  return [{ arch, hidden, layers, heads, kvHeads, tokenizer, bpeVocab, seed: modelSeed }, rest];
+}
+
+const mas = masCommand();
+program.addCommand(mas);
+withAgentOptions(mas.command('warmstart'))
+  .description(
+    "a small agent for a workflow (tokenizer fitted to its text), SFT'd on solver rows, saved as a checkpoint",
+  )
+  .requiredOption('--out <dir>', 'folder to write the agent into')
+  .option('--workflow <json>', 'the workflow config section as JSON (docs/at-grpo.md)', '{}')
+  .option('--steps <n>', 'SFT steps on solver rows (0: untrained)', num, 0)
+  .option('--rows <n>', 'solver rows', num, 2000)
+  .option('--batch-size <n>', 'rows per step', num, 16)
+  .option('--lr <x>', 'peak learning rate (cosine decay)', num, 3e-3)
+  .option('--role <name...>', "train on these roles' rows only (per-role policies); default every role")
+  .option('--seed <n>', 'seed of the SFT batch order', num, 0)
+  .action(async (o: Record<string, unknown>) => {
+    const [agent, rest] = agentSpecOf(o);
+    const { out, workflow, steps, rows, batchSize, lr, role, seed } = rest;
+    await runMasWarmstart(
+      {
+        out: out as string,
+        workflow: JSON.parse(workflow as string) as Record<string, unknown>,
+        agent: agent as never,
+        warmStart: { steps, rows, batchSize, lr, ...(role ? { roles: role } : {}) } as never,
+        seed: seed as number,
+      },
+      (line) => console.log(line),
+    );
+  });
+
+program
+  .command('bench')
+  .description('benchmarks')
+  .command('mas')
+  .description(
+    'single agent + GRPO vs the untrained workflow vs AT-GRPO shared vs per-role: held-out success with 95% intervals',
+  )
+  .option('--fast', 'the ~20-minute version (smaller agents, fewer steps and held-out instances)', false)
+  .option('--tiny', 'test-sized: seconds, proves the pipeline, not the claim', false)
+  .option('--seeds <n>', 'seeds', num, 3)
+  .option('--work-dir <dir>', 'working folder', 'runs/bench-mas')
+  .option('--json <file>', 'also write the results as JSON')
+  .option('--steps <n>', "RL steps of each trained arm (default: the size's)", positiveInt)
+  .option('--lr <x>', "learning rate of the RL arms (default: the size's)", num)
+  .option('--only <workflow>', 'only this environment of the size (e.g. plan-path)')
+  .action(async (o: BenchCli) => {
+    const size = o.tiny ? BENCH_TINY : o.fast ? BENCH_FAST : BENCH_FULL;
+    const workflows = size.workflows.filter((w) => o.only === undefined || w.name === o.only);
+    if (workflows.length === 0) throw new Error(`--only ${o.only}: not one of this size's environments`);
+    const options = {
+      ...size,
+      workflows,
+      seeds: o.seeds,
+      workDir: o.workDir,
+      ...(o.steps === undefined ? {} : { steps: o.steps }),
+      ...(o.lr === undefined ? {} : { lr: o.lr }),
+    };
+    const results = await runBenchMas(options, (l) => console.log(l));
+    console.log(benchMasTable(results));
+    if (o.json) await writeFile(o.json, JSON.stringify(results, null, 2) + '\n');
+  });
 
 const config = program.command('config').description('run configuration tools');
 config

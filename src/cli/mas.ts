@@ -10,9 +10,8 @@ import { z } from 'zod';
 import { engine } from '../backend/engine.js';
 import { filterGroups } from '../algorithms/group-filter.js';
 import { loadPretrained } from '../model/pretrained.js';
-import type { Problem } from '../tasks/problem.js';
-import { AgentSpecSchema, buildModel, buildTokenizer } from '../train/agent-spec.js';
-import { trainSft } from '../train/sft-trainer.js';
+import { AgentSpecSchema } from '../train/agent-spec.js';
+import { WarmStartSchema, workflowAgent } from '../train/workflow-agent.js';
 import { parseWith } from '../util/json-file.js';
 import { Rng } from '../util/rng.js';
 import { groupSamples } from '../workflows/groups.js';
@@ -21,7 +20,6 @@ import type { Policy } from '../workflows/policy.js';
 import { buildWorkflow } from '../workflows/registry.js';
 import type { MasBatch } from '../workflows/samples.js';
 import { rollout } from '../workflows/tree-sampling.js';
-import { warmStartRows } from '../workflows/warm-start.js';
 import { parseWorkflowConfig } from '../workflows/workflow-config.js';
 
 /** Options of `hacrl mas rollout`. */
@@ -41,19 +39,7 @@ export const MasRolloutSchema = z
      * Warm start of the fresh agent before the rollout: SFT steps on solver rows (warm-start.ts) from instances
      * disjoint from the rollout's (seeds from 1,000,000 on); default 0 steps (an untrained agent).
      */
-    warmStart: z
-      .object({
-        /** SFT optimizer steps; default 0. */
-        steps: z.number().int().min(0).default(0),
-        /** Solver rows to train on; default 2000. */
-        rows: z.number().int().positive().default(2000),
-        /** Rows per step; default 16. */
-        batchSize: z.number().int().positive().default(16),
-        /** Peak learning rate (cosine decay); default 3e-3. */
-        lr: z.number().positive().default(3e-3),
-      })
-      .strict()
-      .prefault({}),
+    warmStart: WarmStartSchema.prefault({}),
     /** Where to write the samples as JSONL; default nowhere. */
     out: z.string().optional(),
   })
@@ -116,45 +102,9 @@ async function freshPolicy(
   k: ReturnType<typeof engine>,
   rng: Rng,
 ): Promise<Policy> {
-  const rows = await warmStartRows(wf, { count: o.warmStart.steps > 0 ? o.warmStart.rows : 8, seed: WARM_START_SEED });
-  const ascii = Array.from({ length: 95 }, (_, i) => String.fromCharCode(32 + i)).join('') + '\n';
-  const tokenizer = buildTokenizer(o.agent, [ascii, ...rows.flatMap((r) => [r.prompt, r.response])]);
-  const model = buildModel(o.agent, tokenizer);
-  if (o.warmStart.steps > 0) {
-    // trainSft's prompt layout with template '{question}' and plain format '{content}' is the prompt text itself.
-    const problems: Problem[] = rows.map((r, i) => ({
-      id: `${r.instance}:${r.role}:${i}`,
-      prompt: r.prompt,
-      answer: r.response,
-      solution: r.response,
-      task: wf.name,
-      difficulty: {},
-    }));
-    const w = o.warmStart;
-    const sft = {
-      steps: w.steps,
-      batchSize: w.batchSize,
-      lr: w.lr,
-      warmupSteps: Math.min(20, w.steps),
-      minLrRatio: 0.1,
-      weightDecay: 0.01,
-      clip: 1,
-      seed: o.seed,
-      evalEvery: 0,
-      stopAtAccuracy: 2,
-      timeLimitSec: Infinity,
-      maxNewTokens: 1,
-      prompt: { template: '{question}', plainFormat: '{content}' },
-    };
-    // The SFT trainer's own evaluation (boxed answers) does not apply here: one problem, ignored; the rollout's
-    // success rate is the measure.
-    await trainSft(model, k, tokenizer, problems, problems.slice(0, 1), sft, () => {});
-  }
+  const { model, tokenizer } = await workflowAgent(wf, o.agent, o.warmStart, o.seed, k);
   return modelPolicy(model, tokenizer, k, rng);
 }
-
-/** First instance seed of warm-start rows, far from the rollout's seeds so the instances differ. */
-const WARM_START_SEED = 1_000_000;
 
 /** Per-role and overall numbers of a batch. */
 function summarize(

@@ -60,7 +60,29 @@ const agentNamesUnique: Check = (c) =>
 /** The group size of agent i: its own or the run-wide one. */
 const groupSizeOf = (c: RunConfigFields, i: number): number => c.agents[i]?.groupSize ?? c.rollout.groupSize;
 
+const workflowMatchesAlgorithm: Check = (c) => {
+  const atGrpo = c.algorithm === 'at-grpo';
+  if (atGrpo && c.workflow === undefined)
+    return issue(
+      ['workflow'],
+      'algorithm "at-grpo" trains a multi-agent workflow: add a workflow section (docs/at-grpo.md)',
+    );
+  if (!atGrpo && c.workflow !== undefined)
+    return issue(
+      ['algorithm'],
+      `a workflow section is trained by algorithm "at-grpo", not "${c.algorithm}": set algorithm: at-grpo`,
+    );
+  if (atGrpo && c.workflow!.k < 2)
+    return issue(
+      ['workflow', 'k'],
+      'workflow.k is 1: every (instance, agent, turn) group would hold one sample and every advantage would be 0; set it to 2 or more',
+    );
+  return [];
+};
+
 const miniBatchesDivide: Check = (c) => {
+  // A workflow's sample count varies by step (turns end early): mini-batches are then as equal as it allows.
+  if (c.workflow !== undefined) return [];
   const b = c.rollout.promptsPerStep;
   const m = c.optim.miniBatches;
   const sizes = c.agents.map((_, i) => groupSizeOf(c, i));
@@ -84,6 +106,7 @@ const miniBatchesDivide: Check = (c) => {
 };
 
 const groupsHaveTwo: Check = (c) => {
+  if (c.workflow !== undefined) return []; // workflow.k is the group size (workflowMatchesAlgorithm)
   // A collaborative group holds every agent's responses to the prompt, so G = 1 per agent still gives a baseline.
   if (sharesRollouts(c.algorithm)) return [];
   return c.agents.flatMap((a, i) =>
@@ -173,6 +196,7 @@ const stepwiseBandStaysOpen: Check = (c) => {
 };
 
 const CHECKS: readonly Check[] = [
+  workflowMatchesAlgorithm,
   stepwiseBandStaysOpen,
   collaborationHasPartners,
   presetMatchesAlgorithm,

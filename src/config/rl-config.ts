@@ -10,6 +10,7 @@ import { ADVANTAGE_NORMALIZATIONS } from '../algorithms/advantages.js';
 import { LOSS_AGGREGATIONS } from '../algorithms/aggregate.js';
 import { KL_ESTIMATORS } from '../algorithms/kl.js';
 import { ALGORITHM_RECIPES, ALGORITHMS, FOREIGN_CLIPS, VARIANTS, type Recipe } from '../algorithms/recipes.js';
+import { WorkflowConfigSchema } from '../workflows/workflow-config.js';
 import { defaultsByAlgorithm, describeVariants } from './recipe-defaults.js';
 import { checkRunConfig } from './rl-config-checks.js';
 
@@ -284,6 +285,11 @@ const RunConfigObject = z.strictObject({
       ),
     }),
     'Rewards: the total is the weighted sum',
+  ),
+  workflow: WorkflowConfigSchema.optional().describe(
+    'Multi-agent workflow trained by algorithm at-grpo: environment, roles → policies (agent names), tree sampling, ' +
+      'group filter (docs/at-grpo.md); instances replace data.train and eval.problems held-out instances are ' +
+      'validated; default none',
   ),
   ...defaults({
     steps: field(count(1), 100, 'Training steps (each: B prompts, rollouts, M·E optimizer updates per agent)'),

@@ -70,8 +70,53 @@ function sampleRow(run: string, s: SampleRow): string {
   );
 }
 
+/**
+ * One turn of a workflow episode (a samples.jsonl row with `episode`): its turn and role → policy, the prompt the
+ * role saw and its response, the reward with its own and team parts, and the rewards of its group (tree sampling:
+ * the K candidates the episode chose from).
+ */
+function episodeTurnRow(run: string, s: SampleRow): string {
+  const num = (v: unknown): string => (typeof v === 'number' ? formatNumber(v) : '—');
+  const group = Array.isArray(s.group_rewards) ? (s.group_rewards as number[]).map(num).join(', ') : '—';
+  const outcome = [s.parsed === false ? 'unparsed' : '', s.sandbox ? `sandbox ${show(s.sandbox)}` : '']
+    .filter(Boolean)
+    .join(', ');
+  return (
+    `<tr class="${s.episode_success === true ? 'correct' : 'incorrect'}">` +
+    `<td class="mark">${s.correct === true ? '✓' : ''}</td>` +
+    [run, `${show(s.episode)} turn ${show(s.turn)}`, `${show(s.role)} → ${show(s.agent)}`].map(cell).join('') +
+    [s.prompt, s.response].map(textCell).join('') +
+    [`${num(s.reward)} (own ${num(s.own)}, team ${num(s.team)})${outcome ? `; ${outcome}` : ''}`, group]
+      .map(cell)
+      .join('') +
+    '</tr>'
+  );
+}
+
+/** The workflow episodes logged at each run's last step, turn by turn (green: the episode was solved). */
+function episodesTable(runs: readonly RunData[], limit: number): string {
+  const rows = runs.flatMap((run) => {
+    const turns = run.samples.filter((s) => s.episode !== undefined);
+    if (turns.length === 0) return [];
+    const last = Math.max(...turns.map((s) => s.step));
+    return turns
+      .filter((s) => s.step === last)
+      .slice(0, limit)
+      .map((s) => episodeTurnRow(run.label, s));
+  });
+  if (rows.length === 0) return '';
+  const head = ['', 'run', 'episode', 'role → policy', 'prompt', 'response', 'reward', 'group rewards'];
+  return (
+    '<h3>Workflow episodes, turn by turn (last step)</h3>' +
+    `<table class="samples"><thead><tr>${head.map((h) => `<th>${h}</th>`).join('')}</tr></thead>` +
+    `<tbody>${rows.join('')}</tbody></table>`
+  );
+}
+
 /** The completions logged at each run's last sampled step (at most `limit` per run), HTML-escaped. */
 export function samplesTable(runs: readonly RunData[], limit: number): string {
+  const episodes = episodesTable(runs, limit);
+  if (episodes !== '') return episodes;
   const notes: string[] = [];
   const rows = runs.flatMap((run) => {
     if (run.samples.length === 0) {

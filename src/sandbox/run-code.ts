@@ -15,21 +15,38 @@ import { probeIsolation } from './isolation.js';
 export const SandboxLimitsSchema = z
   .object({
     /** Wall time before the process group is killed, in ms; default 3000. */
-    timeoutMs: z.number().int().positive().default(3000),
+    timeoutMs: z
+      .number()
+      .int()
+      .positive()
+      .default(3000)
+      .describe('Wall time before the process group is killed, in ms; default 3000'),
     /** V8 old-space heap limit, in MiB; default 64. */
-    heapMb: z.number().int().min(8).default(64),
+    heapMb: z.number().int().min(8).default(64).describe('V8 old-space heap limit, in MiB; default 64'),
     /** Address-space limit (RLIMIT_AS) in MiB; Node itself needs about 1 GiB (checked on first use); default 1536. */
-    addressSpaceMb: z.number().int().min(64).default(1536),
+    addressSpaceMb: z
+      .number()
+      .int()
+      .min(64)
+      .default(1536)
+      .describe('Address-space limit (RLIMIT_AS) in MiB; Node itself needs about 1 GiB; default 1536'),
     /** Bytes of stdout (and, separately, of stderr) kept before the process is killed; default 16384. */
-    maxOutputBytes: z.number().int().positive().default(16384),
+    maxOutputBytes: z
+      .number()
+      .int()
+      .positive()
+      .default(16384)
+      .describe('Bytes of stdout (and of stderr) kept before the process is killed; default 16384'),
     /** Largest file the program may write in its scratch folder (RLIMIT_FSIZE), in bytes; default 1 MiB. */
     maxFileBytes: z
       .number()
       .int()
       .positive()
-      .default(1 << 20),
+      .default(1 << 20)
+      .describe('Largest file the program may write in its scratch folder, in bytes; default 1048576'),
   })
-  .strict();
+  .strict()
+  .describe('Limits of the sandbox running tool code');
 /** Sandbox limits with defaults filled in. */
 export type SandboxLimits = z.output<typeof SandboxLimitsSchema>;
 

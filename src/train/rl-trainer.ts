@@ -34,6 +34,7 @@ import { RolloutSource, type RolloutOptions, type StepMetrics } from './sample-s
 import { addLearnerTokens, type SampleRecord } from './sample-table.js';
 import { createProgressDisplay, type ProgressDisplay, type StepProgress } from './progress.js';
 import { formatValidation, validateAgent, type ValidationMetrics } from './validation.js';
+import { workflowSourceOf } from './workflow-run.js';
 
 /** A sink for the run's console lines: one status line per step, and checkpoints, validations and warnings. */
 export type ProgressFn = (line: string) => void;
@@ -101,7 +102,7 @@ function agentLr(cfg: RunConfig, a: ResolvedAgent, step: number): number {
 const FOREIGN_OBJECTIVE = { stepwise: 'hacpo', none: 'hacpo-unclipped', gspo: 'gspo' } as const;
 
 /** The update settings of every learner: the algorithm's recipe as the config resolved it. */
-function updateRecipe(cfg: RunConfig): UpdateRecipe {
+export function updateRecipe(cfg: RunConfig): UpdateRecipe {
   const o = cfg.optim;
   const recipe = ALGORITHM_RECIPES[cfg.algorithm];
   return {
@@ -217,21 +218,28 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
   const { problems: valProblems, samplesPerProblem } = cfg.eval;
   const validate = (i: number): Promise<ValidationMetrics> =>
     validateAgent(agents[i]!, agentsCfg[i]!, validation, { problems: valProblems, samplesPerProblem, seed: cfg.seed });
-  // A resume starts after a checkpoint (step ≥ 1), so the base models are validated once.
-  if (cfg.eval.atStart && state.step === 0 && validation.length > 0)
-    await validateAtStart(agents, validate, history, run, display);
 
   const recipe = updateRecipe(cfg);
   const shared = recipe.sharing !== 'none';
   const trackers = restoreTrackers(cfg, state);
-  const source = new RolloutSource(
-    agents.map((policy, i) => ({
-      name: policy.name,
-      policy,
-      rollout: rolloutOptions(agentsCfg[i]!, rewards),
-      rng: samplingRngs[i]!,
-    })),
-  );
+  // AT-GRPO: a workflow's episodes fill the table instead of single-turn rollouts.
+  const workflow = workflowSourceOf(cfg, agents, samplingRngs, k);
+  // A resume starts after a checkpoint (step ≥ 1), so the base models are validated once. A workflow's success
+  // belongs to the team: measured once and given to every policy.
+  let teamAtStart: Promise<ValidationMetrics> | null = null;
+  const validateBase = workflow ? () => (teamAtStart ??= workflow.validate(cfg.eval.problems)) : validate;
+  if (cfg.eval.atStart && state.step === 0 && (workflow !== null || validation.length > 0))
+    await validateAtStart(agents, validateBase, history, run, display);
+  const source =
+    workflow ??
+    new RolloutSource(
+      agents.map((policy, i) => ({
+        name: policy.name,
+        policy,
+        rollout: rolloutOptions(agentsCfg[i]!, rewards),
+        rng: samplingRngs[i]!,
+      })),
+    );
   const byName = new Map(agents.map((a) => [a.name, a]));
 
   for (let step = state.step; step < cfg.steps; step++) {
@@ -239,7 +247,7 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
     const problems = nextProblems(train, cfg.seed, state.cursor, cfg.rollout.promptsPerStep);
     const t0 = performance.now();
     const table: SampleRecord[] = [];
-    const sampled = await source.collect({ problems, k }, table);
+    const sampled = await source.collect({ problems, k, step }, table);
     if (shared) for (const a of agents) addLearnerTokens(table, a, byName);
     // Eq. 9: this step's mean reward enters each agent's window before anyone updates.
     if (shared) agents.forEach((a, i) => trackers[i]!.record(sampled.get(a.name)!.reward_mean!));
@@ -255,6 +263,8 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
       order: agentsCfg[i]!.order,
     }));
     const row: Record<string, unknown> = { step: step + 1 };
+    // Validation every eval.every steps and always after the last one (eval.every = 0: only then).
+    const evalNow = step + 1 === cfg.steps || (cfg.eval.every > 0 && (step + 1) % cfg.eval.every === 0);
     let allSkipped = true;
     for (const [i, agent] of agents.entries()) {
       const t1 = performance.now();
@@ -268,9 +278,7 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
         time_train_s: (t2 - t1) / 1e3,
         tokens_per_s: own.tokens! / ((t2 - t1 + (tSampled - t0) / agents.length) / 1e3),
       };
-      // Validation every eval.every steps and always after the last one (eval.every = 0: only then).
-      const evalNow = step + 1 === cfg.steps || (cfg.eval.every > 0 && (step + 1) % cfg.eval.every === 0);
-      const val = evalNow && validation.length > 0 ? await validate(i) : null;
+      const val = !workflow && evalNow && validation.length > 0 ? await validate(i) : null;
       const agentRow: Record<string, unknown> = { ...metrics, ...val };
       const health = { ...cfg.logging, maxNewTokens: agentsCfg[i]!.maxNewTokens };
       for (const w of recordHealth(history.get(agent.name)!, agentRow, health))
@@ -278,7 +286,7 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
       Object.assign(row, namespaced(agent.name, agentRow));
       await run.appendSamples(
         table
-          .filter((s) => s.generator === agent.name)
+          .filter((s) => !workflow && s.generator === agent.name)
           .slice(0, cfg.samplesPerStep)
           .map((s) => ({
             step: step + 1,
@@ -296,6 +304,15 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
     // Memory belongs to the process, not to an agent: run-level fields, measured once every learner has updated.
     const memory = memoryMetrics();
     Object.assign(row, memory);
+    if (workflow) {
+      await run.appendSamples(workflow.transcript(step + 1));
+      // The team's success needs every policy's update of this step, so it is validated after the last learner.
+      const val = evalNow ? await workflow.validate(cfg.eval.problems) : null;
+      if (val) {
+        for (const agent of agents) Object.assign(row, namespaced(agent.name, val));
+        display.message(`step ${step + 1} workflow  ${formatValidation(val)}`);
+      }
+    }
     await run.appendMetrics(row as { step: number });
     const seconds = (performance.now() - stepStart) / 1e3;
     const progress = agentProgress(agents, sampled, shared ? capability : null, seconds);

@@ -24,6 +24,8 @@ export interface StepInputs {
   /** The step's B prompts. */
   problems: readonly Problem[];
   k: Kernels;
+  /** The step's index (from 0): a workflow draws its instances from it. */
+  step: number;
 }
 
 /** A producer of records for the step's table. */

@@ -27,6 +27,9 @@ export interface SampleRecord {
   episode: number;
   /** The prompt group: responses to the same prompt this step share a group-relative baseline. */
   group: number;
+  /** A workflow's turn (from 0) and its validated group key (instance|role|turn); absent for single-turn runs. */
+  turn?: number;
+  groupKey?: string;
   /** The question as given, the gold answer and the response text the reward saw. */
   prompt: string;
   gold: string;

@@ -24,7 +24,7 @@ export function modelPolicy(model: Transformer, tokenizer: Tokenizer, k: Kernels
         decode: (x) => tokenizer.decode(x, { skipSpecialTokens: true }),
         rng,
       });
-      return gens.map((g) => ({ text: g.text, finishReason: g.finishReason }));
+      return gens.map((g) => ({ text: g.text, finishReason: g.finishReason, ids: g.ids }));
     },
   };
 }

@@ -21,6 +21,8 @@ export interface Generation {
   text: string;
   /** Why generation ended, e.g. 'stop' or 'length'; free text for the logs. */
   finishReason?: string;
+  /** The sampled token ids (stop token or stop-string tokens included), when the policy is a model; else absent. */
+  ids?: number[];
 }
 
 /** Anything that answers prompts: `generate` returns one Generation per prompt, in order. */

@@ -23,6 +23,8 @@ export interface MasSample {
   prompt: string;
   response: string;
   finishReason: string | null;
+  /** The token ids the policy sampled (what a trainer scores and updates on); absent for text-only policies. */
+  responseIds?: number[];
   /** The scalar reward that trains: own + team. */
   reward: number;
   /** Own part (the role's reward on its own response). */

@@ -53,7 +53,7 @@ function sample(
   base: Pick<MasSample, 'instance' | 'seed' | 'episode' | 'turn' | 'candidate' | 'chosen' | 'group'>,
   role: Role<unknown>,
   prompt: string,
-  gen: { text: string; finishReason?: string },
+  gen: { text: string; finishReason?: string; ids?: number[] },
   act: RoleAct<unknown>,
 ): MasSample {
   return {
@@ -63,6 +63,7 @@ function sample(
     prompt,
     response: gen.text,
     finishReason: gen.finishReason ?? null,
+    ...(gen.ids ? { responseIds: gen.ids } : {}),
     reward: act.own,
     own: act.own,
     team: 0,

@@ -9,23 +9,58 @@ import { SandboxLimitsSchema } from '../sandbox/run-code.js';
 export const RoleConfigSchema = z
   .object({
     /** Name of the policy playing this role (same name for every role: one shared policy); default 'shared'. */
-    policy: z.string().min(1).optional(),
+    policy: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        "Name of the policy playing this role (same name for every role: one shared policy); default 'shared'.",
+      ),
     /** Sampling temperature; default 1.0 (the spec's training setting). */
-    temperature: z.number().min(0).optional(),
+    temperature: z
+      .number()
+      .min(0)
+      .optional()
+      .describe("Sampling temperature; default 1.0 (the spec's training setting)."),
     /** Nucleus mass; default 0.95 (the spec's training setting). */
-    topP: z.number().gt(0).max(1).optional(),
+    topP: z.number().gt(0).max(1).optional().describe("Nucleus mass; default 0.95 (the spec's training setting)."),
     /** Most new tokens per response; default set by the workflow (e.g. 48 for a move list). */
-    maxTokens: z.number().int().positive().optional(),
+    maxTokens: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe('Most new tokens per response; default set by the workflow (e.g. 48 for a move list).'),
     /** Stop strings; default set by the workflow (e.g. ["\n"] for one-line answers). */
-    stop: z.array(z.string().min(1)).optional(),
+    stop: z
+      .array(z.string().min(1))
+      .optional()
+      .describe('Stop strings; default set by the workflow (e.g. ["\\n"] for one-line answers).'),
     /** Turns (from 0) in which the role does not act; default none. */
-    skipTurns: z.array(z.number().int().min(0)).optional(),
+    skipTurns: z
+      .array(z.number().int().min(0))
+      .optional()
+      .describe('Turns (from 0) in which the role does not act; default none.'),
     /** Own reward = ownScale · r_env of the role's action; default 2 for planners/reasoners, 1 for tool agents. */
-    ownScale: z.number().optional(),
+    ownScale: z
+      .number()
+      .optional()
+      .describe(
+        "Own reward = ownScale · r_env of the role's action; default 2 for planners/reasoners, 1 for tool agents.",
+      ),
     /** Own reward when no action can be parsed (planners add r_env of no action); default −2 (0 for the math reasoner). */
-    parseFailure: z.number().optional(),
+    parseFailure: z
+      .number()
+      .optional()
+      .describe(
+        'Own reward when no action can be parsed (planners add r_env of no action); default −2 (0 for the math reasoner).',
+      ),
     /** Weight of the team term (r_env of the later role named by the workflow); default 1; 0 turns it off. */
-    teamWeight: z.number().min(0).optional(),
+    teamWeight: z
+      .number()
+      .min(0)
+      .optional()
+      .describe('Weight of the team term (r_env of the later role named by the workflow); default 1; 0 turns it off.'),
   })
   .strict();
 /** Per-role settings as written. */
@@ -35,44 +70,108 @@ export type RoleConfig = z.output<typeof RoleConfigSchema>;
 export const WorkflowConfigSchema = z
   .object({
     /** Registered workflow: 'plan-path', 'sokoban', 'sudoku', 'math-tool' or one added with registerWorkflow. */
-    name: z.string().min(1).default('plan-path'),
+    name: z
+      .string()
+      .min(1)
+      .default('plan-path')
+      .describe(
+        "Registered workflow: 'plan-path', 'sokoban', 'sudoku', 'math-tool' or one added with registerWorkflow; default 'plan-path'.",
+      ),
     /** Environment knobs of the workflow's environment (size, walls, blanks, task…); default the environment's. */
-    env: z.record(z.string(), z.unknown()).default({}),
+    env: z
+      .record(z.string(), z.unknown())
+      .default({})
+      .describe(
+        "Environment knobs of the workflow's environment (size, walls, blanks, task…); default the environment's.",
+      ),
     /** Roles that act, in turn order; default all of the workflow's (the single-agent baseline: ["planner"]). */
-    agents: z.array(z.string().min(1)).min(1).optional(),
+    agents: z
+      .array(z.string().min(1))
+      .min(1)
+      .optional()
+      .describe(
+        'Roles that act, in turn order; default all of the workflow\'s (the single-agent baseline: ["planner"]).',
+      ),
     /** Settings per role name. */
-    roles: z.record(z.string(), RoleConfigSchema).default({}),
+    roles: z.record(z.string(), RoleConfigSchema).default({}).describe('Settings per role name.'),
     /** Turns before an episode is cut off (not a success); default 5 (the spec; Sokoban 4). */
-    maxTurns: z.number().int().positive().default(5),
+    maxTurns: z
+      .number()
+      .int()
+      .positive()
+      .default(5)
+      .describe('Turns before an episode is cut off (not a success); default 5 (the spec; Sokoban 4).'),
     /** Past history entries shown in each prompt; default 4; 0 shows none. */
-    history: z.number().int().min(0).default(4),
+    history: z
+      .number()
+      .int()
+      .min(0)
+      .default(4)
+      .describe('Past history entries shown in each prompt; default 4; 0 shows none.'),
     /**
      * 'tree': K candidates per role and turn from one state, continue from the best; 'no-tree': K independent
      * episodes per instance; 'single': one agent alone — agents[0] when given, else the workflow's last role (the
      * planner or reasoner) — K independent episodes. Default 'tree'.
      */
-    sampling: z.enum(['tree', 'no-tree', 'single']).default('tree'),
+    sampling: z
+      .enum(['tree', 'no-tree', 'single'])
+      .default('tree')
+      .describe(
+        "'tree': K candidates per role and turn from one state, continue from the best; 'no-tree': K independent " +
+          "episodes per instance; 'single': one agent alone (agents[0] when given, else the workflow's last role), K " +
+          "independent episodes; default 'tree'.",
+      ),
     /**
      * Tree only: later roles also act (one response each) in every non-chosen branch, so team terms differ within a
      * group and train; default false (the spec's default: they cancel).
      */
-    teamBranches: z.boolean().default(false),
+    teamBranches: z
+      .boolean()
+      .default(false)
+      .describe(
+        'Tree only: later roles also act in every non-chosen branch, so team terms differ within a group; default false.',
+      ),
     /** Candidates per role and turn (tree) or episodes per instance (no-tree, single); default 4 (head scripts). */
-    k: z.number().int().min(1).default(4),
+    k: z
+      .number()
+      .int()
+      .min(1)
+      .default(4)
+      .describe(
+        'Candidates per role and turn (tree) or episodes per instance (no-tree, single); default 4 (head scripts).',
+      ),
     /** How a grid workflow's tool agent answers: 'text' (a move list) or 'code' (JavaScript printing one); default 'text'. */
-    toolMode: z.enum(['text', 'code']).default('text'),
+    toolMode: z
+      .enum(['text', 'code'])
+      .default('text')
+      .describe(
+        "How a grid workflow's tool agent answers: 'text' (a move list) or 'code' (JavaScript printing one); default 'text'.",
+      ),
     /** Limits of the sandbox running tool code. */
-    sandbox: SandboxLimitsSchema.partial().default({}),
+    sandbox: SandboxLimitsSchema.partial().default({}).describe('Limits of the sandbox running tool code.'),
     /** Which groups train (src/algorithms/group-filter.ts); default: the reference's, lowest-mean half dropped. */
     groupFilter: z
       .object({
         /** Fraction of groups with the lowest mean reward to drop, in [0, 1); default 0.5 (the reference); 0 = off. */
-        lowMeanRatio: z.number().min(0).lt(1).default(0.5),
+        lowMeanRatio: z
+          .number()
+          .min(0)
+          .lt(1)
+          .default(0.5)
+          .describe(
+            'Fraction of groups with the lowest mean reward to drop, in [0, 1); default 0.5 (the reference); 0 = off.',
+          ),
         /** Drop groups whose rewards are all equal (zero advantage); default false. */
-        zeroVariance: z.boolean().default(false),
+        zeroVariance: z
+          .boolean()
+          .default(false)
+          .describe('Drop groups whose rewards are all equal (zero advantage); default false.'),
       })
       .strict()
-      .default({ lowMeanRatio: 0.5, zeroVariance: false }),
+      .default({ lowMeanRatio: 0.5, zeroVariance: false })
+      .describe(
+        "Which groups train (src/algorithms/group-filter.ts); default: the reference's, lowest-mean half dropped.",
+      ),
   })
   .strict();
 /** The `workflow` section with defaults filled in. */

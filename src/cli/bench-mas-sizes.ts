@@ -1,0 +1,45 @@
+/** The sizes of `hacrl bench mas`: full, --fast (about 20 minutes on a quiet 2-core machine) and --tiny (tests). */
+import type { BenchMasOptions } from './bench-mas.js';
+
+const PLAN_PATH = {
+  name: 'plan-path',
+  env: { height: 5, width: 5, wallProb: 0.15, maxShortest: 4 },
+  maxTurns: 3,
+  k: 4,
+};
+/** Short answers: a move list or a 4×4 grid needs fewer than 24 tokens. */
+const SHORT = { tool: { maxTokens: 24 }, planner: { maxTokens: 24 } };
+const SUDOKU = { name: 'sudoku', env: { blanks: 3 }, maxTurns: 2, k: 4 };
+
+/** Full size: wider agents, longer warm start and training. */
+export const BENCH_FULL: Omit<BenchMasOptions, 'workDir'> = {
+  workflows: [PLAN_PATH, SUDOKU],
+  steps: 30,
+  instancesPerStep: 4,
+  heldOut: 100,
+  agent: { hidden: 64, layers: 2, heads: 4 },
+  warmStart: { steps: 300, rows: 2000, batchSize: 16 },
+};
+
+/** --fast: tiny agents and short training, so that 2 environments × 3 seeds × 4 arms fit a busy machine. */
+export const BENCH_FAST: Omit<BenchMasOptions, 'workDir'> = {
+  workflows: [
+    { ...PLAN_PATH, env: { height: 4, width: 4, wallProb: 0.1, maxShortest: 3 }, maxTurns: 2, roles: SHORT },
+    { ...SUDOKU, env: { blanks: 2 }, maxTurns: 1, roles: SHORT },
+  ],
+  steps: 6,
+  instancesPerStep: 2,
+  heldOut: 30,
+  agent: { hidden: 48, layers: 1, heads: 4 },
+  warmStart: { steps: 250, rows: 1000, batchSize: 16, lr: 5e-3 },
+};
+
+/** --tiny: seconds; checks the pipeline end to end. */
+export const BENCH_TINY: Omit<BenchMasOptions, 'workDir'> = {
+  workflows: [{ ...PLAN_PATH, env: { height: 4, width: 4, wallProb: 0.1, maxShortest: 3 }, maxTurns: 2, k: 2 }],
+  steps: 1,
+  instancesPerStep: 1,
+  heldOut: 3,
+  agent: { hidden: 32, layers: 1, heads: 2 },
+  warmStart: { steps: 2, rows: 32, batchSize: 4 },
+};

@@ -1,0 +1,40 @@
+/**
+ * `hacrl mas warmstart`: a small agent for a workflow, saved as a checkpoint folder that `hacrl train` (algorithm
+ * at-grpo) starts from — a tokenizer fitted to the workflow's text, a fresh model, and SFT on solver rows bounded by
+ * `--steps` (0: untrained). `--role` restricts the rows to one role's, for per-role policies.
+ */
+import { z } from 'zod';
+import { engine } from '../backend/engine.js';
+import { savePretrained } from '../model/pretrained.js';
+import { AgentSpecSchema } from '../train/agent-spec.js';
+import { WarmStartSchema, workflowAgent } from '../train/workflow-agent.js';
+import { parseWith } from '../util/json-file.js';
+import { buildWorkflow } from '../workflows/registry.js';
+
+/** Options of `hacrl mas warmstart`. */
+export const MasWarmstartSchema = z
+  .object({
+    /** Folder to write the agent into; required. */
+    out: z.string().min(1),
+    /** The `workflow` config section (docs/at-grpo.md); default plan-path with its defaults. */
+    workflow: z.record(z.string(), z.unknown()).default({}),
+    /** The agent's architecture, size and tokenizer. */
+    agent: AgentSpecSchema.prefault({}),
+    /** SFT on solver rows. */
+    warmStart: WarmStartSchema.prefault({}),
+    /** Seed of the SFT batch order; default 0. */
+    seed: z.number().int().default(0),
+  })
+  .strict();
+/** Options as passed. */
+export type MasWarmstartOptions = z.input<typeof MasWarmstartSchema>;
+
+/** Builds, warm-starts and saves the agent; returns its folder. */
+export async function runMasWarmstart(raw: MasWarmstartOptions, log: (line: string) => void): Promise<string> {
+  const o = parseWith(MasWarmstartSchema, raw, 'mas warmstart options');
+  const wf = buildWorkflow(o.workflow);
+  const { model, tokenizer } = await workflowAgent(wf, o.agent, o.warmStart, o.seed, engine(), log);
+  await savePretrained(o.out, { model, tokenizer, generation: null });
+  log(`saved ${o.out} (${wf.name}, vocabulary ${tokenizer.vocabSize}, ${o.warmStart.steps} warm-start steps)`);
+  return o.out;
+}

@@ -1,0 +1,87 @@
+/**
+ * A small agent for a workflow, built from scratch: a tokenizer fitted to the workflow's text (solver episodes' prompts
+ * and responses, plus printable ASCII so any model-written text encodes), a fresh model, and optionally a warm start —
+ * SFT on solver rows (src/workflows/warm-start.ts), bounded by steps — so that RL starts with signal.
+ */
+import { z } from 'zod';
+import type { Kernels } from '../backend/kernels.js';
+import type { Transformer } from '../model/transformer.js';
+import type { Problem } from '../tasks/problem.js';
+import type { Tokenizer } from '../tokenizer/tokenizer.js';
+import { warmStartRows } from '../workflows/warm-start.js';
+import type { Workflow } from '../workflows/workflow.js';
+import { buildModel, buildTokenizer, type AgentSpec } from './agent-spec.js';
+import { trainSft } from './sft-trainer.js';
+
+/** The warm start of a workflow agent. */
+export const WarmStartSchema = z
+  .object({
+    /** SFT optimizer steps; default 0 (an untrained agent). */
+    steps: z.number().int().min(0).default(0),
+    /** Solver rows to train on; default 2000. */
+    rows: z.number().int().positive().default(2000),
+    /** Rows per step; default 16. */
+    batchSize: z.number().int().positive().default(16),
+    /** Peak learning rate (cosine decay to 10%); default 3e-3. */
+    lr: z.number().positive().default(3e-3),
+    /** Roles whose rows train the agent (a per-role policy: its role); default every role. */
+    roles: z.array(z.string().min(1)).optional(),
+  })
+  .strict();
+/** A warm start with defaults filled in. */
+export type WarmStart = z.output<typeof WarmStartSchema>;
+
+/** First instance seed of warm-start rows, far from training (seed·10⁷ + …) and held-out instances. */
+export const WARM_START_SEED = 1_000_000;
+
+/** Characters every workflow agent can spell: printable ASCII and the newline. */
+const ASCII = Array.from({ length: 95 }, (_, i) => String.fromCharCode(32 + i)).join('') + '\n';
+
+/** A fresh agent for `wf` (tokenizer fitted to its solver episodes), SFT-trained for `warm.steps` steps. */
+export async function workflowAgent(
+  wf: Workflow<unknown>,
+  spec: AgentSpec,
+  warm: WarmStart,
+  seed: number,
+  k: Kernels,
+  log: (line: string) => void = () => {},
+): Promise<{ model: Transformer; tokenizer: Tokenizer }> {
+  const rows = await warmStartRows(wf, {
+    count: warm.steps > 0 ? warm.rows : 8,
+    seed: WARM_START_SEED,
+    ...(warm.roles ? { roles: warm.roles } : {}),
+  });
+  const tokenizer = buildTokenizer(spec, [ASCII, ...rows.flatMap((r) => [r.prompt, r.response])]);
+  const model = buildModel(spec, tokenizer);
+  if (warm.steps === 0) return { model, tokenizer };
+  // trainSft's prompt layout with template '{question}' and plain format '{content}' is the prompt text itself.
+  const problems: Problem[] = rows.map((r, i) => ({
+    id: `${r.instance}:${r.role}:${i}`,
+    prompt: r.prompt,
+    answer: r.response,
+    solution: r.response,
+    task: wf.name,
+    difficulty: {},
+  }));
+  const sft = {
+    steps: warm.steps,
+    batchSize: warm.batchSize,
+    lr: warm.lr,
+    warmupSteps: Math.min(20, warm.steps),
+    minLrRatio: 0.1,
+    weightDecay: 0.01,
+    clip: 1,
+    seed,
+    evalEvery: 0,
+    stopAtAccuracy: 2,
+    timeLimitSec: Infinity,
+    maxNewTokens: 1,
+    prompt: { template: '{question}', plainFormat: '{content}' },
+  };
+  // The SFT trainer's own evaluation (boxed answers) does not apply: one problem, ignored; rollouts measure success.
+  await trainSft(model, k, tokenizer, problems, problems.slice(0, 1), sft, (e) => {
+    if (e.step % 50 === 0 || e.step === warm.steps)
+      log(`warm start step ${e.step}/${warm.steps} loss ${e.loss.toFixed(4)}`);
+  });
+  return { model, tokenizer };
+}

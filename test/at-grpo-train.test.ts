@@ -1,0 +1,227 @@
+// AT-GRPO trained through the one learner pipeline: a tiny per-role run end to end through the CLI (agents from
+// `hacrl mas warmstart`, different model families), metrics per role and turn, episodes turn by turn, a SIGKILL'd
+// per-role run resumed to byte-identical weights for every policy, and a run whose tool agent's programs loop or
+// flood their output that keeps training.
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { engine } from '../src/backend/engine.js';
+import { AdamW } from '../src/optim/adamw.js';
+import { buildReport } from '../src/report/build.js';
+import { AgentSpecSchema } from '../src/train/agent-spec.js';
+import { parseRunConfig } from '../src/config/load-config.js';
+import { learnerStep } from '../src/train/learner-step.js';
+import { updateRecipe } from '../src/train/rl-trainer.js';
+import { WarmStartSchema, workflowAgent } from '../src/train/workflow-agent.js';
+import { WorkflowSource } from '../src/train/workflow-source.js';
+import type { SampleRecord } from '../src/train/sample-table.js';
+import { Rng } from '../src/util/rng.js';
+import { modelPolicy } from '../src/workflows/model-policy.js';
+import type { Policy } from '../src/workflows/policy.js';
+import { buildWorkflow } from '../src/workflows/registry.js';
+import { parseWorkflowConfig } from '../src/workflows/workflow-config.js';
+import { hacrl, hacrlKilledAt, metricRows } from './cli.js';
+
+const root = await mkdtemp(join(tmpdir(), 'hacrl-atgrpo-'));
+after(() => rm(root, { recursive: true, force: true }));
+
+const WORKFLOW = {
+  name: 'plan-path',
+  env: { height: 4, width: 4, wallProb: 0.1, maxShortest: 3 },
+  maxTurns: 2,
+  k: 2,
+  roles: { tool: { policy: 'tool', maxTokens: 12 }, planner: { policy: 'planner', maxTokens: 12 } },
+};
+const TINY = ['--hidden', '32', '--layers', '1', '--heads', '2'];
+const agentDir = (name: string): string => join(root, 'agents', name);
+
+/** Overrides of a per-role AT-GRPO run in `runDir`. */
+function runArgs(runDir: string, extra: string[] = []): string[] {
+  return [
+    'train',
+    '--set',
+    'algorithm=at-grpo',
+    `agents.0.name=tool`,
+    `agents.0.checkpoint=${agentDir('tool')}`,
+    `agents.1.name=planner`,
+    `agents.1.checkpoint=${agentDir('planner')}`,
+    `workflow=${JSON.stringify(WORKFLOW)}`,
+    'rollout.promptsPerStep=2',
+    'optim.lr=0.002',
+    'eval.every=0',
+    'eval.problems=3',
+    'samplesPerStep=1',
+    `runDir=${runDir}`,
+    ...extra,
+  ];
+}
+
+const weights = (runDir: string, agent: string, step: number): Promise<Buffer> =>
+  readFile(join(runDir, 'checkpoints', `step-${String(step).padStart(6, '0')}`, 'agents', agent, 'model.safetensors'));
+
+describe('AT-GRPO training', () => {
+  before(() => {
+    // The tool agent: qwen3, 3 warm-start steps on its own solver rows; the planner: GPT-2, untrained.
+    const wf = JSON.stringify(WORKFLOW);
+    for (const [name, flags] of [
+      ['tool', ['--steps', '3', '--role', 'tool', '--batch-size', '4']],
+      ['planner', ['--arch', 'gpt2']],
+    ] as const) {
+      const r = hacrl(['mas', 'warmstart', '--out', agentDir(name), '--workflow', wf, ...TINY, ...flags]);
+      assert.equal(r.status, 0, r.stderr);
+    }
+  });
+
+  test('a tiny per-role run through the CLI: metrics per policy, role and turn, episodes turn by turn, weights move', async () => {
+    const runDir = join(root, 'e2e');
+    const r = hacrl(runArgs(runDir, ['steps=2']));
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /val \{"plan-path":[0-9.]+\}/);
+    const rows = await metricRows(runDir);
+    assert.deepEqual(
+      rows.map((x) => `${x.step as number}:${x.agent as string}`),
+      ['1:tool', '1:planner', '2:tool', '2:planner'],
+    );
+    for (const row of rows) {
+      const role = row.agent as string; // per-role: each policy plays the role of its name
+      assert.equal(row.group_size_min, 2, 'groups of K = 2');
+      assert.equal(row.groups_dropped_low_mean, Math.floor((row.groups as number) / 2), 'default filter: half');
+      assert.equal(row.samples_trained, 2 * (row.groups_kept as number));
+      assert.equal(row[`role/${role}/samples`], row.samples, 'a per-role policy only sees its role');
+      assert.ok(typeof row[`role/${role}/t0/reward_mean`] === 'number', 'turn 0 metrics');
+      assert.ok(typeof row[`role/${role}/parse_failures`] === 'number');
+      assert.ok(Number.isFinite(row.loss), `loss of ${role}`);
+    }
+    const samples = (await readFile(join(runDir, 'samples.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    const first = samples.filter((s) => s.step === 1);
+    assert.equal(new Set(first.map((s) => s.episode)).size, 1, 'samplesPerStep episodes');
+    assert.deepEqual(
+      first.slice(0, 2).map((s) => [s.role, s.turn, s.agent]),
+      [
+        ['tool', 0, 'tool'],
+        ['planner', 0, 'planner'],
+      ],
+    );
+    for (const a of ['tool', 'planner'])
+      assert.ok(!(await weights(runDir, a, 2)).equals(await readFile(join(agentDir(a), 'model.safetensors'))), a);
+    // The report: per-role panels and the episode turn by turn.
+    const html = await buildReport([runDir]);
+    for (const title of ['Success rate per role', 'Reward per role and turn', 'Groups and the group filter'])
+      assert.ok(html.includes(title), title);
+    assert.match(html, /Workflow episodes, turn by turn/);
+    assert.match(html, /plan-path:\d+#0 turn 0/);
+    assert.match(html, /tool → tool/);
+  });
+
+  test('a per-role run killed with SIGKILL and resumed ends with byte-identical weights for every policy', async () => {
+    const args = (d: string): string[] => runArgs(d, ['steps=4', 'checkpoint.every=1', 'checkpoint.keepLast=10']);
+    const whole = join(root, 'whole');
+    assert.equal(hacrl(args(whole)).status, 0);
+    const killed = join(root, 'killed');
+    await hacrlKilledAt(args(killed), join(killed, 'checkpoints', 'step-000002', 'state.json'));
+    assert.ok(!existsSync(join(killed, 'checkpoints', 'step-000004')), 'killed before the end');
+    const resumed = hacrl([...args(killed), '--resume']);
+    assert.equal(resumed.status, 0, resumed.stderr);
+    assert.match(resumed.stdout, /resuming .* from step [2-3]/);
+    for (const a of ['tool', 'planner'])
+      assert.ok((await weights(killed, a, 4)).equals(await weights(whole, a, 4)), `${a}: final weights`);
+    assert.deepEqual(await metricRows(killed), await metricRows(whole));
+    assert.equal(
+      await readFile(join(killed, 'samples.jsonl'), 'utf8'),
+      await readFile(join(whole, 'samples.jsonl'), 'utf8'),
+    );
+  });
+
+  test('hacrl bench mas --tiny: four arms on held-out instances, responses per step stated for each trained arm', () => {
+    const r = hacrl(['bench', 'mas', '--tiny', '--seeds', '1', '--work-dir', join(root, 'bench')]);
+    assert.equal(r.status, 0, r.stderr);
+    const rows = r.stdout.split('\n').filter((l) => l.startsWith('| plan-path |'));
+    assert.deepEqual(
+      rows.map((l) => l.split('|')[2]!.trim()),
+      ['single-grpo', 'workflow-untrained', 'at-grpo-shared', 'at-grpo-per-role'],
+    );
+    for (const l of rows) assert.match(l, /\| \d+\.\d \| \d+\.\d–\d+\.\d \|/, 'success with its interval');
+    const budget = rows.map((l) => l.split('|')[6]!.trim());
+    assert.equal(budget[1], '—');
+    assert.ok(budget[0] !== '—' && Number(budget[2]) > 0 && Number(budget[3]) > 0, budget.join(','));
+  });
+
+  test('config errors name what to change', async () => {
+    const noWorkflow = hacrl(['train', '--set', 'algorithm=at-grpo', 'agents.0.name=a', 'agents.0.checkpoint=x']);
+    assert.notEqual(noWorkflow.status, 0);
+    assert.match(noWorkflow.stderr, /add a workflow section/);
+    const runDir = join(root, 'bad-policy');
+    const r = hacrl(runArgs(runDir, ['steps=1', 'agents.1.name=reasoner']));
+    assert.notEqual(r.status, 0);
+    assert.match(r.stderr, /role "planner" is played by policy "planner", which is not an agent of the run/);
+  });
+
+  test('a shared-policy run whose tool programs loop and flood their output keeps training', async () => {
+    const k = engine();
+    const config = parseWorkflowConfig({
+      name: 'math-tool',
+      env: {},
+      maxTurns: 1,
+      k: 2,
+      sandbox: { timeoutMs: 1500, maxOutputBytes: 4096 },
+      groupFilter: { lowMeanRatio: 0 },
+      roles: { reasoner: { maxTokens: 8 } },
+    });
+    const wf = buildWorkflow(config);
+    const spec = AgentSpecSchema.parse({ hidden: 32, layers: 1, heads: 2 });
+    const { model, tokenizer } = await workflowAgent(wf, spec, WarmStartSchema.parse({}), 0, k);
+    const agent = { name: 'shared', model, tokenizer };
+    const real = modelPolicy(model, tokenizer, k, new Rng(1));
+    // The tool agent's "model" writes a loop, a flood of output, and a correct-looking program in turn.
+    const programs = ['while (true) {}', 'for (;;) console.log("x".repeat(1000))', 'console.log(1 + 1)'];
+    let call = 0;
+    const scripted: Policy = {
+      generate: (prompts, s) =>
+        prompts[0]!.startsWith('[tool]')
+          ? Promise.resolve(prompts.map(() => ({ text: programs[call++ % programs.length]!, finishReason: 'stop' })))
+          : real.generate(prompts, s),
+    };
+    const source = new WorkflowSource(wf, config, new Map([['shared', { agent, policy: scripted }]]), {
+      instancesPerStep: 2,
+      seed: 0,
+      episodesLogged: 1,
+    });
+    const optimizer = new AdamW(model.params, { lr: 1e-3, weightDecay: 0 });
+    const recipe = updateRecipe(
+      parseRunConfig({ algorithm: 'at-grpo', agents: [{ name: 'shared', checkpoint: 'x' }], workflow: {} }),
+    );
+    // The spec's update: PPO clip ε 0.2 both ways, token-mean, (r − mean)/(std + 1e-6) per group, no KL, 1 epoch.
+    assert.deepEqual(
+      [recipe.clip, recipe.aggregation, recipe.advantage, recipe.kl, recipe.epochs, recipe.miniBatches, recipe.sharing],
+      [{ low: 0.2, high: 0.2 }, 'token-mean', 'group-std', null, 1, 4, 'none'],
+    );
+    const learner = {
+      policy: agent,
+      optimizer,
+      reference: null,
+      lr: 1e-3,
+      alpha: 0,
+      stepwise: { delta: 0.2, deltaStep: 0 },
+      order: 'shuffled' as const,
+    };
+    const outcomes: Record<string, number> = {};
+    for (let step = 0; step < 2; step++) {
+      const table: SampleRecord[] = [];
+      const m = (await source.collect({ problems: [], k, step }, table)).get('shared')!;
+      for (const [key, v] of Object.entries(m))
+        if (/^role\/tool\/sandbox_/.test(key)) outcomes[key] = (outcomes[key] ?? 0) + v;
+      const r = learnerStep(table, [learner], 0, recipe, [NaN], k, new Rng(step));
+      assert.equal(r.skippedUpdates, 0);
+      assert.ok(Number.isFinite(r.metrics.loss), 'a finite update after sandbox failures');
+    }
+    assert.ok(outcomes['role/tool/sandbox_timeout']! >= 1, JSON.stringify(outcomes));
+    assert.ok(outcomes['role/tool/sandbox_output-limit']! >= 1, JSON.stringify(outcomes));
+    assert.ok(outcomes['role/tool/sandbox_ok']! >= 1, JSON.stringify(outcomes));
+  });
+});
