@@ -214,8 +214,11 @@ async function benchSetting(agents: Agent[], recipe: UpdateRecipe, knobs: Learne
     const t0 = performance.now();
     const table: SampleRecord[] = [];
     const sampled = await source.collect({ problems: problems.slice(step * B, (step + 1) * B), k }, table);
-    if (shared) for (const a of agents) addLearnerTokens(table, a, byName);
-    if (shared) agents.forEach((a, i) => trackers[i]!.record(sampled.get(a.name)!.reward_mean!));
+    if (shared)
+      agents.forEach((a, i) => {
+        addLearnerTokens(table, a, byName);
+        trackers[i]!.record(sampled.get(a.name)!.reward_mean!);
+      });
     const capability = trackers.map((t) => t.estimate());
     for (let i = 0; i < team.length; i++) learnerStep(table, team, i, recipe, capability, k, orderRng);
     const seconds = (performance.now() - t0) / 1e3;
