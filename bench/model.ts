@@ -27,6 +27,7 @@ import { initModel, loadModel, saveModel } from '../src/model/weights.js';
 import { AdamW } from '../src/optim/adamw.js';
 import { Tape } from '../src/tensor/tape.js';
 import { Rng } from '../src/util/rng.js';
+import { matmulParams } from './flops.js';
 
 const args = new Set(process.argv.slice(2));
 /**
@@ -92,14 +93,6 @@ function qwen3Config(s: ModelSpec): TransformerConfig {
     attention_bias: false,
     tie_word_embeddings: true,
   });
-}
-
-/** Parameters that take part in a matrix multiply per token: every 2-D weight, the embedding only as a tied head. */
-function matmulParams(model: Transformer): number {
-  let n = 0;
-  for (const [name, t] of model.params)
-    if (t.shape.length === 2 && (model.cfg.tiedEmbeddings || name !== 'model.embed_tokens.weight')) n += t.size;
-  return n;
 }
 
 /**

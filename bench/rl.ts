@@ -1,101 +1,391 @@
 /**
- * `npm run bench:rl [-- --json]`: where the time of one RL step goes — generate / score / train — and tokens/s, for a
- * ~1.8M-parameter Qwen3-style agent (the size `hacrl sft` builds) with B=16 prompts × G=8 responses of up to 64 tokens,
- * GRPO with 4 mini-batches. With --json the last line is one JSON object.
+ * `npm run bench:rl [-- --json] [-- --steps=N] [-- --no-torch]`: where the time of an RL step goes — generate / score /
+ * train — with tokens/s, matmul GFLOP/s and the fraction of the machine's measured FMA peak per part, and the resident
+ * memory after each step, for
+ *  - one agent: the ~1.8M-parameter Qwen3-style char agent `hacrl sft` builds, B=16 prompts × G=8 responses of up to
+ *    64 tokens, GRPO's recipe with 4 mini-batches: a team of one learner that does not share;
+ *  - a HACPO pair: that agent with a Llama-style agent of another size on a byte-level BPE tokenizer, HACPO's recipe
+ *    (both sample, both learn from all 2·G responses per prompt);
+ *  - PyTorch on the single agent's weights (bench/torch_rl_bench.py): the same sampling and a GRPO update of the same
+ *    shape, timed the same way, as the side-by-side peer.
+ * Both hacrl settings run the trainer's own pipeline (docs/learner-pipeline.md): `RolloutSource` fills the step's
+ * table, each learner's `learnerStep` updates it. Steps after the first are averaged (the first warms caches and the
+ * reward worker pool). With --json the last line is one JSON object.
  */
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { CapabilityTracker } from '../src/algorithms/hacpo/index.js';
+import { ALGORITHM_RECIPES, type Recipe } from '../src/algorithms/recipes.js';
 import { engine } from '../src/backend/engine.js';
+import { nativeBackend } from '../src/backend/select.js';
+import { saveModel } from '../src/model/weights.js';
 import { AdamW } from '../src/optim/adamw.js';
 import { mathReward } from '../src/rewards/reward.js';
 import { closeDefaultPool } from '../src/rewards/worker-pool.js';
-import { DEFAULT_PLAIN_FORMAT } from '../src/tasks/prompt.js';
+import type { Agent } from '../src/rollout/rollout.js';
+import { DEFAULT_PLAIN_FORMAT, renderPrompt } from '../src/tasks/prompt.js';
 import { makeTaskDataset, presetSpec } from '../src/tasks/splits.js';
 import { AgentSpecSchema, buildModel, buildTokenizer } from '../src/train/agent-spec.js';
-import { learnerStep, type UpdateRecipe } from '../src/train/learner-step.js';
+import { learnerStep, type Learner, type UpdateRecipe } from '../src/train/learner-step.js';
 import { RolloutSource } from '../src/train/sample-sources.js';
-import type { SampleRecord } from '../src/train/sample-table.js';
+import { addLearnerTokens, learnerView, type SampleRecord } from '../src/train/sample-table.js';
+import { memoryMetrics } from '../src/util/memory.js';
 import { Rng } from '../src/util/rng.js';
+import { matmulParams } from './flops.js';
 
-const json = process.argv.includes('--json');
+const argv = process.argv.slice(2);
+const json = argv.includes('--json');
+const withTorch = !argv.includes('--no-torch');
+/** Timed steps per setting after the warm-up step; default 3. */
+const STEPS = Number(argv.find((a) => a.startsWith('--steps='))?.split('=')[1] ?? 3);
+if (!Number.isInteger(STEPS) || STEPS < 1) throw new Error(`--steps=N needs a whole number ≥ 1, got ${STEPS}`);
+const log = (s: string): void => {
+  if (!json) console.log(s);
+};
+const PYTHON = '/usr/bin/python3';
+const TORCH_SCRIPT = fileURLToPath(new URL('../../bench/torch_rl_bench.py', import.meta.url));
+
 const k = engine();
-const problems = makeTaskDataset(presetSpec('easy', 'train', 256, 0)).problems;
-const spec = AgentSpecSchema.parse({});
-const tokenizer = buildTokenizer(spec, [DEFAULT_PLAIN_FORMAT, ...problems.flatMap((p) => [p.prompt, p.solution])]);
-const model = buildModel(spec, tokenizer);
-const agent = { name: 'bench', model, tokenizer };
-const optimizer = new AdamW(model.params, { lr: 1e-5 });
-const order = new Rng(2);
 const B = 16;
+const G = 8;
+const MAX_NEW = 64;
+const MINI_BATCHES = 4;
+const EPOCHS = 1;
+const LR = 1e-5;
+const problems = makeTaskDataset(presetSpec('easy', 'train', B * (STEPS + 1), 0)).problems;
+const corpus = [DEFAULT_PLAIN_FORMAT, ...problems.flatMap((p) => [p.prompt, p.solution])];
 const rollout = {
-  groupSize: 8,
-  sampling: { temperature: 1, maxNewTokens: 64 },
+  groupSize: G,
+  sampling: { temperature: 1, maxNewTokens: MAX_NEW },
   prompt: { template: '{question}' },
   rewards: [{ name: 'math', fn: mathReward(), weight: 1 }],
   generationBatch: 64,
 };
-const source = new RolloutSource([{ name: 'bench', policy: agent, rollout, rng: new Rng(1) }]);
-const recipe: UpdateRecipe = {
-  surrogate: 'token',
-  sharing: 'none',
-  clip: { low: 0.2, high: 0.28 },
-  dualClip: null,
-  aggregation: 'token-mean',
-  advantage: 'group-std',
-  kl: null,
-  entropyCoef: 0,
-  maskTruncated: false,
-  filterZeroVariance: false,
-  miniBatches: 4,
-  epochs: 1,
-  gradClip: 1,
-  capabilityBaseline: false,
-  discrepancyCoefficient: false,
-  foreign: 'gspo',
-};
-const learner = {
-  policy: agent,
-  optimizer,
-  reference: null,
-  lr: 1e-5,
-  alpha: 0,
-  stepwise: { delta: 0.2, deltaStep: 0 },
-};
-const rows: Record<string, number>[] = [];
-for (let step = 0; step < 4; step++) {
-  const table: SampleRecord[] = [];
-  const t0 = performance.now();
-  const sampled = await source.collect({ problems: problems.slice(step * B, (step + 1) * B), k, step }, table);
-  const t1 = performance.now();
-  learnerStep(table, [{ ...learner, order: 'shuffled' }], 0, recipe, [NaN], k, order);
-  const t2 = performance.now();
-  const m = sampled.get('bench')!;
-  const metrics = { ...m, time_train_s: (t2 - t1) / 1e3, tokens_per_s: m.tokens! / ((t2 - t0) / 1e3) };
-  if (step > 0) rows.push(metrics); // step 0 warms up caches and the worker pool
+
+/** An agent from a spec (see AgentSpecSchema), its tokenizer fitted to the task's text. */
+function makeAgent(name: string, spec: Record<string, unknown>): Agent {
+  const s = AgentSpecSchema.parse(spec);
+  const tokenizer = buildTokenizer(s, corpus);
+  return { name, model: buildModel(s, tokenizer), tokenizer };
 }
-await closeDefaultPool();
-const avg = (key: string): number => rows.reduce((a, r) => a + r[key]!, 0) / rows.length;
-const result = {
-  blas: k.blas,
-  openblas_coretype: process.env.OPENBLAS_CORETYPE ?? null,
-  parameters: model.numParameters,
-  prompts: B,
-  group_size: rollout.groupSize,
-  time_generate_s: avg('time_generate_s'),
-  time_score_s: avg('time_score_s'),
-  time_train_s: avg('time_train_s'),
-  generated_tokens: avg('tokens'),
-  tokens_per_s: avg('tokens_per_s'),
-};
-if (json) console.log(JSON.stringify(result));
-else {
-  console.log(`hacrl RL step benchmark — ${(result.parameters / 1e6).toFixed(2)}M-parameter agent, B=${B}, G=8, GRPO`);
-  console.log(`BLAS in use: ${result.blas} (OPENBLAS_CORETYPE=${result.openblas_coretype ?? 'unset'})`);
-  const total = result.time_generate_s + result.time_score_s + result.time_train_s;
-  for (const part of ['generate', 'score', 'train'] as const) {
-    const t = result[`time_${part}_s`];
-    console.log(`  ${part.padEnd(9)} ${t.toFixed(2)} s (${((100 * t) / total).toFixed(0)}%)`);
-  }
-  console.log(
-    `  ${result.generated_tokens.toFixed(0)} generated tokens per step, ${result.tokens_per_s.toFixed(0)} tokens/s overall`,
+
+/** An algorithm's published recipe as one step's update settings, with this benchmark's mini-batches. */
+function benchRecipe(r: Recipe): UpdateRecipe {
+  return {
+    surrogate: r.surrogate,
+    sharing: r.sharing,
+    clip: r.clip,
+    dualClip: null,
+    aggregation: r.aggregation,
+    advantage: r.advantage,
+    kl: null,
+    entropyCoef: 0,
+    maskTruncated: false,
+    filterZeroVariance: false,
+    miniBatches: MINI_BATCHES,
+    epochs: EPOCHS,
+    gradClip: 1,
+    capabilityBaseline: r.hacpo?.capabilityBaseline ?? false,
+    discrepancyCoefficient: r.hacpo?.discrepancyCoefficient ?? false,
+    // HACPO's stepwise foreign band (Eqs. 12–14); unused without sharing.
+    foreign: 'hacpo',
+  };
+}
+
+const tokenCount = (t: { prompt: number[]; response: number[] }): number => t.prompt.length + t.response.length;
+
+/**
+ * Matmul FLOPs of one step (attention's own products left out, under 5% at these lengths): generating is one forward
+ * pass over every prompt and generated token (2·N of the generator each); training scores each generator's responses
+ * once (old log-probs, 2·N per token) and runs forward + backward (6·N per token, in the learner's own tokenization)
+ * over every record of each learner's view once per epoch — own responses and, when sharing, the re-tokenized
+ * foreign ones.
+ */
+function stepFlops(agents: readonly Agent[], table: readonly SampleRecord[], shared: boolean) {
+  const n = new Map(agents.map((a) => [a.name, matmulParams(a.model)]));
+  let generate = 0;
+  for (const r of table) generate += 2 * n.get(r.generator)! * tokenCount(r.tokens[r.generator]!);
+  let train = generate; // the old log-probs: the same forward pass over the same tokens
+  for (const a of agents)
+    for (const i of learnerView(table, a.name, shared).records)
+      train += 6 * EPOCHS * n.get(a.name)! * tokenCount(table[i]!.tokens[a.name]!);
+  return { generate, train };
+}
+
+const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+const round = (x: number, d = 3): number => Number(x.toFixed(d));
+
+/** One setting's averages over its timed steps. */
+interface PartSplit {
+  agents: { name: string; parameters: number; matmul_parameters: number }[];
+  time_generate_s: number;
+  time_score_s: number;
+  time_train_s: number;
+  time_step_s: number;
+  generated_tokens: number;
+  tokens_per_s: number;
+  generate_tokens_per_s: number;
+  generate_gflops: number;
+  train_gflops: number;
+  generate_peak_frac: number;
+  train_peak_frac: number;
+  /** Resident memory after each step (the warm-up step first) and the process's peak so far, MiB. */
+  rss_mb: number[];
+  peak_rss_mb: number[];
+}
+
+interface StepSample {
+  generate: number;
+  score: number;
+  train: number;
+  step: number;
+  tokens: number;
+  genFlops: number;
+  trainFlops: number;
+}
+
+function summarize(
+  agents: readonly Agent[],
+  samples: StepSample[],
+  rss: number[],
+  peakRss: number[],
+  peak: number,
+): PartSplit {
+  const avg = (f: (s: StepSample) => number): number => mean(samples.map(f));
+  const gen = avg((s) => s.generate);
+  const train = avg((s) => s.train);
+  return {
+    agents: agents.map((a) => ({
+      name: a.name,
+      parameters: a.model.numParameters,
+      matmul_parameters: matmulParams(a.model),
+    })),
+    time_generate_s: round(gen),
+    time_score_s: round(avg((s) => s.score)),
+    time_train_s: round(train),
+    time_step_s: round(avg((s) => s.step)),
+    generated_tokens: round(
+      avg((s) => s.tokens),
+      1,
+    ),
+    tokens_per_s: round(avg((s) => s.tokens) / avg((s) => s.step), 1),
+    generate_tokens_per_s: round(avg((s) => s.tokens) / gen, 1),
+    generate_gflops: round(avg((s) => s.genFlops) / gen / 1e9, 2),
+    train_gflops: round(avg((s) => s.trainFlops) / train / 1e9, 2),
+    generate_peak_frac: round(avg((s) => s.genFlops) / gen / 1e9 / peak),
+    train_peak_frac: round(avg((s) => s.trainFlops) / train / 1e9 / peak),
+    rss_mb: rss,
+    peak_rss_mb: peakRss,
+  };
+}
+
+/** Each learner's own knobs besides its policy and optimizer (HACPO's α and stepwise band; unused without sharing). */
+type LearnerKnobs = Pick<Learner, 'alpha' | 'stepwise' | 'order'>;
+
+/**
+ * STEPS + 1 steps of the trainer's pipeline for `agents` under `recipe`, as `hacrl train` runs them: the source fills
+ * the table, shared runs add every learner's tokens and record each agent's P̂ (Eq. 9), then each learner updates.
+ * The train part is everything of the step that is neither sampling nor scoring rewards: old log-probs,
+ * re-tokenizing, advantages and updates.
+ */
+async function benchSetting(agents: Agent[], recipe: UpdateRecipe, knobs: LearnerKnobs, peak: number) {
+  const shared = recipe.sharing !== 'none';
+  const source = new RolloutSource(
+    agents.map((policy, i) => ({ name: policy.name, policy, rollout, rng: new Rng(10 + i) })),
   );
+  const team: Learner[] = agents.map((policy) => ({
+    policy,
+    optimizer: new AdamW(policy.model.params, { lr: LR }),
+    reference: null,
+    lr: LR,
+    ...knobs,
+  }));
+  const trackers = agents.map(() => new CapabilityTracker(5));
+  const byName = new Map(agents.map((a) => [a.name, a]));
+  const orderRng = new Rng(3);
+  const samples: StepSample[] = [];
+  const rss: number[] = [];
+  const peakRss: number[] = [];
+  for (let step = 0; step <= STEPS; step++) {
+    const t0 = performance.now();
+    const table: SampleRecord[] = [];
+    const sampled = await source.collect({ problems: problems.slice(step * B, (step + 1) * B), k, step }, table);
+    if (shared)
+      agents.forEach((a, i) => {
+        addLearnerTokens(table, a, byName);
+        trackers[i]!.record(sampled.get(a.name)!.reward_mean!);
+      });
+    const capability = trackers.map((t) => t.estimate());
+    for (let i = 0; i < team.length; i++) learnerStep(table, team, i, recipe, capability, k, orderRng);
+    const seconds = (performance.now() - t0) / 1e3;
+    const memory = memoryMetrics();
+    rss.push(memory['mem/rss_mib']);
+    peakRss.push(memory['mem/peak_rss_mib']);
+    if (step === 0) continue;
+    const sumOf = (key: string): number => agents.reduce((a, p) => a + sampled.get(p.name)![key]!, 0);
+    const f = stepFlops(agents, table, shared);
+    samples.push({
+      generate: sumOf('time_generate_s'),
+      score: sumOf('time_score_s'),
+      train: seconds - sumOf('time_generate_s') - sumOf('time_score_s'),
+      step: seconds,
+      tokens: sumOf('tokens'),
+      genFlops: f.generate,
+      trainFlops: f.train,
+    });
+  }
+  return summarize(agents, samples, rss, peakRss, peak);
 }
+
+/** What bench/torch_rl_bench.py prints. */
+interface TorchRl {
+  torch: string;
+  blas: string;
+  openblas_coretype: string | null;
+  time_generate_s: number;
+  time_score_s: number;
+  time_train_s: number;
+  generated_tokens: number;
+  generate_tokens_per_s: number;
+  peak_rss_mb: number;
+}
+
+/**
+ * PyTorch's version of the single-agent step on the same initial weights, prompts, G, length limit and mini-batches,
+ * with the OpenBLAS kernel OpenBLAS picks for this CPU (TORCH_OPENBLAS_CORETYPE=NAME forces one). Its clip is
+ * symmetric at the low ε (the same arithmetic as the clip-higher range).
+ */
+async function torchPeer(weightsDir: string, threads: number, clip: number): Promise<TorchRl> {
+  const agent = makeAgent('qwen3-char', {});
+  const prompts = problems.map((p) => agent.tokenizer.encode(renderPrompt(agent.tokenizer, p.prompt, rollout.prompt)));
+  const input = join(weightsDir, 'rl-input.json');
+  await writeFile(
+    input,
+    JSON.stringify({
+      checkpoint: weightsDir,
+      threads,
+      prompts,
+      batch: B,
+      group_size: G,
+      max_new_tokens: MAX_NEW,
+      eos_id: agent.tokenizer.eosId,
+      pad_id: agent.tokenizer.padId ?? agent.tokenizer.eosId,
+      mini_batches: MINI_BATCHES,
+      lr: LR,
+      clip,
+      seed: 1,
+    }),
+  );
+  // OpenBLAS detects the CPU and picks its own kernels when OPENBLAS_CORETYPE is unset (on AVX-512 machines its
+  // fastest, as bench:model's probe finds); TORCH_OPENBLAS_CORETYPE names another.
+  const env: NodeJS.ProcessEnv = { ...process.env, OMP_WAIT_POLICY: 'PASSIVE' };
+  delete env.OPENBLAS_CORETYPE;
+  if (process.env.TORCH_OPENBLAS_CORETYPE) env.OPENBLAS_CORETYPE = process.env.TORCH_OPENBLAS_CORETYPE;
+  const r = spawnSync(PYTHON, [TORCH_SCRIPT, input], { encoding: 'utf8', maxBuffer: 1 << 26, env });
+  if (r.status !== 0) throw new Error(`${TORCH_SCRIPT} failed: ${r.error?.message ?? r.stderr}`);
+  const lines = r.stdout.trim().split('\n');
+  return JSON.parse(lines[lines.length - 1]!) as TorchRl;
+}
+
+function print(title: string, s: PartSplit, peak: number): void {
+  log(`\n${title}`);
+  for (const a of s.agents)
+    log(`  ${a.name}: ${a.parameters.toLocaleString('en-US')} parameters (${a.matmul_parameters} in matmuls)`);
+  const parts: [string, number, string][] = [
+    [
+      'generate',
+      s.time_generate_s,
+      `${s.generate_gflops} GFLOP/s, ${(100 * s.generate_peak_frac).toFixed(1)}% of peak`,
+    ],
+    ['score', s.time_score_s, 'rewards'],
+    ['train', s.time_train_s, `${s.train_gflops} GFLOP/s, ${(100 * s.train_peak_frac).toFixed(1)}% of peak`],
+  ];
+  for (const [name, t, note] of parts)
+    log(`  ${name.padEnd(9)} ${t.toFixed(2)} s (${((100 * t) / s.time_step_s).toFixed(0).padStart(2)}%)   ${note}`);
+  log(
+    `  step ${s.time_step_s.toFixed(2)} s; ${s.generated_tokens} generated tokens per step, ${s.tokens_per_s} tokens/s ` +
+      `overall, ${s.generate_tokens_per_s} while generating; peak FMA ${peak} GFLOP/s`,
+  );
+  log(`  resident memory after each step ${s.rss_mb.join(', ')} MiB; process peak ${s.peak_rss_mb.join(', ')} MiB`);
+}
+
+async function main(): Promise<void> {
+  const native = nativeBackend();
+  const threads = native?.maxThreads() ?? 1;
+  const peak = round(native ? native.fmaPeak(threads, 500) : NaN, 1);
+  log(
+    `hacrl RL step benchmark — B=${B}, G=${G}, ≤ ${MAX_NEW} new tokens, ${MINI_BATCHES} mini-batches, ${threads} threads`,
+  );
+  log(`BLAS in use: ${k.blas} (OPENBLAS_CORETYPE=${process.env.OPENBLAS_CORETYPE ?? 'unset'})`);
+  const dir = await mkdtemp(join(tmpdir(), 'hacrl-bench-rl-'));
+  try {
+    const grpo = benchRecipe(ALGORITHM_RECIPES.grpo);
+    const single = makeAgent('qwen3-char', {});
+    await saveModel(dir, single.model); // the torch peer starts from these weights
+    const solo = await benchSetting(
+      [single],
+      grpo,
+      { alpha: 0, stepwise: { delta: 0.2, deltaStep: 0 }, order: 'shuffled' },
+      peak,
+    );
+    print('single agent, GRPO (RolloutSource + learnerStep, no sharing)', solo, peak);
+    const pairAgents = [
+      makeAgent('qwen3-char', {}),
+      makeAgent('llama-bpe', { arch: 'llama', tokenizer: 'bpe', hidden: 128, layers: 3, heads: 4, seed: 1 }),
+    ];
+    const hacpo = benchRecipe(ALGORITHM_RECIPES.hacpo);
+    const pair = await benchSetting(
+      pairAgents,
+      hacpo,
+      { alpha: 1, stepwise: { delta: 0.2, deltaStep: 0.025 }, order: 'shuffled' },
+      peak,
+    );
+    print('HACPO pair (RolloutSource + learnerStep per agent): both sample, both learn from all responses', pair, peak);
+    await closeDefaultPool();
+    let torch: TorchRl | null = null;
+    if (withTorch) {
+      torch = await torchPeer(dir, threads, grpo.clip.low);
+      log(`\nPyTorch peer (${torch.torch}, ${torch.blas}) on the single agent's initial weights, same step shape:`);
+      log(
+        `  generate ${torch.time_generate_s.toFixed(2)} s (${torch.generate_tokens_per_s} tokens/s)  ` +
+          `score ${torch.time_score_s.toFixed(2)} s  train ${torch.time_train_s.toFixed(2)} s; peak RSS ${torch.peak_rss_mb} MiB`,
+      );
+      const tStep = torch.time_generate_s + torch.time_train_s;
+      const hStep = solo.time_generate_s + solo.time_train_s;
+      log(
+        `  hacrl/torch (generate + train, per generated token): ` +
+          `${round(tStep / torch.generated_tokens / (hStep / solo.generated_tokens), 2)}×`,
+      );
+    }
+    if (json)
+      console.log(
+        JSON.stringify({
+          blas: k.blas,
+          openblas_coretype: process.env.OPENBLAS_CORETYPE ?? null,
+          threads,
+          peak_gflops: peak,
+          prompts: B,
+          group_size: G,
+          steps_averaged: STEPS,
+          single: solo,
+          hacpo_pair: pair,
+          torch,
+          // The fields earlier versions printed, for scripts that read them.
+          parameters: solo.agents[0]!.parameters,
+          time_generate_s: solo.time_generate_s,
+          time_score_s: solo.time_score_s,
+          time_train_s: solo.time_train_s,
+          generated_tokens: solo.generated_tokens,
+          tokens_per_s: solo.tokens_per_s,
+        }),
+      );
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+await main();

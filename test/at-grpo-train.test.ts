@@ -79,12 +79,15 @@ describe('AT-GRPO training', () => {
     const runDir = join(root, 'e2e');
     const r = hacrl(runArgs(runDir, ['steps=2']));
     assert.equal(r.status, 0, r.stderr);
-    assert.match(r.stdout, /val \{"plan-path":[0-9.]+\}/);
-    const rows = await metricRows(runDir);
+    assert.match(r.stdout, /step 2 workflow {2}val plan-path [0-9.]+%/);
+    const all = await metricRows(runDir);
     assert.deepEqual(
-      rows.map((x) => `${x.step as number}:${x.agent as string}`),
-      ['1:tool', '1:planner', '2:tool', '2:planner'],
+      all.map((x) => `${x.step as number}:${x.agent as string}`),
+      ['0:tool', '0:planner', '1:tool', '1:planner', '2:tool', '2:planner'],
     );
+    // Step 0 is the base policies' team success on held-out instances, the same for both policies.
+    assert.equal(all[0]!['val/plan-path/greedy'], all[1]!['val/plan-path/greedy']);
+    const rows = all.filter((x) => x.step !== 0);
     for (const row of rows) {
       const role = row.agent as string; // per-role: each policy plays the role of its name
       assert.equal(row.group_size_min, 2, 'groups of K = 2');

@@ -37,6 +37,9 @@ export const WARM_START_SEED = 1_000_000;
 /** Characters every workflow agent can spell: printable ASCII and the newline. */
 const ASCII = Array.from({ length: 95 }, (_, i) => String.fromCharCode(32 + i)).join('') + '\n';
 
+/** Positions a fresh workflow agent has at least (tokens of prompt plus response). */
+export const WORKFLOW_AGENT_POSITIONS = 2048;
+
 /** A fresh agent for `wf` (tokenizer fitted to its solver episodes), SFT-trained for `warm.steps` steps. */
 export async function workflowAgent(
   wf: Workflow<unknown>,
@@ -51,8 +54,11 @@ export async function workflowAgent(
     seed: WARM_START_SEED,
     ...(warm.roles ? { roles: warm.roles } : {}),
   });
-  const tokenizer = buildTokenizer(spec, [ASCII, ...rows.flatMap((r) => [r.prompt, r.response])]);
-  const model = buildModel(spec, tokenizer);
+  // Workflow prompts (grid, history, other roles' words) run to several hundred characters, past the 512 positions
+  // of a default agent; the prompt-length check would refuse them at the first rollout.
+  const sized = { ...spec, maxPositions: Math.max(spec.maxPositions, WORKFLOW_AGENT_POSITIONS) };
+  const tokenizer = buildTokenizer(sized, [ASCII, ...rows.flatMap((r) => [r.prompt, r.response])]);
+  const model = buildModel(sized, tokenizer);
   if (warm.steps === 0) return { model, tokenizer };
   // trainSft's prompt layout with template '{question}' and plain format '{content}' is the prompt text itself.
   const problems: Problem[] = rows.map((r, i) => ({
