@@ -8,7 +8,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { spawn } from 'node:child_process';
-import { hacrl, hacrlKilledAt, hacrlSignalledAt, metricRows as metrics, rawMetricRows, TINY_AGENT_FLAGS } from './cli.js';
+import {
+  hacrl,
+  hacrlKilledAt,
+  hacrlSignalledAt,
+  metricRows as metrics,
+  rawMetricRows,
+  TINY_AGENT_FLAGS,
+} from './cli.js';
 
 const root = await mkdtemp(join(tmpdir(), 'hacrl-rl-'));
 after(() => rm(root, { recursive: true, force: true }));
