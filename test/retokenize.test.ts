@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import {
   retokenizeResponse,
@@ -9,6 +12,7 @@ import {
 } from '../src/rollout/retokenize.js';
 import { renderPrompt } from '../src/tasks/prompt.js';
 import { Gpt2Tokenizer } from '../src/tokenizer/gpt2-tokenizer.js';
+import { loadTokenizer } from '../src/tokenizer/load.js';
 import type { Tokenizer } from '../src/tokenizer/tokenizer.js';
 import { AgentSpecSchema, buildTokenizer } from '../src/train/agent-spec.js';
 
@@ -206,15 +210,30 @@ test('a truncated response cut inside a multi-byte UTF-8 character keeps the U+F
   );
 });
 
-test('characters outside a char learner alphabet raise UnencodableTextError', () => {
+test('characters outside a char learner alphabet raise UnencodableTextError, in memory and loaded from its folder', async () => {
   const ids = [...gpt2.encode('café = 12'), gpt2.eosId];
-  assert.throws(
-    () => retokenizeResponse(ids, true, gpt2, char, []),
-    (e: unknown) =>
-      e instanceof UnencodableTextError &&
-      e.text === 'café = 12' &&
-      /"é" \(U\+00E9\) is not in the alphabet/.test(e.message),
-  );
+  // A char agent reloaded from its checkpoint is an HfTokenizer: it must refuse too, never train on "caf = 12".
+  const dir = await mkdtemp(join(tmpdir(), 'hacrl-retok-'));
+  try {
+    await char.save(dir);
+    const loaded = await loadTokenizer(dir);
+    for (const learner of [char, loaded])
+      assert.throws(
+        () => retokenizeResponse(ids, true, gpt2, learner, []),
+        (e: unknown) =>
+          e instanceof UnencodableTextError &&
+          e.text === 'café = 12' &&
+          /"é" \(U\+00E9\) at offset 3 is not in the (alphabet|vocabulary)/.test(e.message),
+      );
+    // Text inside the alphabet goes through the loaded tokenizer exactly as through the in-memory one.
+    const fine = [...gpt2.encode('3 × 4 = 12'), gpt2.eosId];
+    assert.deepEqual(
+      retokenizeResponse(fine, true, gpt2, loaded, []).responseIds,
+      retokenizeResponse(fine, true, gpt2, char, []).responseIds,
+    );
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });
 
 test('ids outside a vocabulary and inconsistent stop flags are rejected with clear errors', () => {

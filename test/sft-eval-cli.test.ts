@@ -1,6 +1,6 @@
 // `hacrl sft` and `hacrl eval` end to end on a very small agent (the full warm start is measured in the issue note).
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -86,6 +86,8 @@ describe('hacrl sft and hacrl eval', () => {
       'easy:test:10',
       '--max-new-tokens',
       '24',
+      '--template',
+      '{question}',
       '--json',
       '--output',
       out,
@@ -100,10 +102,30 @@ describe('hacrl sft and hacrl eval', () => {
     assert.equal(full[0]!.problems.length, 10);
   });
 
-  test('bad options and data are refused with what to change', () => {
+  test('bad options and data are refused with what to change', async () => {
+    // The agent learned prompts under sft's '{question}' template; eval's default (the paper's "Let's think step by
+    // step … \boxed{}" suffix) has characters its alphabet lacks, which used to be dropped from every prompt unseen.
+    const garbled = hacrl(['eval', '--model', dir, '--data', 'easy:test:2', '--max-new-tokens', '4']);
+    assert.notEqual(garbled.status, 0);
+    assert.match(
+      garbled.stderr,
+      /character "L" \(U\+004C\) at offset \d+ is not in the vocabulary of the tokenizer of .*agent, which has no unk token \(text near it: "Q: What is .*\? Let's think step by step/,
+    );
     const r = hacrl(['eval', '--model', dir, '--data', 'nosuch:test']);
     assert.notEqual(r.status, 0);
     assert.match(r.stderr, /"nosuch" is not a preset or task \(known: easy, easy-mix, arith/);
+    // A data row with a character the agent never saw ("·") is refused, quoting the row's prompt.
+    const data = join(root, 'dot.jsonl');
+    await writeFile(
+      data,
+      `${JSON.stringify({ prompt: 'What is 6+1?', answer: 7 })}\n${JSON.stringify({ prompt: 'What is 6·7?', answer: 42 })}\n`,
+    );
+    const row = hacrl(['eval', '--model', dir, '--data', data, '--template', '{question}', '--max-new-tokens', '4']);
+    assert.notEqual(row.status, 0);
+    assert.match(
+      row.stderr,
+      /character "·" \(U\+00B7\) at offset 12 is not in .*\(text near it: "Q: What is 6·7\?\\nA: "\)/,
+    );
     const s = hacrl(['sft', '--out', join(root, 'x'), '--lr', '-1']);
     assert.notEqual(s.status, 0);
     assert.match(s.stderr, /sft options is invalid:[\s\S]*lr/);

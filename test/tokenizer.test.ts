@@ -284,7 +284,10 @@ test('the character tokenizer saves a tokenizer.json the HF loader reads back id
   assert.equal(tok.decode([4, 5, 13, 6, 17, 4, 8, 1], { skipSpecialTokens: true }), '12+3=15');
   // '<' and '>' are in the alphabet too: the special token is matched whole, the rest char by char.
   assert.deepEqual(tok.encode('<<eos>>'), [20, 1, 21]);
-  assert.throws(() => tok.encode('1a'), /character "a" \(U\+0061\) is not in the alphabet and there is no unk token/);
+  assert.throws(
+    () => tok.encode('1a'),
+    /character "a" \(U\+0061\) at offset 1 is not in the alphabet of this character tokenizer, which has no unk token/,
+  );
   assert.throws(
     () => new CharTokenizer({ alphabet: 'ab', specialTokens: ['<pad>'], names }),
     /eos token "<eos>" is not one of the special tokens/,
@@ -316,6 +319,74 @@ test('the character tokenizer saves a tokenizer.json the HF loader reads back id
   await withUnk.save(unkDir);
   assert.deepEqual((await loadTokenizer(unkDir)).encode('abc'), [2, 3, 1]);
   assert.throws(() => withUnk.applyChatTemplate([], { addGenerationPrompt: true }), /has no chat template/);
+});
+
+test('a character outside the alphabet is refused, never dropped, in memory and once saved and loaded', async () => {
+  const tok = new CharTokenizer({
+    alphabet: 'Q:A \n0123456789+=?',
+    specialTokens: ['<eos>', '<pad>'],
+    names: { eos: '<eos>', pad: '<pad>' },
+  });
+  const dir = join(root, 'char-refuse');
+  await tok.save(dir);
+  const loaded = await loadTokenizer(dir);
+  // The HF library alone would skip the character: the loaded tokenizer must not.
+  assert.ok(loaded instanceof HfTokenizer);
+  // A question template written for another agent: its "L" comes first, with the text around it.
+  const prompt = "Q: 2+3=? Let's think step by step\nA: ";
+  for (const [t, where] of [
+    [tok, 'the alphabet of this character tokenizer'],
+    [loaded, `the vocabulary of the tokenizer of ${dir}`],
+  ] as const) {
+    assert.throws(
+      () => t.encode(prompt),
+      (e: Error) =>
+        e.message.startsWith(`character "L" (U+004C) at offset 9 is not in ${where}, which has no unk token`) &&
+        e.message.includes('(text near it: "Q: 2+3=? Let\'s think step by step\\nA: ")'),
+      where,
+    );
+    // Astral characters are named whole; a character right after a special token gets its offset in the whole text.
+    assert.throws(() => t.encode('1<eos>😀'), /character "😀" \(U\+1F600\) at offset 6 /);
+    assert.deepEqual(t.encode('Q: 1+2=?<eos><pad>'), tok.encode('Q: 1+2=?<eos><pad>'));
+  }
+  // What a char agent emits always decodes: its ids are its own alphabet.
+  assert.equal(loaded.decode(tok.encode('A: 3<eos>')), 'A: 3<eos>');
+});
+
+test('a character-level BPE tokenizer.json made elsewhere refuses unknown characters; byte-level BPE needs no check', async () => {
+  // The shape CharTokenizer saves (no normalizer, no pre-tokenizer, no unk), by hand, with a merge and a non-special
+  // added token.
+  const json = {
+    added_tokens: [
+      { id: 0, content: '</s>', special: true, single_word: false, lstrip: false, rstrip: false, normalized: false },
+      { id: 4, content: '##', special: false, single_word: false, lstrip: false, rstrip: false, normalized: false },
+    ],
+    normalizer: null,
+    pre_tokenizer: null,
+    model: {
+      type: 'BPE',
+      unk_token: null,
+      byte_fallback: false,
+      vocab: { '</s>': 0, a: 1, b: 2, ab: 3, '##': 4 },
+      merges: [['a', 'b']],
+    },
+  };
+  const hf = new HfTokenizer(json, { eos_token: '</s>' }, 'hand-made');
+  assert.deepEqual(hf.encode('ab##a</s>'), [3, 4, 1, 0]);
+  assert.throws(
+    () => hf.encode('ab#'),
+    /character "#" \(U\+0023\) at offset 2 is not in the vocabulary of the tokenizer of hand-made/,
+  );
+  // With an unk token the model maps the character to it, as asked: no error.
+  const withUnk = new HfTokenizer(
+    { ...json, model: { ...json.model, unk_token: '<unk>', vocab: { ...json.model.vocab, '<unk>': 5 } } },
+    { eos_token: '</s>' },
+    'hand-made with unk',
+  );
+  assert.deepEqual(withUnk.encode('ac'), [1, 5]);
+  // A byte-level BPE spells every character through its bytes.
+  const bpe = trainBpeTokenizer(['aaa bbb'], { vocabSize: 262, specialTokens: ['<eos>'], names: { eos: '<eos>' } });
+  assert.equal(bpe.decode(bpe.encode('ça 😀')), 'ça 😀');
 });
 
 test('loadTokenizer explains what is missing', async () => {

@@ -12,12 +12,15 @@
  *   learner's special ids, so its EOS appears only at the end.
  * - An EOS-only response becomes just [learner EOS] and its generator span is that EOS (both sides measure "stop at
  *   once"); an empty truncated response (no ids at all, or only special ids) gives the learner no tokens.
- * - A learner that cannot spell the text (a character tokenizer without an unk token meeting a character outside
- *   its alphabet) raises UnencodableTextError, which the trainer may catch to drop that sample.
+ * - A learner that cannot spell the text (a character tokenizer without an unk token, in memory or loaded from its
+ *   tokenizer.json, meeting a character outside its alphabet) raises UnencodableTextError, which the trainer catches
+ *   to drop that sample and count it (foreign_dropped). Dropping, not an unk token: a learner trained on "<unk>" for
+ *   another agent's stray bytes would learn to emit a token that means nothing, and the reward it is credited with
+ *   was earned by a text it never saw.
  */
 import { CharTokenizer } from '../tokenizer/char-tokenizer.js';
 import { HfTokenizer } from '../tokenizer/hf-tokenizer.js';
-import type { Tokenizer } from '../tokenizer/tokenizer.js';
+import { literalAlternation, type Tokenizer } from '../tokenizer/tokenizer.js';
 
 /** A response as the learner will train on it. */
 export interface LearnerResponse {
@@ -119,10 +122,7 @@ const specialRegexes = new WeakMap<Tokenizer, RegExp | null>();
 function specialRegex(t: Tokenizer): RegExp | null {
   let re = specialRegexes.get(t);
   if (re === undefined) {
-    const names = [...t.specialTokens.keys()].filter((s) => s.length > 0).sort((x, y) => y.length - x.length);
-    re = names.length
-      ? new RegExp(`(${names.map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})`, 'u')
-      : null;
+    re = literalAlternation(t.specialTokens.keys());
     specialRegexes.set(t, re);
   }
   return re;

@@ -10,6 +10,9 @@ import {
 } from './tokenizer-files.js';
 import {
   checkIds,
+  literalAlternation,
+  scanText,
+  unknownCharacterError,
   type ChatMessage,
   type ChatTemplateOptions,
   type DecodeOptions,
@@ -63,11 +66,7 @@ export class CharTokenizer implements Tokenizer {
     this.bosId = special(opts.names.bos, 'bos');
     this.padId = special(opts.names.pad, 'pad');
     this.unkId = special(opts.names.unk, 'unk');
-    // Longest first, so a special token that contains another is matched whole.
-    const sorted = [...opts.specialTokens].sort((a, b) => b.length - a.length);
-    this.specialRe = sorted.length
-      ? new RegExp(`(${sorted.map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})`, 'u')
-      : null;
+    this.specialRe = literalAlternation(opts.specialTokens);
     const n = opts.names;
     this.chat = new ChatTemplate(
       opts.chatTemplate ?? null,
@@ -83,23 +82,16 @@ export class CharTokenizer implements Tokenizer {
   /** Special tokens in the text become their ids; other characters must be in the alphabet (or map to unk). */
   encode(text: string, _opts: EncodeOptions = {}): number[] {
     const out: number[] = [];
-    const parts = this.specialRe ? text.split(this.specialRe) : [text];
-    parts.forEach((part, i) => {
-      // split() with a capturing group puts the matched special tokens at the odd positions.
-      if (i % 2 === 1) {
-        out.push(this.specialTokens.get(part)!);
-        return;
-      }
-      for (const ch of part) {
-        const id = this.ids.get(ch);
-        if (id !== undefined) out.push(id);
-        else if (this.unkId !== undefined) out.push(this.unkId);
-        else
-          throw new Error(
-            `character ${JSON.stringify(ch)} (U+${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}) is not in the alphabet and there is no unk token`,
-          );
-      }
-    });
+    scanText(
+      text,
+      this.specialRe,
+      (special) => out.push(this.specialTokens.get(special)!),
+      (ch, at) => {
+        const id = this.ids.get(ch) ?? this.unkId;
+        if (id === undefined) throw unknownCharacterError(text, at, 'the alphabet of this character tokenizer');
+        out.push(id);
+      },
+    );
     return out;
   }
 

@@ -17,6 +17,9 @@ import {
 } from './tokenizer-files.js';
 import {
   checkIds,
+  literalAlternation,
+  scanText,
+  unknownCharacterError,
   type ChatMessage,
   type ChatTemplateOptions,
   type DecodeOptions,
@@ -41,6 +44,9 @@ export class HfTokenizer implements Tokenizer {
   private readonly lib: HfLibTokenizer;
   private readonly chat: ChatTemplate;
   private readonly cleanUpSpaces: boolean;
+  // Set when the model can drop characters silently (see dropsUnknown); matches the added tokens, longest first.
+  private readonly addedRe: RegExp | null | undefined;
+  private readonly source: string;
 
   /**
    * Builds a tokenizer from tokenizer.json and tokenizer_config.json contents; `source` (a folder, usually) names
@@ -79,6 +85,8 @@ export class HfTokenizer implements Tokenizer {
     this.specialTokens = new Map(this.json.added_tokens.filter((t) => t.special).map((t) => [t.content, t.id]));
     // transformers' default here changed over versions; unless the config asks for clean-up, decode stays exact.
     this.cleanUpSpaces = this.config.clean_up_tokenization_spaces === true;
+    this.source = source;
+    if (dropsUnknown(this.json)) this.addedRe = literalAlternation(this.json.added_tokens.map((t) => t.content));
     const tokens = {
       bos_token: tokenText(this.config.bos_token),
       eos_token: eosText,
@@ -106,8 +114,26 @@ export class HfTokenizer implements Tokenizer {
     return this.chat.source;
   }
 
+  /** Token ids of `text`; throws naming the character when the model would silently drop one (see dropsUnknown). */
   encode(text: string, opts: EncodeOptions = {}): number[] {
-    return this.lib.encode(text, { add_special_tokens: opts.addSpecialTokens ?? false }).ids;
+    const enc = this.lib.encode(text, { add_special_tokens: opts.addSpecialTokens ?? false });
+    // Such a model's tokens spell the text verbatim, so a mismatch means characters went missing (or the
+    // post-processor added tokens, which the scan below tells apart).
+    if (this.addedRe !== undefined && enc.tokens.join('') !== text) this.refuseUnknown(text);
+    return enc.ids;
+  }
+
+  // Throws for the first character outside the added tokens that has no token of its own.
+  private refuseUnknown(text: string): void {
+    scanText(
+      text,
+      this.addedRe ?? null,
+      () => {},
+      (ch, at) => {
+        if (this.lib.token_to_id(ch) === undefined)
+          throw unknownCharacterError(text, at, `the vocabulary of the tokenizer of ${this.source}`);
+      },
+    );
   }
 
   decode(ids: readonly number[], opts: DecodeOptions = {}): string {
@@ -140,6 +166,26 @@ export class HfTokenizer implements Tokenizer {
       ...(template === null ? {} : { chat_template: template }),
     });
   }
+}
+
+/**
+ * True for a BPE model without an unk token or byte fallback whose tokens are pieces of the raw text (no normalizer,
+ * pre-tokenizer or subword affixes): a character-level vocabulary as CharTokenizer saves it, or any BPE like it. The
+ * tokenizers library (as the Rust original) skips a character such a model has no token for, so encode checks.
+ * Other models either cannot meet an unknown character (byte-level BPE) or map it to their unk token.
+ */
+function dropsUnknown(json: TokenizerJson): boolean {
+  const m = json.model as Record<string, unknown>;
+  const none = (v: unknown): boolean => v === undefined || v === null || v === '';
+  return (
+    m['type'] === 'BPE' &&
+    none(m['unk_token']) &&
+    m['byte_fallback'] !== true &&
+    none(m['continuing_subword_prefix']) &&
+    none(m['end_of_word_suffix']) &&
+    json.normalizer === null &&
+    json.pre_tokenizer === null
+  );
 }
 
 /** A folder's tokenizer_config.json as JSON ({} when it has none). */

@@ -79,3 +79,55 @@ export function checkIds(ids: readonly number[], vocabSize: number): void {
     }
   }
 }
+
+/**
+ * The error for a character a tokenizer has no id for (and no unk token to map it to). Refusing, rather than
+ * dropping the character as the Hugging Face BPE model does, is deliberate: a prompt that silently loses characters
+ * is a different prompt (e.g. a question template written for another agent), and nothing would say so. The message
+ * quotes the text around the character so the user can tell which input (template, data row, system text) holds it.
+ */
+export function unknownCharacterError(text: string, index: number, vocabulary: string): Error {
+  const ch = String.fromCodePoint(text.codePointAt(index)!);
+  const code = ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0');
+  const from = Math.max(0, index - 30);
+  const near = `${from > 0 ? '…' : ''}${text.slice(from, index + 30)}${index + 30 < text.length ? '…' : ''}`;
+  return new Error(
+    `character ${JSON.stringify(ch)} (U+${code}) at offset ${index} is not in ${vocabulary}, which has no unk token ` +
+      `(text near it: ${JSON.stringify(near)}); remove that character from the input, or use an agent whose ` +
+      'tokenizer covers it',
+  );
+}
+
+/**
+ * A regex matching any of `strings` literally, longest first (so one that contains another is matched whole), in a
+ * capturing group: `text.split(re)` puts the matches at the odd positions. Null when there are none.
+ */
+export function literalAlternation(strings: Iterable<string>): RegExp | null {
+  const sorted = [...strings].filter((s) => s.length > 0).sort((a, b) => b.length - a.length);
+  return sorted.length
+    ? new RegExp(`(${sorted.map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})`, 'u')
+    : null;
+}
+
+/**
+ * Walks `text` split by `re` (from literalAlternation): each match goes to `onMatch`, every other character (a
+ * whole code point) to `onChar` with its UTF-16 offset in `text`.
+ */
+export function scanText(
+  text: string,
+  re: RegExp | null,
+  onMatch: (match: string) => void,
+  onChar: (ch: string, offset: number) => void,
+): void {
+  let offset = 0;
+  (re ? text.split(re) : [text]).forEach((part, i) => {
+    if (i % 2 === 1) onMatch(part);
+    else
+      for (let j = 0; j < part.length;) {
+        const ch = String.fromCodePoint(part.codePointAt(j)!);
+        onChar(ch, offset + j);
+        j += ch.length;
+      }
+    offset += part.length;
+  });
+}
