@@ -9,7 +9,7 @@ import { mathReward } from '../src/rewards/reward.js';
 import { closeDefaultPool } from '../src/rewards/worker-pool.js';
 import { DEFAULT_PLAIN_FORMAT } from '../src/tasks/prompt.js';
 import { makeTaskDataset, presetSpec } from '../src/tasks/splits.js';
-import { AgentSpecSchema, buildModel, buildTokenizer } from '../src/train/agent-spec.js';
+import { AgentSpecSchema, buildModel, buildTokenizer } from '../src/zoo/agent-spec.js';
 import { rlStep } from '../src/train/rl-step.js';
 import { Rng } from '../src/util/rng.js';
 

@@ -1,0 +1,154 @@
+/**
+ * `hacrl demo` (what `npm run demo` runs): HACPO on the zoo's size pair, end to end — build the pair if the zoo lacks
+ * it, measure both agents, train them together for a fixed number of steps, measure again on the same problems, and
+ * write the HTML report. Bounded by steps and seeds only, so every run on one machine prints the same numbers.
+ */
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { engine } from '../backend/engine.js';
+import { pairedDifference, formatDifference, type Difference } from '../bench/stats.js';
+import { parseRunConfig } from '../config/load-config.js';
+import { evaluate, type Estimate } from '../eval/evaluate.js';
+import { loadPretrained } from '../model/pretrained.js';
+import { buildReport } from '../report/build.js';
+import { closeDefaultPool } from '../rewards/worker-pool.js';
+import { findLatestCheckpoint } from '../run/run-folder.js';
+import { loadDataSpec } from '../tasks/data-spec.js';
+import type { Dataset } from '../tasks/problem.js';
+import { trainRl } from '../train/rl-trainer.js';
+import { writeFileAtomic, writeJsonAtomic } from '../util/atomic-write.js';
+import { defaultZooDir, ensurePair, pct, type ZooAgent } from '../zoo/build.js';
+import { pairRecipe, type PairRecipe } from '../zoo/recipes.js';
+
+/** Options of `hacrl demo`. */
+export interface DemoOptions {
+  /** Zoo pair to train: size (default), state, model, or tiny (test-sized). */
+  pair: string;
+  /** HACPO steps; default 20. */
+  steps: number;
+  /** Prompts per step; default 16. */
+  prompts: number;
+  /** Responses per prompt and agent; default 8. */
+  groupSize: number;
+  /** Peak learning rate of both agents; default 1e-4. */
+  lr: number;
+  /** Held-out problems per split (in-distribution test and out-of-distribution); default 500. */
+  evalN: number;
+  /** Seed of the run (data order, sampling) and of the held-out draws; default 1. */
+  seed: number;
+  /** Run folder; default runs/demo. Replaced by every run. */
+  runDir: string;
+  /** Zoo folder; default $HACRL_ZOO_DIR or runs/zoo. */
+  zooDir?: string;
+}
+
+/** One agent's accuracy on one split before and after, and the paired change. */
+export interface DemoRow {
+  agent: string;
+  split: string;
+  before: Estimate;
+  after: Estimate;
+  change: Difference;
+}
+
+/** What the demo measured (also written to RUN_DIR/demo.json). */
+export interface DemoResult {
+  pair: string;
+  rows: DemoRow[];
+  report: string;
+  runDir: string;
+}
+
+/** The HACPO run configuration of the demo (validated by the run-config schema like any file). */
+function demoConfig(pair: PairRecipe, agents: ZooAgent[], o: DemoOptions) {
+  const d = pair.data;
+  return parseRunConfig(
+    {
+      algorithm: 'hacpo',
+      preset: 'hacpo',
+      agents: agents.map((a) => ({ name: a.name, checkpoint: a.dir })),
+      data: { train: `${d.task}:train:${d.trainN}:${d.seed}`, validation: [], template: d.template },
+      rollout: { promptsPerStep: o.prompts, groupSize: o.groupSize, maxNewTokens: d.maxNewTokens },
+      optim: { lr: o.lr, weightDecay: 0 },
+      steps: o.steps,
+      seed: o.seed,
+      eval: { every: 0 },
+      checkpoint: { every: 0, keepLast: 1 },
+      samplesPerStep: 4,
+      runDir: o.runDir,
+    },
+    'the demo configuration',
+  );
+}
+
+/** Per-problem correctness (1/0) and the greedy accuracy of a checkpoint on each split. */
+async function measure(dir: string, splits: readonly Dataset[], pair: PairRecipe) {
+  const { model, tokenizer } = await loadPretrained(dir);
+  const out = [];
+  for (const s of splits) {
+    const r = await evaluate(model, engine(), tokenizer, s.problems, {
+      maxNewTokens: pair.data.maxNewTokens,
+      prompt: { template: pair.data.template },
+    });
+    out.push({ estimate: r.greedy, correct: r.problems.map((p) => (p.greedy.correct ? 1 : 0)) });
+  }
+  return out;
+}
+
+/** Runs the demo and prints progress, the before/after table and the report's path. */
+export async function runDemo(o: DemoOptions, log: (line: string) => void = console.log): Promise<DemoResult> {
+  const pair = pairRecipe(o.pair);
+  const zooDir = o.zooDir ?? defaultZooDir();
+  try {
+    log(`demo: HACPO on the zoo's ${pair.name} pair (${pair.description}); zoo folder ${zooDir}`);
+    const agents = await ensurePair(pair, zooDir, log);
+    const d = pair.data;
+    const splits = await Promise.all([
+      loadDataSpec(`${d.task}:test:${o.evalN}:${o.seed}`),
+      loadDataSpec(`${d.task}:ood:${o.evalN}:${o.seed}`),
+    ]);
+    const labels = ['in-distribution', 'out-of-distribution'];
+    log(
+      `demo: measuring both agents on ${o.evalN} held-out problems of the training distribution (${splits[0]!.name}) ` +
+        `and ${o.evalN} out-of-distribution ones (${splits[1]!.name})`,
+    );
+    const before = [];
+    for (const a of agents) before.push(await measure(a.dir, splits, pair));
+
+    const cfg = demoConfig(pair, agents, o);
+    await rm(o.runDir, { recursive: true, force: true });
+    log(`demo: ${o.steps} HACPO steps, ${o.prompts} prompts × ${o.groupSize} responses per agent per step, lr ${o.lr}`);
+    await trainRl(cfg, { resume: false, progress: (line) => log(`  ${line}`) });
+    const last = await findLatestCheckpoint(o.runDir);
+    if (last === null) throw new Error(`the demo run wrote no checkpoint into ${o.runDir}`);
+
+    const rows: DemoRow[] = [];
+    for (const [i, a] of agents.entries()) {
+      const after = await measure(join(last.dir, 'agents', a.name), splits, pair);
+      for (const [j, label] of labels.entries())
+        rows.push({
+          agent: a.name,
+          split: label,
+          before: before[i]![j]!.estimate,
+          after: after[j]!.estimate,
+          change: pairedDifference(before[i]![j]!.correct, after[j]!.correct),
+        });
+    }
+    const report = join(o.runDir, 'report.html');
+    await writeFileAtomic(report, await buildReport([o.runDir]));
+    const result: DemoResult = { pair: pair.name, rows, report, runDir: o.runDir };
+    await writeJsonAtomic(join(o.runDir, 'demo.json'), result);
+
+    log('');
+    log(`greedy accuracy, 95% intervals (n = ${o.evalN} per split; change: paired difference in points)`);
+    for (const r of rows)
+      log(
+        `  ${r.agent.padEnd(6)} ${r.split.padEnd(20)} before ${pct(r.before).padEnd(20)} after ` +
+          `${pct(r.after).padEnd(20)} change ${formatDifference(r.change)}`,
+      );
+    log(`report: ${report}`);
+    return result;
+  } finally {
+    await closeDefaultPool();
+  }
+}
