@@ -5,20 +5,18 @@
  */
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { engine } from '../backend/engine.js';
 import { pairedDifference, formatDifference, type Difference } from '../bench/stats.js';
-import { parseRunConfig } from '../config/load-config.js';
-import { evaluate, type Estimate } from '../eval/evaluate.js';
-import { loadPretrained } from '../model/pretrained.js';
+import { measureCheckpoint } from '../bench/measure.js';
+import { zooRunConfig } from '../bench/run-config.js';
+import type { Estimate } from '../eval/evaluate.js';
 import { buildReport } from '../report/build.js';
 import { closeDefaultPool } from '../rewards/worker-pool.js';
 import { findLatestCheckpoint } from '../run/run-folder.js';
 import { loadDataSpec } from '../tasks/data-spec.js';
-import type { Dataset } from '../tasks/problem.js';
 import { trainRl } from '../train/rl-trainer.js';
 import { writeFileAtomic, writeJsonAtomic } from '../util/atomic-write.js';
-import { defaultZooDir, ensurePair, pct, type ZooAgent } from '../zoo/build.js';
-import { pairRecipe, type PairRecipe } from '../zoo/recipes.js';
+import { defaultZooDir, ensurePair, pct } from '../zoo/build.js';
+import { pairRecipe } from '../zoo/recipes.js';
 
 /** Options of `hacrl demo`. */
 export interface DemoOptions {
@@ -59,42 +57,6 @@ export interface DemoResult {
   runDir: string;
 }
 
-/** The HACPO run configuration of the demo (validated by the run-config schema like any file). */
-function demoConfig(pair: PairRecipe, agents: ZooAgent[], o: DemoOptions) {
-  const d = pair.data;
-  return parseRunConfig(
-    {
-      algorithm: 'hacpo',
-      preset: 'hacpo',
-      agents: agents.map((a) => ({ name: a.name, checkpoint: a.dir })),
-      data: { train: `${d.task}:train:${d.trainN}:${d.seed}`, validation: [], template: d.template },
-      rollout: { promptsPerStep: o.prompts, groupSize: o.groupSize, maxNewTokens: d.maxNewTokens },
-      optim: { lr: o.lr, weightDecay: 0 },
-      steps: o.steps,
-      seed: o.seed,
-      eval: { every: 0 },
-      checkpoint: { every: 0, keepLast: 1 },
-      samplesPerStep: 4,
-      runDir: o.runDir,
-    },
-    'the demo configuration',
-  );
-}
-
-/** Per-problem correctness (1/0) and the greedy accuracy of a checkpoint on each split. */
-async function measure(dir: string, splits: readonly Dataset[], pair: PairRecipe) {
-  const { model, tokenizer } = await loadPretrained(dir);
-  const out = [];
-  for (const s of splits) {
-    const r = await evaluate(model, engine(), tokenizer, s.problems, {
-      maxNewTokens: pair.data.maxNewTokens,
-      prompt: { template: pair.data.template },
-    });
-    out.push({ estimate: r.greedy, correct: r.problems.map((p) => (p.greedy.correct ? 1 : 0)) });
-  }
-  return out;
-}
-
 /** Runs the demo and prints progress, the before/after table and the report's path. */
 export async function runDemo(o: DemoOptions, log: (line: string) => void = console.log): Promise<DemoResult> {
   const pair = pairRecipe(o.pair);
@@ -113,9 +75,19 @@ export async function runDemo(o: DemoOptions, log: (line: string) => void = cons
         `and ${o.evalN} out-of-distribution ones (${splits[1]!.name})`,
     );
     const before = [];
-    for (const a of agents) before.push(await measure(a.dir, splits, pair));
+    for (const a of agents) before.push(await measureCheckpoint(a.dir, splits, d));
 
-    const cfg = demoConfig(pair, agents, o);
+    const cfg = zooRunConfig({
+      agents,
+      data: d,
+      steps: o.steps,
+      prompts: o.prompts,
+      groupSize: o.groupSize,
+      lr: o.lr,
+      seed: o.seed,
+      runDir: o.runDir,
+      method: { algorithm: 'hacpo', preset: 'hacpo' },
+    });
     await rm(o.runDir, { recursive: true, force: true });
     log(`demo: ${o.steps} HACPO steps, ${o.prompts} prompts × ${o.groupSize} responses per agent per step, lr ${o.lr}`);
     await trainRl(cfg, { resume: false, progress: (line) => log(`  ${line}`) });
@@ -124,7 +96,7 @@ export async function runDemo(o: DemoOptions, log: (line: string) => void = cons
 
     const rows: DemoRow[] = [];
     for (const [i, a] of agents.entries()) {
-      const after = await measure(join(last.dir, 'agents', a.name), splits, pair);
+      const after = await measureCheckpoint(join(last.dir, 'agents', a.name), splits, d);
       for (const [j, label] of labels.entries())
         rows.push({
           agent: a.name,

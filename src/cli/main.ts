@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { Command, InvalidArgumentError } from 'commander';
+import { runBenchPaper, type BenchPaperCliOptions } from './bench-paper.js';
 import { runConfigResolve, runConfigSchema } from './config.js';
 import { runDemo, type DemoOptions } from './demo.js';
 import { runEval, type EvalCliOptions } from './eval.js';
@@ -156,6 +157,17 @@ program
   .action(async (o: DemoOptions) => {
     await runDemo(o);
   });
+
+program
+  .command('bench')
+  .description('research benchmarks')
+  .command('paper')
+  .description("the paper's comparison in miniature: every zoo pair × method × ablation × seed (resumable)")
+  .option('--fast', 'one pair (size), 3 seeds, 10 steps', false)
+  .option('--test', 'test-sized: the tiny pair, 2 seeds, 1 step (seconds)', false)
+  .option('--out <dir>', 'output folder (default runs/bench-paper-<mode>)')
+  .option('--zoo-dir <dir>', 'zoo folder (default: $HACRL_ZOO_DIR or runs/zoo)')
+  .action((o: BenchPaperCliOptions) => runBenchPaper(o));
 
 const zoo = program
   .command('zoo')
