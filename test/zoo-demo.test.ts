@@ -56,6 +56,15 @@ describe('paired difference', () => {
 });
 
 describe('hacrl demo (tiny pair, 2 steps)', () => {
+  test('bad options fail at once with a message naming the fix', () => {
+    const pair = hacrl(['demo', '--pair', 'sizes', '--zoo-dir', zooDir, '--run-dir', join(root, 'bad')]);
+    assert.equal(pair.status, 1);
+    assert.match(pair.stderr, /unknown zoo pair "sizes"; known: state, size, model, tiny/);
+    const lr = hacrl(['demo', '--pair', 'tiny', '--lr', '0', '--zoo-dir', zooDir, '--run-dir', join(root, 'bad')]);
+    assert.equal(lr.status, 1);
+    assert.match(lr.stderr, /--lr must be a positive number, got 0/);
+  });
+
   const args = (run: string) => [
     'demo',
     '--pair',

@@ -60,6 +60,8 @@ export interface DemoResult {
 /** Runs the demo and prints progress, the before/after table and the report's path. */
 export async function runDemo(o: DemoOptions, log: (line: string) => void = console.log): Promise<DemoResult> {
   const pair = pairRecipe(o.pair);
+  // Checked before the zoo build and the first evaluation, which take minutes.
+  if (!(o.lr > 0 && Number.isFinite(o.lr))) throw new Error(`--lr must be a positive number, got ${o.lr}`);
   const zooDir = o.zooDir ?? defaultZooDir();
   try {
     log(`demo: HACPO on the zoo's ${pair.name} pair (${pair.description}); zoo folder ${zooDir}`);

@@ -108,7 +108,7 @@ export const ZOO: Record<PairName, PairRecipe> = {
     data: ZOO_DATA,
     agents: [
       { name: 'small', spec: spec({ arch: 'qwen3', hidden: 48, layers: 2, heads: 4 }), sft: sft(350) },
-      { name: 'large', spec: spec({ arch: 'qwen3', hidden: 96, layers: 3, heads: 4, seed: 1 }), sft: sft(250) },
+      { name: 'large', spec: spec({ arch: 'qwen3', hidden: 96, layers: 3, heads: 4 }), sft: sft(200) },
     ],
   },
   model: {
