@@ -5,6 +5,7 @@
  */
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { pairedDifference, formatDifference, type Difference } from '../bench/stats.js';
 import { measureCheckpoint } from '../bench/measure.js';
 import { zooRunConfig } from '../bench/run-config.js';
@@ -15,7 +16,7 @@ import { findLatestCheckpoint } from '../run/run-folder.js';
 import { loadDataSpec } from '../tasks/data-spec.js';
 import { trainRl } from '../train/rl-trainer.js';
 import { writeFileAtomic, writeJsonAtomic } from '../util/atomic-write.js';
-import { defaultZooDir, ensurePair, pct } from '../zoo/build.js';
+import { cpuSecondsSince, defaultZooDir, ensurePair, pct } from '../zoo/build.js';
 import { pairRecipe } from '../zoo/recipes.js';
 
 /** Options of `hacrl demo`. */
@@ -63,6 +64,8 @@ export async function runDemo(o: DemoOptions, log: (line: string) => void = cons
   // Checked before the zoo build and the first evaluation, which take minutes.
   if (!(o.lr > 0 && Number.isFinite(o.lr))) throw new Error(`--lr must be a positive number, got ${o.lr}`);
   const zooDir = o.zooDir ?? defaultZooDir();
+  const started = performance.now();
+  const cpuStart = process.cpuUsage();
   try {
     log(`demo: HACPO on the zoo's ${pair.name} pair (${pair.description}); zoo folder ${zooDir}`);
     const agents = await ensurePair(pair, zooDir, log);
@@ -121,6 +124,10 @@ export async function runDemo(o: DemoOptions, log: (line: string) => void = cons
           `${pct(r.after).padEnd(20)} change ${formatDifference(r.change)}`,
       );
     log(`report: ${report}`);
+    log(
+      `demo: ${((performance.now() - started) / 1e3).toFixed(0)} s wall, ${cpuSecondsSince(cpuStart).toFixed(0)} CPU s ` +
+        `(user + system; a quiet machine needs at most the CPU time)`,
+    );
     return result;
   } finally {
     await closeDefaultPool();

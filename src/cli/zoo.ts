@@ -72,6 +72,7 @@ export async function runZooList(o: ZooCliOptions): Promise<void> {
             (m === null
               ? 'not built'
               : `${pct(m.accuracy)} n=${m.accuracy.n}  built in ${m.buildSeconds.toFixed(0)} s ` +
+                (m.cpuSeconds === undefined ? '' : `(${m.cpuSeconds.toFixed(0)} CPU s) `) +
                 `(load ${m.machine.load1.toFixed(1)} on ${m.machine.cpus} cores)`) +
             `  ${folder}`,
         );

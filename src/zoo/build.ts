@@ -45,6 +45,8 @@ export interface ZooManifest {
   weightsSha256: string;
   /** Wall-clock seconds of this build (its own SFT and evaluation, not the agent it continues). */
   buildSeconds: number;
+  /** CPU seconds (user + system, all threads) of this build: on a quiet machine the wall time is at most this. */
+  cpuSeconds?: number;
   /** Where it was built: CPU count and the 1-minute load average when the build ended (a busy machine is slower). */
   machine: { cpus: number; load1: number };
   /** Mean response-token NLL (nats) of the last SFT step. */
@@ -128,6 +130,12 @@ export async function ensureAgent(
   return { name: agent.name, dir: folder, manifest };
 }
 
+/** User + system CPU seconds of this process since `start` (a process.cpuUsage() reading). */
+export function cpuSecondsSince(start: NodeJS.CpuUsage): number {
+  const d = process.cpuUsage(start);
+  return (d.user + d.system) / 1e6;
+}
+
 /** `12.5% [8.6, 17.8]` */
 export function pct(e: Estimate): string {
   return `${(100 * e.value).toFixed(1)}% [${(100 * e.low).toFixed(1)}, ${(100 * e.high).toFixed(1)}]`;
@@ -142,6 +150,7 @@ async function buildAgent(
   log: ZooLog,
 ): Promise<ZooManifest> {
   const started = performance.now();
+  const cpuStart = process.cpuUsage();
   const d = pair.data;
   const train = makeTaskDataset(presetSpec(d.task, 'train', d.trainN, d.seed)).problems;
   const test = makeTaskDataset(presetSpec(d.task, 'test', d.evalN, d.seed)).problems;
@@ -198,6 +207,7 @@ async function buildAgent(
     accuracy: report.greedy,
     weightsSha256: createHash('sha256').update(weights).digest('hex'),
     buildSeconds: (performance.now() - started) / 1e3,
+    cpuSeconds: cpuSecondsSince(cpuStart),
     machine: { cpus: cpus().length, load1: loadavg()[0]! },
     finalLoss: last?.loss ?? NaN,
   };
