@@ -119,9 +119,9 @@ export const ZOO: Record<PairName, PairRecipe> = {
       {
         name: 'qwen',
         spec: spec({ arch: 'qwen3', hidden: 64, layers: 2, heads: 4, tokenizer: 'bpe', bpeVocab: 384 }),
-        sft: sft(300),
+        sft: sft(340),
       },
-      { name: 'llama', spec: spec({ arch: 'llama', hidden: 64, layers: 2, heads: 4, seed: 2 }), sft: sft(300) },
+      { name: 'llama', spec: spec({ arch: 'llama', hidden: 64, layers: 2, heads: 4, seed: 2 }), sft: sft(375) },
     ],
   },
   tiny: {
