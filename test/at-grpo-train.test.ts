@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import { engine } from '../src/backend/engine.js';
 import { AdamW } from '../src/optim/adamw.js';
 import { buildReport } from '../src/report/build.js';
-import { AgentSpecSchema } from '../src/train/agent-spec.js';
+import { AgentSpecSchema } from '../src/zoo/agent-spec.js';
 import { parseRunConfig } from '../src/config/load-config.js';
 import { learnerStep } from '../src/train/learner-step.js';
 import { updateRecipe } from '../src/train/rl-trainer.js';

@@ -12,7 +12,7 @@ import { engine } from '../backend/engine.js';
 import { parseRunConfig } from '../config/load-config.js';
 import { wilson, type Estimate } from '../eval/evaluate.js';
 import { savePretrained } from '../model/pretrained.js';
-import { AgentSpecSchema } from '../train/agent-spec.js';
+import { AgentSpecSchema } from '../zoo/agent-spec.js';
 import { trainRl } from '../train/rl-trainer.js';
 import { WarmStartSchema, workflowAgent } from '../train/workflow-agent.js';
 import { playHeldOut, successRate } from '../train/workflow-source.js';

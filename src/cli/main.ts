@@ -2,7 +2,9 @@
 import { writeFile } from 'node:fs/promises';
 import { Command, InvalidArgumentError } from 'commander';
 import { BENCH_FAST, BENCH_FULL, BENCH_TINY } from './bench-mas-sizes.js';
+import { runBenchPaper, type BenchPaperCliOptions } from './bench-paper.js';
 import { runConfigResolve, runConfigSchema } from './config.js';
+import { runDemo, type DemoOptions } from './demo.js';
 import { runEval, type EvalCliOptions } from './eval.js';
 import { benchMasTable, runBenchMas } from './bench-mas.js';
 import { masCommand } from './mas.js';
@@ -15,6 +17,7 @@ import { runTrain } from './train.js';
 import { MAX_TIMEOUT_MS } from '../rewards/worker-pool.js';
 import { surviveClosedStdout } from '../util/closed-output.js';
 import { DEFAULT_VERIFY_EXTRACT, runVerify, type VerifyCliOptions } from './verify.js';
+import { runZooBuild, runZooList, type ZooCliOptions } from './zoo.js';
 
 /** Parses a command-line number (validated with the command's schema afterwards). */
 function num(value: string): number {
@@ -202,9 +205,10 @@ withAgentOptions(mas.command('warmstart'))
     );
   });
 
-program
+const bench = program
   .command('bench')
-  .description('benchmarks')
+  .description('research benchmarks (each prints its command, settings and intervals)');
+bench
   .command('mas')
   .description(
     'single agent + GRPO vs the untrained workflow vs AT-GRPO shared vs per-role: held-out success with 95% intervals',
@@ -253,6 +257,49 @@ program
   .requiredOption('--output <file>', 'HTML file to write')
   .option('--png <file>', 'also render a PNG (needs Debian chromium)')
   .action((runs: string[], o: { output: string; png?: string }) => runReport({ runs, ...o }));
+
+program
+  .command('demo')
+  .description("HACPO on the zoo's size pair (built on first use): accuracy before and after, and the HTML report")
+  .option('--pair <name>', 'zoo pair: size, state, model, or tiny (test-sized)', 'size')
+  .option('--steps <n>', 'HACPO steps', positiveInt, 20)
+  .option('--prompts <n>', 'prompts per step', positiveInt, 16)
+  .option('--group-size <n>', 'responses per prompt and agent', positiveInt, 8)
+  .option('--lr <x>', 'peak learning rate of both agents', num, 1e-4)
+  .option('--eval-n <n>', 'held-out problems per split (in-distribution and out-of-distribution)', positiveInt, 500)
+  .option('--seed <n>', 'seed of the run and of the held-out problems', num, 1)
+  .option('--run-dir <dir>', 'run folder (replaced by each run)', 'runs/demo')
+  .option('--zoo-dir <dir>', 'zoo folder (default: $HACRL_ZOO_DIR or runs/zoo)')
+  .action(async (o: DemoOptions) => {
+    await runDemo(o);
+  });
+
+bench
+  .command('paper')
+  .description("the paper's comparison in miniature: every zoo pair × method × ablation × seed (resumable)")
+  .option('--fast', 'one pair (size), 3 seeds, 10 steps', false)
+  .option('--test', 'test-sized: the tiny pair, 2 seeds, 1 step (seconds)', false)
+  .option('--out <dir>', 'output folder (default runs/bench-paper-<mode>)')
+  .option('--zoo-dir <dir>', 'zoo folder (default: $HACRL_ZOO_DIR or runs/zoo)')
+  .action((o: BenchPaperCliOptions) => runBenchPaper(o));
+
+const zoo = program
+  .command('zoo')
+  .description('the agent zoo: warm-started pairs for the state, size and model heterogeneities');
+zoo
+  .command('build')
+  .description('build the missing zoo agents (fixed steps and seeds; cached by a hash of the recipe)')
+  .option('--only <pair>', 'only this pair: state, size, model or tiny (default: state, size and model)')
+  .option('--dir <dir>', 'zoo folder (default: $HACRL_ZOO_DIR or runs/zoo)')
+  .option('--check', 'rebuild each agent in a scratch folder and require identical weights', false)
+  .action((o: ZooCliOptions) => runZooBuild(o));
+zoo
+  .command('list')
+  .description('every zoo agent: recipe, folder, and when built its accuracy and build time')
+  .option('--only <pair>', 'only this pair')
+  .option('--dir <dir>', 'zoo folder (default: $HACRL_ZOO_DIR or runs/zoo)')
+  .option('--json', 'print one JSON object', false)
+  .action((o: ZooCliOptions) => runZooList(o));
 
 surviveClosedStdout(
   'hacrl: standard output was closed; going on without it (a run keeps its progress in its run folder)',

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { engine } from '../backend/engine.js';
 import { savePretrained } from '../model/pretrained.js';
-import { AgentSpecSchema } from '../train/agent-spec.js';
+import { AgentSpecSchema } from '../zoo/agent-spec.js';
 import { WarmStartSchema, workflowAgent } from '../train/workflow-agent.js';
 import { parseWith } from '../util/json-file.js';
 import { buildWorkflow } from '../workflows/registry.js';

@@ -5,7 +5,7 @@ import { savePretrained } from '../model/pretrained.js';
 import { closeDefaultPool } from '../rewards/worker-pool.js';
 import { DEFAULT_PLAIN_FORMAT } from '../tasks/prompt.js';
 import { makeTaskDataset, presetSpec, PRESETS } from '../tasks/splits.js';
-import { AgentSpecSchema, buildModel, buildTokenizer } from '../train/agent-spec.js';
+import { AgentSpecSchema, buildModel, buildTokenizer } from '../zoo/agent-spec.js';
 import { trainSft } from '../train/sft-trainer.js';
 import { writeJsonAtomic } from '../util/atomic-write.js';
 import { ensureWritableDir } from '../util/fs-errors.js';

@@ -1,0 +1,200 @@
+/**
+ * The run matrix of `hacrl bench paper` (the paper's Table 1 and Figure 4 in miniature): for each zoo pair, every
+ * method and ablation, and every seed; plus the learning-rate sweep each method's rate is chosen by. A run is named
+ * by its id, so a finished one is recognised and skipped when the bench is started again.
+ */
+import type { PairName } from '../zoo/recipes.js';
+
+/** How a method trains: not at all, each agent alone, or both agents together. */
+export type MethodKind = 'base' | 'solo' | 'pair';
+
+/** One column of the table. */
+export interface Method {
+  /** Column name, e.g. 'gspo-x2' or 'hacpo-alpha0'. */
+  name: string;
+  kind: MethodKind;
+  /** Raw run-config values over the common ones (preset, algorithm, hacpo switches, reward). */
+  config: Record<string, unknown>;
+  /** Method whose swept learning rate this one uses (ablations use HACPO's); absent: swept itself (or base). */
+  lrFrom?: string;
+  /** The rollout budget per step, as the paper accounts it (B prompts, G responses per prompt). */
+  budget: string;
+}
+
+/** The random-reward control's reward module (compiled next to this file). */
+export const RANDOM_REWARD_MODULE = new URL('./random-reward.js', import.meta.url).pathname;
+
+const hacpo = (name: string, hacpoSection: Record<string, unknown>): Method => ({
+  name,
+  kind: 'pair',
+  config: { algorithm: 'hacpo', hacpo: hacpoSection },
+  lrFrom: 'hacpo',
+  budget: 'each agent generates B·G, trains on 2·B·G',
+});
+
+/** The headline methods (Table 1) followed by the ablations (Figure 4) and the random-reward control. */
+export const METHODS: readonly Method[] = [
+  { name: 'base', kind: 'base', config: {}, budget: 'no training' },
+  {
+    name: 'grpo',
+    kind: 'solo',
+    config: { preset: 'grpo-dapo', algorithm: 'grpo' },
+    budget: 'B·G, trains on B·G',
+  },
+  { name: 'gspo', kind: 'solo', config: { algorithm: 'gspo' }, budget: 'B·G, trains on B·G' },
+  {
+    name: 'gspo-x2',
+    kind: 'solo',
+    config: { preset: 'gspo-x2', algorithm: 'gspo' },
+    budget: 'B·2G (as many rollouts as the pair), trains on B·2G',
+  },
+  {
+    name: 'naive',
+    kind: 'pair',
+    config: { algorithm: 'naive' },
+    budget: 'each agent generates B·G, trains on 2·B·G',
+  },
+  { ...hacpo('hacpo', {}), lrFrom: undefined },
+  hacpo('hacpo-no-baseline', { capabilityBaseline: false }),
+  hacpo('hacpo-no-coefficient', { discrepancyCoefficient: false }),
+  hacpo('hacpo-alpha0', { alpha: 0 }),
+  hacpo('hacpo-alpha2', { alpha: 2 }),
+  hacpo('hacpo-alpha3', { alpha: 3 }),
+  hacpo('hacpo-no-stepwise', { deltaStep: 0 }),
+  hacpo('hacpo-no-clip', { foreignClip: 'none' }),
+  {
+    ...hacpo('hacpo-random-reward', {}),
+    config: {
+      algorithm: 'hacpo',
+      reward: { math: 0, custom: [{ name: 'random', path: RANDOM_REWARD_MODULE, weight: 1 }] },
+    },
+  },
+];
+
+/** The methods whose learning rate is swept (every method that trains and does not borrow another's rate). */
+export function sweptMethods(methods: readonly Method[] = METHODS): Method[] {
+  return methods.filter((m) => m.kind !== 'base' && m.lrFrom === undefined);
+}
+
+/** The method named `name`, or an error listing them. */
+export function methodOf(name: string, methods: readonly Method[] = METHODS): Method {
+  const m = methods.find((x) => x.name === name);
+  if (m === undefined) throw new Error(`unknown method "${name}"; known: ${methods.map((x) => x.name).join(', ')}`);
+  return m;
+}
+
+/** Sizes of one bench mode. */
+export interface BenchPlan {
+  /** Mode name: full, fast or test. */
+  mode: 'full' | 'fast' | 'test';
+  pairs: PairName[];
+  /** Seeds of the test runs (the sweep uses seed 0, never one of these). */
+  seeds: number[];
+  /** RL steps per run. */
+  steps: number;
+  /** Prompts per step (B) and responses per prompt (G). */
+  prompts: number;
+  groupSize: number;
+  /** Learning rates tried by the sweep. */
+  lrCandidates: number[];
+  /** Validation problems (in-distribution, disjoint from the test problems) the sweep picks by. */
+  validationN: number;
+  /** Held-out problems per test split (in-distribution and out-of-distribution). */
+  testN: number;
+  /** Methods run (all by default). */
+  methods: readonly Method[];
+}
+
+/** The three modes: full (the headline table), fast (one pair, 3 seeds, fewer steps), test (seconds, for CI). */
+export function benchPlan(mode: BenchPlan['mode']): BenchPlan {
+  const lrCandidates = [1e-5, 3e-5, 1e-4];
+  if (mode === 'full')
+    return {
+      mode,
+      pairs: ['state', 'size', 'model'],
+      seeds: [1, 2, 3, 4, 5],
+      steps: 20,
+      prompts: 16,
+      groupSize: 8,
+      lrCandidates,
+      validationN: 500,
+      testN: 2000,
+      methods: METHODS,
+    };
+  if (mode === 'fast')
+    return {
+      mode,
+      pairs: ['size'],
+      seeds: [1, 2, 3],
+      steps: 10,
+      prompts: 16,
+      groupSize: 8,
+      lrCandidates,
+      validationN: 300,
+      testN: 2000,
+      methods: METHODS,
+    };
+  return {
+    mode,
+    pairs: ['tiny'],
+    seeds: [1, 2],
+    steps: 1,
+    prompts: 2,
+    groupSize: 2,
+    lrCandidates: [1e-4, 1e-3],
+    validationN: 4,
+    testN: 6,
+    methods: METHODS,
+  };
+}
+
+/** One run of the matrix: a sweep run (on validation, seed 0) or a test run (on the test splits). */
+export interface PlannedRun {
+  /** Unique and stable: `<phase>-<pair>-<method>[-<agent>]-s<seed>[-lr<lr>]`. */
+  id: string;
+  phase: 'sweep' | 'test';
+  pair: PairName;
+  method: Method;
+  /** For a solo method: the one agent trained; for pair and base: null. */
+  agent: string | null;
+  seed: number;
+  /** Learning rate for a sweep run; for a test run it is resolved from the sweep when the run starts. */
+  lr: number | null;
+}
+
+/** The sweep runs, then the test runs, in the order they are executed. */
+export function planRuns(plan: BenchPlan, agentsOf: (pair: PairName) => string[]): PlannedRun[] {
+  const out: PlannedRun[] = [];
+  const variants = (pair: PairName, m: Method): (string | null)[] => (m.kind === 'solo' ? agentsOf(pair) : [null]);
+  const tag = (pair: PairName, m: Method, agent: string | null) => `${pair}-${m.name}${agent ? `-${agent}` : ''}`;
+  for (const pair of plan.pairs)
+    for (const m of sweptMethods(plan.methods))
+      for (const agent of variants(pair, m))
+        for (const lr of plan.lrCandidates)
+          out.push({
+            id: `sweep-${tag(pair, m, agent)}-s0-lr${lr}`,
+            phase: 'sweep',
+            pair,
+            method: m,
+            agent,
+            seed: 0,
+            lr,
+          });
+  for (const pair of plan.pairs)
+    for (const seed of plan.seeds)
+      for (const m of plan.methods)
+        for (const agent of variants(pair, m)) {
+          // The base agents do not depend on the seed: one evaluation serves every seed.
+          if (m.kind === 'base' && seed !== plan.seeds[0]) continue;
+          out.push({
+            id: `test-${tag(pair, m, agent)}-s${seed}`,
+            phase: 'test',
+            pair,
+            method: m,
+            agent,
+            seed,
+            lr: null,
+          });
+        }
+  return out;
+}

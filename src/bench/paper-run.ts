@@ -1,0 +1,212 @@
+/**
+ * Runs the matrix of `hacrl bench paper` one run at a time in this process, skipping runs whose result file exists
+ * (so a stopped bench continues where it was), then writes the Markdown tables and the HTML report of the HACPO runs.
+ * Learning rates come from a sweep on a validation split drawn apart from the test problems; the test split is
+ * never looked at before every rate is fixed.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { buildReport } from '../report/build.js';
+import { rowsPerAgent, type MetricRow } from '../report/run-data.js';
+import { findLatestCheckpoint } from '../run/run-folder.js';
+import { loadDataSpec } from '../tasks/data-spec.js';
+import type { Dataset } from '../tasks/problem.js';
+import { trainRl } from '../train/rl-trainer.js';
+import { writeFileAtomic, writeJsonAtomic } from '../util/atomic-write.js';
+import { ensurePair, type ZooAgent } from '../zoo/build.js';
+import { pairRecipe, ZOO, type PairName } from '../zoo/recipes.js';
+import { measureCheckpoint } from './measure.js';
+import { planRuns, sweptMethods, type BenchPlan, type PlannedRun } from './paper-matrix.js';
+import { renderTables, type RunResult, type TableContext } from './paper-table.js';
+import { zooRunConfig } from './run-config.js';
+
+/** Seed of the held-out draws (validation and test share one stream, so they are disjoint). */
+const HELD_OUT_SEED = 99;
+
+/** Where and how the bench runs. */
+export interface PaperBenchOptions {
+  plan: BenchPlan;
+  /** Output folder: runs/, results/, results.md, report.html. */
+  out: string;
+  zooDir: string;
+  /** Header lines of results.md (command, commit, machine). */
+  header: string[];
+  log: (line: string) => void;
+}
+
+/** The held-out splits of a pair: validation and test from one draw (disjoint), and out-of-distribution problems. */
+export async function heldOut(plan: BenchPlan, pair: PairName) {
+  const d = pairRecipe(pair).data;
+  const inDist = await loadDataSpec(`${d.task}:test:${plan.validationN + plan.testN}:${HELD_OUT_SEED}`);
+  const ood = await loadDataSpec(`${d.task}:ood:${plan.testN}:${HELD_OUT_SEED}`);
+  const split = (name: string, problems: Dataset['problems']): Dataset => ({ name, problems });
+  return {
+    validation: split('validation', inDist.problems.slice(0, plan.validationN)),
+    test: split('test', inDist.problems.slice(plan.validationN)),
+    ood: split('ood', ood.problems),
+  };
+}
+
+/** The learning rate a test run uses: the best candidate of its method's sweep (ties: the smaller rate). */
+export function chosenLr(results: readonly RunResult[], plan: BenchPlan, run: PlannedRun): number {
+  const from = run.method.lrFrom ?? run.method.name;
+  const scores = plan.lrCandidates.map((lr) => {
+    const r = results.find(
+      (x) => x.phase === 'sweep' && x.pair === run.pair && x.method === from && x.agent === run.agent && x.lr === lr,
+    );
+    if (r === undefined) throw new Error(`no sweep result for ${run.pair}/${from} at lr ${lr}: the sweep runs first`);
+    const accs = Object.values(r.correct).map((s) => mean(s.validation!));
+    return { lr, acc: mean(accs) };
+  });
+  return scores.reduce((best, s) => (s.acc > best.acc ? s : best)).lr;
+}
+
+const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+/** Means over steps of the mechanisms' statistics per agent, from a run's metrics.jsonl. */
+async function mechanisms(runDir: string): Promise<Record<string, Record<string, number>>> {
+  const rows = (await readFile(join(runDir, 'metrics.jsonl'), 'utf8'))
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .flatMap((l) => rowsPerAgent(JSON.parse(l) as MetricRow));
+  const out: Record<string, Record<string, number[]>> = {};
+  for (const r of rows) {
+    if (r.agent === undefined) continue; // run-level fields (memory)
+    const a = (out[String(r.agent)] ??= { foreign_in_band_frac: [], p_hat: [], omega: [] });
+    for (const [k, v] of Object.entries(r)) {
+      if (typeof v !== 'number' || !Number.isFinite(v)) continue;
+      if (k === 'foreign_in_band_frac' || k === 'p_hat') a[k]!.push(v);
+      else if (k.startsWith('omega_')) a.omega!.push(v);
+    }
+  }
+  return Object.fromEntries(
+    Object.entries(out).map(([agent, m]) => [
+      agent,
+      Object.fromEntries(Object.entries(m).map(([k, v]) => [k, v.length > 0 ? mean(v) : NaN])),
+    ]),
+  );
+}
+
+/** Trains (unless base) and measures one planned run. */
+async function execute(
+  run: PlannedRun,
+  lr: number | null,
+  agents: ZooAgent[],
+  o: PaperBenchOptions,
+  splits: Awaited<ReturnType<typeof heldOut>>,
+): Promise<RunResult> {
+  const started = performance.now();
+  const data = pairRecipe(run.pair).data;
+  const measured = run.phase === 'sweep' ? [splits.validation] : [splits.test, splits.ood];
+  const trained = run.agent === null ? agents : agents.filter((a) => a.name === run.agent);
+  const correct: RunResult['correct'] = {};
+  let mech: RunResult['mechanisms'] = {};
+  let dirs = trained.map((a) => ({ name: a.name, dir: a.dir }));
+  if (run.method.kind !== 'base') {
+    const runDir = join(o.out, 'runs', run.id);
+    // A run stopped part-way restarts from scratch: only finished runs (with a result file) are kept.
+    await rm(runDir, { recursive: true, force: true });
+    const cfg = zooRunConfig({
+      agents: trained,
+      data,
+      steps: o.plan.steps,
+      prompts: o.plan.prompts,
+      ...(run.method.name === 'gspo-x2' ? {} : { groupSize: o.plan.groupSize }),
+      lr: lr!,
+      seed: run.seed,
+      runDir,
+      method: run.method.config,
+    });
+    await trainRl(cfg, { resume: false, progress: () => undefined });
+    const last = await findLatestCheckpoint(runDir);
+    if (last === null) throw new Error(`${run.id}: the run wrote no checkpoint`);
+    dirs = trained.map((a) => ({ name: a.name, dir: join(last.dir, 'agents', a.name) }));
+    if (run.method.kind === 'pair') mech = await mechanisms(runDir);
+  }
+  for (const a of dirs) {
+    const m = await measureCheckpoint(a.dir, measured, data);
+    correct[a.name] = Object.fromEntries(measured.map((s, i) => [s.name, m[i]!.correct]));
+  }
+  return {
+    id: run.id,
+    phase: run.phase,
+    pair: run.pair,
+    method: run.method.name,
+    agent: run.agent,
+    seed: run.seed,
+    lr,
+    correct,
+    mechanisms: mech,
+    seconds: (performance.now() - started) / 1e3,
+  };
+}
+
+/** Every result file in `<out>/results`. */
+async function readResults(out: string): Promise<RunResult[]> {
+  const dir = join(out, 'results');
+  if (!existsSync(dir)) return [];
+  const files = (await readdir(dir)).filter((f) => f.endsWith('.json')).sort();
+  return Promise.all(files.map(async (f) => JSON.parse(await readFile(join(dir, f), 'utf8')) as RunResult));
+}
+
+/** Runs the bench (skipping finished runs) and writes results.md and report.html; returns the Markdown path. */
+export async function runPaperBench(o: PaperBenchOptions): Promise<{ markdown: string; report: string }> {
+  const { plan } = o;
+  const zoo = new Map<PairName, ZooAgent[]>();
+  for (const pair of plan.pairs) zoo.set(pair, await ensurePair(ZOO[pair], o.zooDir, o.log));
+  const runs = planRuns(plan, (pair) => zoo.get(pair)!.map((a) => a.name));
+  const results = await readResults(o.out);
+  const done = new Set(results.map((r) => r.id));
+  const todo = runs.filter((r) => !done.has(r.id));
+  o.log(`bench paper (${plan.mode}): ${runs.length} runs, ${runs.length - todo.length} already finished`);
+  const splits = new Map<PairName, Awaited<ReturnType<typeof heldOut>>>();
+  const started = performance.now();
+  await mkdir(join(o.out, 'results'), { recursive: true });
+  for (const [i, run] of todo.entries()) {
+    if (!splits.has(run.pair)) splits.set(run.pair, await heldOut(plan, run.pair));
+    const lr = run.method.kind === 'base' ? null : (run.lr ?? chosenLr(results, plan, run));
+    const result = await execute(run, lr, zoo.get(run.pair)!, o, splits.get(run.pair)!);
+    await writeJsonAtomic(join(o.out, 'results', `${run.id}.json`), result);
+    results.push(result);
+    const perRun = (performance.now() - started) / 1e3 / (i + 1);
+    o.log(
+      `[${runs.length - todo.length + i + 1}/${runs.length}] ${run.id}${lr === null ? '' : ` lr ${lr}`} ` +
+        `done in ${result.seconds.toFixed(0)} s; ETA ${Math.round(perRun * (todo.length - i - 1))} s`,
+    );
+  }
+
+  const sweep: TableContext['sweep'] = [];
+  for (const pair of plan.pairs)
+    for (const m of sweptMethods(plan.methods))
+      for (const agent of m.kind === 'solo' ? zoo.get(pair)!.map((a) => a.name) : [null]) {
+        const probe: PlannedRun = { id: '', phase: 'test', pair, method: m, agent, seed: 0, lr: null };
+        const tried = Object.fromEntries(
+          results
+            .filter((r) => r.phase === 'sweep' && r.pair === pair && r.method === m.name && r.agent === agent)
+            .map((r) => [String(r.lr), mean(Object.values(r.correct).map((s) => mean(s.validation!)))]),
+        );
+        sweep.push({ pair, method: m.name, agent, chosen: chosenLr(results, plan, probe), tried });
+      }
+  const markdown = join(o.out, 'results.md');
+  await writeFileAtomic(
+    markdown,
+    renderTables(results, {
+      pairs: plan.pairs.map((p) => ({ name: p, agents: zoo.get(p)!.map((a) => a.name) })),
+      methods: plan.methods.map((m) => ({ name: m.name, budget: m.budget })),
+      splits: [
+        { key: 'test', label: `in-distribution (n = ${plan.testN})` },
+        { key: 'ood', label: `out-of-distribution (n = ${plan.testN})` },
+      ],
+      sweep,
+      header: o.header,
+    }),
+  );
+  const hacpoRuns = runs
+    .filter((r) => r.phase === 'test' && r.method.name === 'hacpo')
+    .map((r) => join(o.out, 'runs', r.id));
+  const report = join(o.out, 'report.html');
+  await writeFileAtomic(report, await buildReport(hacpoRuns));
+  return { markdown, report };
+}

@@ -1,0 +1,185 @@
+/**
+ * The tables of `hacrl bench paper` from its finished runs: accuracy per pair, agent, method and split (mean over
+ * seeds with a 95% interval), paired differences of HACPO against its baselines (same problems, same seeds), the
+ * mechanisms' statistics per run (foreign in-band fraction, P̂, ω), and the learning rate each method's sweep chose.
+ */
+import { wilson } from '../eval/evaluate.js';
+import { pairedDifference, type Difference } from './stats.js';
+
+/** What a finished run leaves in `results/<id>.json`. */
+export interface RunResult {
+  id: string;
+  phase: 'sweep' | 'test';
+  pair: string;
+  method: string;
+  /** The trained agent of a solo method; null for pair and base runs. */
+  agent: string | null;
+  seed: number;
+  lr: number | null;
+  /** Per agent and split ('validation', or 'test' and 'ood'): 1/0 per problem, in the split's fixed order. */
+  correct: Record<string, Record<string, number[]>>;
+  /** Per agent: means over steps of foreign_in_band_frac, p_hat and omega_* (pair runs only). */
+  mechanisms: Record<string, Record<string, number>>;
+  /** Wall-clock seconds of the run (training and evaluation). */
+  seconds: number;
+}
+
+/** Two-sided 95% Student-t quantiles for 1–30 degrees of freedom (the normal 1.96 beyond). */
+const T95 = [
+  12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.16, 2.145, 2.131, 2.12, 2.11,
+  2.101, 2.093, 2.086, 2.08, 2.074, 2.069, 2.064, 2.06, 2.056, 2.052, 2.048, 2.045, 2.042,
+];
+
+/** A mean over seeds with its 95% interval. */
+export interface SeedMean {
+  mean: number;
+  low: number;
+  high: number;
+  /** Seeds averaged. */
+  seeds: number;
+}
+
+/**
+ * Mean of per-seed values with a Student-t 95% interval over seeds (seed-to-seed spread dominates at this size);
+ * `fallback` gives the interval when there is a single seed (e.g. Wilson over problems).
+ */
+export function seedMean(values: readonly number[], fallback: () => { low: number; high: number }): SeedMean {
+  const n = values.length;
+  if (n === 0) throw new Error('a table cell with no finished run');
+  const mean = values.reduce((a, b) => a + b, 0) / n;
+  if (n === 1) return { mean, ...fallback(), seeds: 1 };
+  const sd = Math.sqrt(values.reduce((a, b) => a + (b - mean) ** 2, 0) / (n - 1));
+  const half = (T95[n - 2] ?? 1.96) * (sd / Math.sqrt(n));
+  return { mean, low: mean - half, high: mean + half, seeds: n };
+}
+
+const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+const pts = (x: number) => (100 * x).toFixed(1);
+const signed = (x: number) => `${x >= 0 ? '+' : '−'}${pts(Math.abs(x))}`;
+
+/** The runs of one cell: a method's test runs for one pair, and for solo methods the ones that trained `agent`. */
+function cellRuns(results: readonly RunResult[], pair: string, method: string, agent: string): RunResult[] {
+  return results
+    .filter((r) => r.phase === 'test' && r.pair === pair && r.method === method && (r.agent ?? agent) === agent)
+    .sort((a, b) => a.seed - b.seed);
+}
+
+/** Accuracy of `agent` on `split` per seed, or null when the cell has no finished run. */
+function cell(results: readonly RunResult[], pair: string, method: string, agent: string, split: string) {
+  const runs = cellRuns(results, pair, method, agent).filter((r) => r.correct[agent]?.[split] !== undefined);
+  if (runs.length === 0) return null;
+  const per = runs.map((r) => r.correct[agent]![split]!);
+  return seedMean(per.map(mean), () => {
+    const w = wilson(
+      per[0]!.reduce((a, b) => a + b, 0),
+      per[0]!.length,
+    );
+    return { low: w.low, high: w.high };
+  });
+}
+
+/**
+ * HACPO − `other` for one agent and split, paired by seed and problem: the per-seed mean difference with a t interval
+ * over seeds; with one seed, the paired interval over problems. Null when either side lacks runs of the same seeds.
+ */
+export function pairedCell(
+  results: readonly RunResult[],
+  pair: string,
+  agent: string,
+  split: string,
+  other: string,
+  base = 'hacpo',
+): (Difference & { seeds: number }) | null {
+  const a = cellRuns(results, pair, base, agent);
+  const b = cellRuns(results, pair, other, agent);
+  const seeds = a.map((r) => r.seed).filter((s) => b.some((r) => r.seed === s));
+  const pairs = seeds.map((s) => {
+    const x = a.find((r) => r.seed === s)!.correct[agent]?.[split];
+    const y = b.find((r) => r.seed === s)!.correct[agent]?.[split];
+    return x && y ? { x, y } : null;
+  });
+  if (pairs.length === 0 || pairs.some((p) => p === null)) return null;
+  const ok = pairs as { x: number[]; y: number[] }[];
+  if (ok.length === 1) return { ...pairedDifference(ok[0]!.y, ok[0]!.x), seeds: 1 };
+  const m = seedMean(
+    ok.map((p) => pairedDifference(p.y, p.x).mean),
+    () => ({ low: NaN, high: NaN }),
+  );
+  return { mean: m.mean, low: m.low, high: m.high, n: ok[0]!.x.length, seeds: m.seeds };
+}
+
+/** Inputs of the Markdown page besides the results. */
+export interface TableContext {
+  /** The pairs and their agents, in table order. */
+  pairs: { name: string; agents: string[] }[];
+  /** Method names in column order, and their rollout budgets. */
+  methods: { name: string; budget: string }[];
+  splits: { key: string; label: string }[];
+  /** The learning rate chosen per pair and method (and solo agent), with the validation accuracy of each candidate. */
+  sweep: { pair: string; method: string; agent: string | null; chosen: number; tried: Record<string, number> }[];
+  /** Lines above the tables: command, commit, machine, sizes. */
+  header: string[];
+}
+
+/** The whole Markdown page of the bench. */
+export function renderTables(results: readonly RunResult[], ctx: TableContext): string {
+  const lines = [...ctx.header, ''];
+  const headline = ctx.methods.filter((m) => !m.name.startsWith('hacpo-'));
+  const ablations = ctx.methods.filter((m) => m.name === 'hacpo' || m.name.startsWith('hacpo-'));
+  const accuracyTable = (title: string, methods: typeof ctx.methods, split: { key: string; label: string }) => {
+    lines.push(`### ${title}: greedy accuracy, ${split.label} (mean over seeds, 95% interval)`, '');
+    lines.push(`| pair / agent | ${methods.map((m) => m.name).join(' | ')} |`);
+    lines.push(`| --- | ${methods.map(() => '---').join(' | ')} |`);
+    for (const p of ctx.pairs)
+      for (const agent of p.agents) {
+        const cells = methods.map((m) => {
+          const c = cell(results, p.name, m.name, agent, split.key);
+          return c === null ? '—' : `${pts(c.mean)} [${pts(c.low)}, ${pts(c.high)}]`;
+        });
+        lines.push(`| ${p.name} / ${agent} | ${cells.join(' | ')} |`);
+      }
+    lines.push('');
+  };
+  for (const split of ctx.splits) accuracyTable('Table 1 (methods)', headline, split);
+  for (const split of ctx.splits) accuracyTable('Ablations and random-reward control', ablations, split);
+
+  lines.push('### Paired differences (points; same problems and seeds; t interval over seeds)', '');
+  const others = ['gspo', 'gspo-x2', 'naive'];
+  lines.push(
+    `| pair / agent | split | ${others.map((o) => `HACPO − ${o}`).join(' | ')} |`,
+    '| --- | --- | --- | --- | --- |',
+  );
+  for (const p of ctx.pairs)
+    for (const agent of p.agents)
+      for (const split of ctx.splits) {
+        const cells = others.map((o) => {
+          const d = pairedCell(results, p.name, agent, split.key, o);
+          return d === null ? '—' : `${signed(d.mean)} [${signed(d.low)}, ${signed(d.high)}]`;
+        });
+        lines.push(`| ${p.name} / ${agent} | ${split.label} | ${cells.join(' | ')} |`);
+      }
+  lines.push('');
+
+  lines.push('### Mechanisms per run (means over steps): foreign in-band fraction, P̂, ω', '');
+  lines.push('| run | agent | in-band | P̂ | ω |', '| --- | --- | --- | --- | --- |');
+  for (const r of results.filter((x) => x.phase === 'test' && Object.keys(x.mechanisms).length > 0))
+    for (const [agent, m] of Object.entries(r.mechanisms)) {
+      const f = (x: number | undefined) => (x === undefined || Number.isNaN(x) ? '—' : x.toFixed(3));
+      lines.push(`| ${r.id} | ${agent} | ${f(m.foreign_in_band_frac)} | ${f(m.p_hat)} | ${f(m.omega)} |`);
+    }
+  lines.push('');
+
+  lines.push('### Learning rates (chosen on the validation split, never the test split)', '');
+  lines.push('| pair | method | chosen | validation accuracy per candidate |', '| --- | --- | --- | --- |');
+  for (const s of ctx.sweep)
+    lines.push(
+      `| ${s.pair} | ${s.method}${s.agent ? ` (${s.agent})` : ''} | ${s.chosen} | ` +
+        `${Object.entries(s.tried)
+          .map(([lr, acc]) => `${lr}: ${pts(acc)}`)
+          .join(', ')} |`,
+    );
+  lines.push('', '### Rollout budget per step (B prompts, G responses per prompt)', '');
+  lines.push('| method | budget |', '| --- | --- |');
+  for (const m of ctx.methods) lines.push(`| ${m.name} | ${m.budget} |`);
+  return lines.join('\n') + '\n';
+}

@@ -1,0 +1,81 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { closeDefaultPool } from '../rewards/worker-pool.js';
+import { agentDir, defaultZooDir, ensureAgent, ensurePair, pct, readManifest } from '../zoo/build.js';
+import { pairRecipe, ZOO, type PairRecipe } from '../zoo/recipes.js';
+
+/** Options of `hacrl zoo build` and `hacrl zoo list`. */
+export interface ZooCliOptions {
+  /** Only this pair (state, size, model, tiny); default: state, size and model. */
+  only?: string;
+  /** Zoo folder; default $HACRL_ZOO_DIR or runs/zoo. */
+  dir?: string;
+  /** Rebuild each agent into a scratch folder and compare its weights' sha256 with the cached build. */
+  check?: boolean;
+  /** `list`: print one JSON object. */
+  json?: boolean;
+}
+
+/** The pairs a command acts on: the named one, or every full-size pair (tiny is for tests). */
+function selectedPairs(only: string | undefined): PairRecipe[] {
+  return only === undefined ? [ZOO.state, ZOO.size, ZOO.model] : [pairRecipe(only)];
+}
+
+/** `hacrl zoo build`: builds the missing agents (and with --check, proves a rebuild gives the same bytes). */
+export async function runZooBuild(o: ZooCliOptions): Promise<void> {
+  const dir = o.dir ?? defaultZooDir();
+  const log = (line: string) => console.log(line);
+  let mismatches = 0;
+  try {
+    for (const pair of selectedPairs(o.only)) {
+      const built = await ensurePair(pair, dir, log);
+      if (!o.check) continue;
+      const scratch = await mkdtemp(join(dir, '.check-'));
+      try {
+        for (const [i, agent] of pair.agents.entries()) {
+          const again = await ensureAgent(pair, agent, scratch, log, true);
+          const want = built[i]!.manifest.weightsSha256;
+          const same = again.manifest.weightsSha256 === want;
+          if (!same) mismatches++;
+          console.log(
+            `zoo check: ${pair.name}/${agent.name} ${same ? 'identical' : 'DIFFERENT'} weights ` +
+              `(sha256 ${again.manifest.weightsSha256.slice(0, 16)}… vs cached ${want.slice(0, 16)}…), ` +
+              `rebuilt in ${again.manifest.buildSeconds.toFixed(0)} s`,
+          );
+        }
+      } finally {
+        await rm(scratch, { recursive: true, force: true });
+      }
+    }
+  } finally {
+    await closeDefaultPool();
+  }
+  if (mismatches > 0)
+    throw new Error(
+      `${mismatches} zoo agent(s) rebuilt to different weights: the build is not deterministic on this machine`,
+    );
+}
+
+/** `hacrl zoo list`: every pair's agents, where they are, and (when built) their accuracy and build time. */
+export async function runZooList(o: ZooCliOptions): Promise<void> {
+  const dir = o.dir ?? defaultZooDir();
+  const rows = [];
+  for (const pair of o.only === undefined ? Object.values(ZOO) : [pairRecipe(o.only)])
+    for (const agent of pair.agents) {
+      const folder = agentDir(dir, pair, agent);
+      const m = await readManifest(folder);
+      rows.push({ pair: pair.name, agent: agent.name, description: pair.description, dir: folder, manifest: m });
+      if (!o.json)
+        console.log(
+          `${pair.name}/${agent.name}  ${agent.spec.arch} ${agent.spec.layers}×${agent.spec.hidden} ` +
+            `${agent.spec.tokenizer}  ${agent.sft.steps} steps${agent.continues ? ` after ${agent.continues}` : ''}  ` +
+            (m === null
+              ? 'not built'
+              : `${pct(m.accuracy)} n=${m.accuracy.n}  built in ${m.buildSeconds.toFixed(0)} s ` +
+                (m.cpuSeconds === undefined ? '' : `(${m.cpuSeconds.toFixed(0)} CPU s) `) +
+                `(load ${m.machine.load1.toFixed(1)} on ${m.machine.cpus} cores)`) +
+            `  ${folder}`,
+        );
+    }
+  if (o.json) console.log(JSON.stringify({ dir, agents: rows }));
+}

@@ -1,0 +1,117 @@
+// `hacrl bench paper` in its test-sized form (tiny pair, 2 seeds, 1 step): the whole matrix runs, a second start
+// skips every finished run, and the tables' statistics match hand-worked values.
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { benchPlan, METHODS, methodOf, planRuns } from '../src/bench/paper-matrix.js';
+import { chosenLr, heldOut } from '../src/bench/paper-run.js';
+import { pairedCell, seedMean, type RunResult } from '../src/bench/paper-table.js';
+import randomReward from '../src/bench/random-reward.js';
+import { hacrl } from './cli.js';
+
+const root = await mkdtemp(join(tmpdir(), 'hacrl-bench-paper-'));
+after(() => rm(root, { recursive: true, force: true }));
+
+const result = (o: Partial<RunResult>): RunResult => ({
+  id: 'x',
+  phase: 'test',
+  pair: 'size',
+  method: 'hacpo',
+  agent: null,
+  seed: 1,
+  lr: 1e-4,
+  correct: {},
+  mechanisms: {},
+  seconds: 0,
+  ...o,
+});
+
+describe('bench paper: plan and statistics', () => {
+  test('the matrix: sweep runs first (seed 0), base once per pair, solo methods once per agent', () => {
+    const plan = benchPlan('fast');
+    const runs = planRuns(plan, () => ['small', 'large']);
+    const firstTest = runs.findIndex((r) => r.phase === 'test');
+    assert.ok(runs.slice(0, firstTest).every((r) => r.phase === 'sweep' && r.seed === 0));
+    assert.ok(runs.slice(firstTest).every((r) => r.phase === 'test' && plan.seeds.includes(r.seed)));
+    // Swept: grpo, gspo, gspo-x2 per agent, naive and hacpo per pair → (3·2 + 2) · 3 rates.
+    assert.equal(firstTest, 8 * plan.lrCandidates.length);
+    assert.equal(runs.filter((r) => r.method.name === 'base').length, 1);
+    // Per seed: 3 solo methods × 2 agents + 10 pair methods (naive, hacpo, 7 ablations, random reward).
+    assert.equal(runs.length - firstTest - 1, plan.seeds.length * (3 * 2 + 10));
+    assert.equal(new Set(runs.map((r) => r.id)).size, runs.length, 'ids are unique');
+    assert.equal(methodOf('hacpo-alpha0').lrFrom, 'hacpo');
+    assert.throws(() => methodOf('hacpo-alpha9'), /unknown method "hacpo-alpha9"/);
+  });
+
+  test('validation and test problems are disjoint', async () => {
+    const s = await heldOut(benchPlan('test'), 'tiny');
+    const test = new Set(s.test.problems.map((p) => p.id));
+    assert.ok(s.validation.problems.length > 0 && test.size > 0);
+    assert.ok(s.validation.problems.every((p) => !test.has(p.id)));
+  });
+
+  test('the learning rate is the best validation accuracy of the method’s sweep (ties: the smaller)', () => {
+    const plan = { ...benchPlan('test'), lrCandidates: [1e-5, 1e-4, 1e-3] };
+    const sweep = (lr: number, acc: number[]) =>
+      result({ phase: 'sweep', method: 'hacpo', lr, correct: { a: { validation: acc }, b: { validation: acc } } });
+    const results = [sweep(1e-5, [0, 1]), sweep(1e-4, [1, 1]), sweep(1e-3, [1, 1])];
+    const run = {
+      id: '',
+      phase: 'test' as const,
+      pair: 'size' as const,
+      method: methodOf('hacpo-alpha2'),
+      agent: null,
+      seed: 1,
+      lr: null,
+    };
+    assert.equal(chosenLr(results, plan, run), 1e-4);
+    assert.throws(() => chosenLr([], plan, run), /no sweep result for size\/hacpo/);
+  });
+
+  test('seed means use the t quantile; paired differences pair by seed and problem', () => {
+    // values 0.2, 0.4, 0.6: mean 0.4, sd 0.2, half-width 4.303·0.2/√3.
+    const m = seedMean([0.2, 0.4, 0.6], () => ({ low: 0, high: 1 }));
+    assert.ok(Math.abs(m.mean - 0.4) < 1e-12 && Math.abs(m.high - 0.4 - (4.303 * 0.2) / Math.sqrt(3)) < 1e-12);
+    const runs = [1, 2].flatMap((seed) => [
+      result({ seed, method: 'hacpo', correct: { a: { test: seed === 1 ? [1, 1, 0, 0] : [1, 0, 0, 0] } } }),
+      result({ seed, method: 'gspo', agent: 'a', correct: { a: { test: [1, 0, 0, 0] } } }),
+    ]);
+    const d = pairedCell(runs, 'size', 'a', 'test', 'gspo')!;
+    // Per-seed differences 0.25 and 0: mean 0.125, sd 0.1768, half-width 12.706·0.1768/√2.
+    assert.equal(d.seeds, 2);
+    assert.ok(Math.abs(d.mean - 0.125) < 1e-12);
+    assert.ok(Math.abs(d.high - d.mean - (12.706 * Math.sqrt(0.03125)) / Math.sqrt(2)) < 1e-9);
+    assert.equal(pairedCell(runs, 'size', 'a', 'test', 'naive'), null);
+  });
+
+  test('the random reward ignores the gold and is the same for the same sample', () => {
+    const s = { prompt: '1+1', response: '\\boxed{2}', gold: '2' };
+    assert.equal(randomReward(s), randomReward({ ...s, gold: '3' }));
+    const rewards = Array.from({ length: 200 }, (_, i) => randomReward({ ...s, response: `\\boxed{${i}}` }));
+    const ones = rewards.reduce((a, b) => a + b, 0);
+    assert.ok(ones > 60 && ones < 140, `about half are 1: ${ones}`);
+  });
+});
+
+describe('hacrl bench paper --test', () => {
+  test('runs the whole matrix, writes the tables and report, and a second start skips every finished run', async () => {
+    const out = join(root, 'bench');
+    const zoo = join(root, 'zoo');
+    const first = hacrl(['bench', 'paper', '--test', '--out', out, '--zoo-dir', zoo]);
+    assert.equal(first.status, 0, first.stderr);
+    assert.match(first.stdout, /bench paper \(test\): (\d+) runs, 0 already finished/);
+    assert.match(first.stdout, /ETA \d+ s/);
+    const md = await readFile(join(out, 'results.md'), 'utf8');
+    for (const m of METHODS) assert.ok(md.includes(`| ${m.name} |`) || md.includes(` ${m.name} `), m.name);
+    assert.match(md, /\| tiny \/ small \| [\d.]+ \[[\d.]+, [\d.]+\] \|/);
+    assert.match(md, /HACPO − gspo-x2/);
+    assert.match(md, /\| tiny \| hacpo \| 0\.00\d+ \|/);
+    const total = Number(/(\d+) runs, 0 already/.exec(first.stdout)![1]);
+    const second = hacrl(['bench', 'paper', '--test', '--out', out, '--zoo-dir', zoo]);
+    assert.equal(second.status, 0, second.stderr);
+    assert.match(second.stdout, new RegExp(`${total} runs, ${total} already finished`));
+    assert.doesNotMatch(second.stdout, /done in/);
+  });
+});

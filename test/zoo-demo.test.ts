@@ -1,0 +1,112 @@
+// The agent zoo and the demo end to end on the test-sized 'tiny' pair: a build is cached by the hash of its recipe,
+// a rebuild gives the same bytes, and the demo prints before/after accuracy with intervals — the same on every run.
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { pairedDifference } from '../src/bench/stats.js';
+import { agentDir, agentHash } from '../src/zoo/build.js';
+import { pairRecipe, ZOO } from '../src/zoo/recipes.js';
+import { hacrl } from './cli.js';
+
+const root = await mkdtemp(join(tmpdir(), 'hacrl-zoo-'));
+after(() => rm(root, { recursive: true, force: true }));
+const zooDir = join(root, 'zoo');
+
+describe('agent zoo', () => {
+  test('the folder name follows the recipe: any change to it, its data or its parent gives another hash', () => {
+    const tiny = ZOO.tiny;
+    const [small] = tiny.agents;
+    const h = agentHash(tiny, small);
+    assert.equal(agentHash(tiny, { ...small }), h, 'same recipe, same hash');
+    assert.notEqual(agentHash(tiny, { ...small, sft: { ...small.sft, steps: 7 } }), h);
+    assert.notEqual(agentHash({ ...tiny, data: { ...tiny.data, seed: 1 } }, small), h);
+    assert.notEqual(
+      agentHash(ZOO.state, ZOO.state.agents[1]),
+      agentHash(ZOO.state, { ...ZOO.state.agents[1], continues: undefined }),
+    );
+    assert.match(agentDir('z', tiny, small), /^z\/tiny-small-[0-9a-f]{12}$/);
+    assert.throws(() => pairRecipe('sizes'), /unknown zoo pair "sizes"; known: state, size, model, tiny/);
+  });
+
+  test('zoo build --check builds the tiny pair, rebuilds it to identical weights, and list shows it', () => {
+    const r = hacrl(['zoo', 'build', '--only', 'tiny', '--dir', zooDir, '--check']);
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal((r.stdout.match(/zoo check: tiny\/\w+ identical weights/g) ?? []).length, 2, r.stdout);
+    const list = hacrl(['zoo', 'list', '--only', 'tiny', '--dir', zooDir, '--json']);
+    assert.equal(list.status, 0, list.stderr);
+    const agents = (JSON.parse(list.stdout) as { agents: { manifest: { accuracy: { n: number } } | null }[] }).agents;
+    assert.equal(agents.length, 2);
+    for (const a of agents) assert.equal(a.manifest?.accuracy.n, ZOO.tiny.data.evalN);
+    const again = hacrl(['zoo', 'build', '--only', 'tiny', '--dir', zooDir]);
+    assert.match(again.stdout, /tiny\/small cached/);
+    assert.doesNotMatch(again.stdout, /building/);
+  });
+});
+
+describe('paired difference', () => {
+  test('hand-worked: differences [1, 0, 0, −1, 1] → mean 0.2, sd 0.8367, half-width 1.96·0.8367/√5', () => {
+    const d = pairedDifference([0, 1, 0, 1, 0], [1, 1, 0, 0, 1]);
+    assert.ok(Math.abs(d.mean - 0.2) < 1e-12);
+    const half = 1.959963984540054 * Math.sqrt(0.7 / 5);
+    assert.ok(Math.abs(d.high - d.mean - half) < 1e-12 && Math.abs(d.mean - d.low - half) < 1e-12);
+    assert.throws(() => pairedDifference([1], [1, 0]), /equal lengths/);
+  });
+});
+
+describe('hacrl demo (tiny pair, 2 steps)', () => {
+  test('bad options fail at once with a message naming the fix', () => {
+    const pair = hacrl(['demo', '--pair', 'sizes', '--zoo-dir', zooDir, '--run-dir', join(root, 'bad')]);
+    assert.equal(pair.status, 1);
+    assert.match(pair.stderr, /unknown zoo pair "sizes"; known: state, size, model, tiny/);
+    const lr = hacrl(['demo', '--pair', 'tiny', '--lr', '0', '--zoo-dir', zooDir, '--run-dir', join(root, 'bad')]);
+    assert.equal(lr.status, 1);
+    assert.match(lr.stderr, /--lr must be a positive number, got 0/);
+  });
+
+  const args = (run: string) => [
+    'demo',
+    '--pair',
+    'tiny',
+    '--steps',
+    '2',
+    '--prompts',
+    '2',
+    '--group-size',
+    '2',
+    '--eval-n',
+    '6',
+    '--zoo-dir',
+    zooDir,
+    '--run-dir',
+    join(root, run),
+  ];
+  test('prints before/after accuracy with intervals per agent and split, writes the report; same numbers twice', async () => {
+    const first = hacrl(args('demo-a'));
+    assert.equal(first.status, 0, first.stderr);
+    for (const agent of ['small', 'large'])
+      for (const split of ['in-distribution', 'out-of-distribution'])
+        assert.match(
+          first.stdout,
+          new RegExp(
+            `${agent} +${split} +before \\d+\\.\\d% \\[[\\d.]+, [\\d.]+\\] +after \\d+\\.\\d% \\[[\\d.]+, [\\d.]+\\] +change [+−]`,
+          ),
+        );
+    assert.match(first.stdout, /step 2\/2 .* large /);
+    assert.match(first.stdout, /report: .*demo-a\/report\.html/);
+    assert.ok((await readdir(join(root, 'demo-a'))).includes('report.html'));
+    const second = hacrl(args('demo-b'));
+    assert.equal(second.status, 0, second.stderr);
+    const rows = async (run: string) => JSON.parse(await readFile(join(root, run, 'demo.json'), 'utf8')).rows;
+    assert.deepEqual(await rows('demo-b'), await rows('demo-a'));
+    const metrics = async (run: string) =>
+      (await readFile(join(root, run, 'metrics.jsonl'), 'utf8'))
+        .split('\n')
+        .filter(Boolean)
+        .map((l) =>
+          Object.fromEntries(Object.entries(JSON.parse(l)).filter(([k]) => !/time|_s$|per_s|seconds/.test(k))),
+        );
+    assert.deepEqual(await metrics('demo-b'), await metrics('demo-a'));
+  });
+});
