@@ -8,7 +8,7 @@ import { after, describe, test } from 'node:test';
 import { pairedDifference } from '../src/bench/stats.js';
 import { agentDir, agentHash } from '../src/zoo/build.js';
 import { pairRecipe, ZOO } from '../src/zoo/recipes.js';
-import { hacrl } from './cli.js';
+import { hacrl, metricRows } from './cli.js';
 
 const root = await mkdtemp(join(tmpdir(), 'hacrl-zoo-'));
 after(() => rm(root, { recursive: true, force: true }));
@@ -100,13 +100,6 @@ describe('hacrl demo (tiny pair, 2 steps)', () => {
     assert.equal(second.status, 0, second.stderr);
     const rows = async (run: string) => JSON.parse(await readFile(join(root, run, 'demo.json'), 'utf8')).rows;
     assert.deepEqual(await rows('demo-b'), await rows('demo-a'));
-    const metrics = async (run: string) =>
-      (await readFile(join(root, run, 'metrics.jsonl'), 'utf8'))
-        .split('\n')
-        .filter(Boolean)
-        .map((l) =>
-          Object.fromEntries(Object.entries(JSON.parse(l)).filter(([k]) => !/time|_s$|per_s|seconds/.test(k))),
-        );
-    assert.deepEqual(await metrics('demo-b'), await metrics('demo-a'));
+    assert.deepEqual(await metricRows(join(root, 'demo-b')), await metricRows(join(root, 'demo-a')));
   });
 });
