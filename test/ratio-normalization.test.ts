@@ -1,5 +1,5 @@
 // The cross-agent log-ratio per token (HACRL Eq. 11) and per character of the response text (spec §7), against
-// hand-worked values; the gradient against finite differences.
+// hand-worked values; the gradient against finite differences; the 'char' form inside the policy loss.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
@@ -11,7 +11,9 @@ import {
   responseCharacters,
 } from '../src/algorithms/hacpo/ratio-normalization.js';
 import { crossSequenceLogRatio, meanOf } from '../src/algorithms/hacpo/index.js';
-import { near } from './helpers.js';
+import { policyLoss, type PolicyLossOptions } from '../src/algorithms/policy-loss.js';
+import type { PolicySequence } from '../src/algorithms/sequence.js';
+import { assertGradientMatches, logProbFiniteDifferences, mulberry32, near, randn } from './helpers.js';
 
 describe('ratio normalisation: per token vs per character', () => {
   // "ab1": a character-level learner sees 3 tokens, a BPE generator 2 ("ab", "1").
@@ -81,5 +83,71 @@ describe('ratio normalisation: per token vs per character', () => {
     assert.throws(() => ratioDivisor('byte' as 'char', 2, 2), /must be 'token' or 'char', got "byte"/);
     assert.throws(() => crossLogRatio([], [-1], 'a', 'token'), /at least one token/);
     assert.throws(() => ratioDivisor('char', 2, 0), /characters must be a positive integer/);
+  });
+});
+
+describe("the policy loss with 'char' ratios (foreign responses carry ratioCharacters)", () => {
+  // A BPE learner's 2 tokens of "ab12" (Σ −1.2) that a character-level generator wrote in 4 tokens (Σ −0.8).
+  const learnerLp = [-0.8, -0.4];
+  const foreign = (perChar: boolean): PolicySequence => ({
+    logProbs: learnerLp,
+    advantage: 0.5,
+    own: false,
+    generatorOldMean: -0.8 / 4, // the generator's Σ / its 4 tokens, = Σ / the 4 characters
+    ...(perChar ? { ratioCharacters: 4 } : {}),
+  });
+  // α 0, band [1 − 0.2 + 0·0.025, 1] = [0.8, 1], one sequence: loss = −A·clip(s, 0.8, 1).
+  const options: PolicyLossOptions = { objective: { kind: 'gspo' }, foreign: { alpha: 0, update: 0 } };
+
+  test('hand-worked: char log s = −1.2/4 − (−0.8/4) = −0.1, in band; token −1.2/2 + 0.2 = −0.4, clipped out', () => {
+    const c = policyLoss([foreign(true)], options);
+    near(c.loss, -0.5 * Math.exp(-0.1), 1e-12);
+    // ∂loss/∂ log π(t) = −A·s·(1/C) for each of the learner's tokens: 1/C, not 1/T.
+    near(c.grad[0]!, [-0.5 * Math.exp(-0.1) * 0.25, -0.5 * Math.exp(-0.1) * 0.25], 1e-7);
+    near(c.stats.foreign.inBandFrac, 1, 0);
+    const t = policyLoss([foreign(false)], options);
+    near(t.loss, -0.5 * 0.8, 1e-12);
+    near(t.grad[0]!, [0, 0], 0);
+    near(t.stats.foreign.inBandFrac, 0, 0);
+  });
+
+  test('gradients match finite differences (HACPO and naive foreign objectives, every aggregation)', () => {
+    const rng = mulberry32(7);
+    const batch: PolicySequence[] = [];
+    for (let i = 0; i < 6; i++) {
+      const n = 2 + (i % 4);
+      const logProbs = Float64Array.from(randn(n, rng, 0.5), (x) => -1 - Math.abs(x));
+      const sum = logProbs.reduce((a, b) => a + b, 0);
+      if (i % 3 === 0) {
+        // Own: plain GSPO, old log-probs near the new ones.
+        batch.push({ logProbs, oldLogProbs: logProbs.map((x) => x + 1e-4 * (rng() - 0.5)), advantage: rng() - 0.5 });
+        continue;
+      }
+      const chars = n + 1 + (i % 3) * 2;
+      // log s = Σ/C − generatorOld ∈ [−0.15, −0.02]: strictly inside the band, away from its kinks.
+      const generatorOldMean = sum / chars + 0.02 + 0.13 * rng();
+      batch.push({ logProbs, own: false, generatorOldMean, ratioCharacters: chars, advantage: rng() - 0.5 });
+    }
+    for (const aggregation of ['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum'] as const)
+      for (const objective of ['hacpo', 'gspo'] as const) {
+        const o: PolicyLossOptions = {
+          objective: { kind: 'gspo', clip: { low: 0.5, high: 0.5 } },
+          foreign: { objective, alpha: 0, update: 0 }, // α 0: sg(s)^α would hide from finite differences
+          aggregation,
+        };
+        const r = policyLoss(batch, o);
+        assertGradientMatches(
+          r.grad,
+          logProbFiniteDifferences(batch, (b) => policyLoss(b, o).loss),
+          aggregation,
+        );
+        assert.equal(r.stats.foreign.inBandFrac, 1);
+      }
+  });
+
+  test('own responses keep GSPO’s ratio; a bad character count names the field', () => {
+    const own: PolicySequence = { logProbs: [-1], oldLogProbs: [-1], advantage: 1, ratioCharacters: 3 };
+    assert.throws(() => policyLoss([own], options), /ratioCharacters is for foreign responses/);
+    assert.throws(() => policyLoss([{ ...foreign(true), ratioCharacters: 0 }], options), /ratioCharacters 0/);
   });
 });

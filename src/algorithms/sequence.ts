@@ -15,6 +15,13 @@ export interface PolicySequence {
    * response; for an own one it replaces the mean of oldLogProbs in the sequence ratio (the HACPO API's form).
    */
   generatorOldMean?: number;
+  /**
+   * Foreign responses only: the response text's characters (responseCharacters) when the cross-agent ratio is
+   * normalised per character (spec §7, 'char'): the learner's summed log-probs are divided by it instead of its
+   * token count, and generatorOldMean must then be the generator's summed old log-probs over the same number.
+   * Absent: per token (HACRL Eq. 11).
+   */
+  ratioCharacters?: number;
   /** False for a response another agent generated; default true. */
   own?: boolean;
   /** ω^(j,k) of HACRL Eq. 10 on a foreign response's advantage; default 1, and must be 1 for own responses. */
@@ -92,6 +99,13 @@ export function validateSequence(seq: PolicySequence, index: number): void {
     throw new Error(`sequence ${index}: a foreign response needs generatorOldMean (the generator's old mean)`);
   if (seq.own !== false && seq.oldLogProbs === undefined && seq.generatorOldMean === undefined)
     throw new Error(`sequence ${index}: an own response needs oldLogProbs (the learner's pre-update log-probs)`);
+  const chars = seq.ratioCharacters;
+  if (chars !== undefined && seq.own !== false)
+    throw new Error(
+      `sequence ${index}: ratioCharacters is for foreign responses; own ones keep GSPO's per-token ratio`,
+    );
+  if (chars !== undefined && !(Number.isInteger(chars) && chars > 0))
+    throw new Error(`sequence ${index}: ratioCharacters ${chars}; pass the response's characters (a positive integer)`);
   const c = seq.coefficient;
   if (c !== undefined && !(Number.isFinite(c) && c > 0)) {
     throw new Error(`sequence ${index}: coefficient ${c}; ω^(j,k) must be finite and > 0`);

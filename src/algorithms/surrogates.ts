@@ -7,6 +7,7 @@ import { type ClipRange, type ClipSide } from './clipped-surrogate.js';
 import { grpoTokenLoss } from './grpo.js';
 import { gspoLogRatio, gspoSequenceLoss } from './gspo.js';
 import { crossSequenceLogRatio } from './hacpo/ratio.js';
+import { learnerLogRatioGradient } from './hacpo/ratio-normalization.js';
 import { foreignSequenceLoss, type StepwiseClip } from './hacpo/stepwise-clip.js';
 import type { PolicySequence } from './sequence.js';
 
@@ -37,20 +38,28 @@ export function tokenSurrogate(clip: ClipRange, dualClip?: number): Surrogate {
 }
 
 /**
- * log s (HACRL Eq. 11): the mean over counted tokens of new − old when the learner's own old log-probs are given
- * (GSPO's ratio), else the learner's mean minus the generator's old mean (a response from another agent).
+ * log s (HACRL Eq. 11) and ∂ log s/∂(each counted log-prob) as a multiple of the per-token mean's 1/|y|: the mean over
+ * counted tokens of new − old when the learner's own old log-probs are given (GSPO's ratio), else the learner's
+ * normalised log-likelihood minus the generator's old one (a response from another agent), per token, or per
+ * character of the response when the sequence carries ratioCharacters (spec §7).
  */
-export function sequenceLogRatio(seq: PolicySequence, tokens: readonly number[]): number {
-  if (seq.generatorOldMean === undefined) return gspoLogRatio(seq, tokens);
+export function sequenceLogRatio(seq: PolicySequence, tokens: readonly number[]): { logRatio: number; scale: number } {
+  if (seq.generatorOldMean === undefined) return { logRatio: gspoLogRatio(seq, tokens), scale: 1 };
   const counted = tokens.length === seq.logProbs.length ? seq.logProbs : tokens.map((t) => seq.logProbs[t]!);
-  return crossSequenceLogRatio(counted, seq.generatorOldMean);
+  const chars = seq.ratioCharacters;
+  if (chars === undefined) return { logRatio: crossSequenceLogRatio(counted, seq.generatorOldMean), scale: 1 };
+  return {
+    logRatio: crossSequenceLogRatio(counted, seq.generatorOldMean, chars),
+    scale: learnerLogRatioGradient('char', tokens.length, chars).scaleFromTokenMean,
+  };
 }
 
 /** GSPO: one clipped length-normalised ratio per sequence (HACRL Eqs. 47–49), advantage × coefficient (Eq. 10). */
 export function sequenceSurrogate(clip: ClipRange): Surrogate {
   return (seq, tokens, w, g) => {
-    const r = gspoSequenceLoss(sequenceLogRatio(seq, tokens), seq.advantage * (seq.coefficient ?? 1), clip);
-    for (const t of tokens) g[t] += w * r.dLogRatio;
+    const { logRatio, scale } = sequenceLogRatio(seq, tokens);
+    const r = gspoSequenceLoss(logRatio, seq.advantage * (seq.coefficient ?? 1), clip);
+    for (const t of tokens) g[t] += w * r.dLogRatio * scale;
     const inBand = r.ratio >= 1 - clip.low && r.ratio <= 1 + clip.high;
     return { loss: w * tokens.length * r.loss, ratios: [{ ratio: r.ratio, clipped: r.clipped, inBand }] };
   };
@@ -62,9 +71,9 @@ export function sequenceSurrogate(clip: ClipRange): Surrogate {
  */
 export function foreignSurrogate(alpha: number, band: StepwiseClip | null, update: number): Surrogate {
   return (seq, tokens, w, g) => {
-    const logRatio = sequenceLogRatio(seq, tokens);
+    const { logRatio, scale } = sequenceLogRatio(seq, tokens);
     const r = foreignSequenceLoss(logRatio, seq.advantage, seq.coefficient ?? 1, alpha, band, update);
-    for (const t of tokens) g[t] += w * r.dLogRatio;
+    for (const t of tokens) g[t] += w * r.dLogRatio * scale;
     return { loss: w * tokens.length * r.loss, ratios: [{ ratio: r.ratio, clipped: r.clipped, inBand: r.inBand }] };
   };
 }

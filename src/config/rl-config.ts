@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { DEFAULT_QUESTION_TEMPLATE } from '../tasks/prompt.js';
 import { DEFAULT_STEPWISE_CLIP } from '../algorithms/hacpo/stepwise-clip.js';
+import { RATIO_NORMALIZATIONS } from '../algorithms/hacpo/ratio-normalization.js';
 import { ADVANTAGE_NORMALIZATIONS } from '../algorithms/advantages.js';
 import { LOSS_AGGREGATIONS } from '../algorithms/aggregate.js';
 import { KL_ESTIMATORS } from '../algorithms/kl.js';
@@ -123,6 +124,13 @@ const HACPO_PER_AGENT = {
     z.number().min(0),
     DEFAULT_STEPWISE_CLIP.deltaStep,
     'δ_step: the foreign lower bound rises by this per optimizer update within a step (Eq. 14; 0 = fixed)',
+  ),
+  ratioNormalization: field(
+    z.enum(RATIO_NORMALIZATIONS),
+    'token',
+    "Cross-agent ratio per token of each side ('token', Eq. 11) or per character of the response ('char': a " +
+      'character- and a BPE agent differ in tokens per text, so per token the band admits foreign samples by ' +
+      'tokenizer granularity, spec §7)',
   ),
   order: field(
     z.enum(['shuffled', 'own-first']),

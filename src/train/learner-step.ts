@@ -12,6 +12,8 @@ import {
   baselineRatios,
   capabilityAwareBatchAdvantages,
   discrepancyCoefficients,
+  responseCharacters,
+  type RatioNormalization,
   type StepwiseClip,
 } from '../algorithms/hacpo/index.js';
 import type { KlEstimator } from '../algorithms/kl.js';
@@ -25,7 +27,7 @@ import type { Agent } from '../rollout/rollout.js';
 import type { Rng } from '../util/rng.js';
 import { runUpdates, splitMiniBatches, summarizeUpdates } from './policy-updates.js';
 import type { StepMetrics } from './sample-sources.js';
-import { generatorOldMean, learnerView, type SampleRecord } from './sample-table.js';
+import { generatorOldNormalized, learnerView, type SampleRecord } from './sample-table.js';
 
 /** The run-wide settings every learner's update follows (the algorithm's recipe with the config's overrides). */
 export interface UpdateRecipe {
@@ -67,6 +69,8 @@ export interface Learner {
   alpha: number;
   /** δ and δ_step of its foreign clip band (Eqs. 13–14). */
   stepwise: StepwiseClip;
+  /** Its cross-agent ratios per token (Eq. 11) or per character of the response (spec §7); default 'token'. */
+  ratioNormalization?: RatioNormalization;
   /** Whether its mini-batches mix own and foreign samples or take its own first. */
   order: 'shuffled' | 'own-first';
 }
@@ -192,6 +196,7 @@ export function learnerStep(
   const kept = view.records.filter((i) => !recipe.filterZeroVariance || signal[i]);
   const batches = miniBatches(kept, isOwn, l, recipe, rng);
   const generatorIndex = new Map(team.map((t, j) => [t.policy.name, j]));
+  const perChar = l.ratioNormalization === 'char';
 
   /** Record i as learner k's loss sequence, with its current log-probs. */
   const sequence = (i: number, logProbs: Float32Array): PolicySequence => {
@@ -203,7 +208,8 @@ export function learnerStep(
     return {
       ...base,
       own: false,
-      generatorOldMean: generatorOldMean(r, name),
+      generatorOldMean: generatorOldNormalized(r, name, perChar ? 'char' : 'token'),
+      ...(perChar ? { ratioCharacters: responseCharacters(r.text) } : {}),
       coefficient: recipe.discrepancyCoefficient ? coefficients![j]! : 1,
     };
   };

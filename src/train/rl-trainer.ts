@@ -260,6 +260,7 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
       lr: agentLr(cfg, agentsCfg[i]!, step),
       alpha: agentsCfg[i]!.alpha,
       stepwise: { delta: agentsCfg[i]!.delta, deltaStep: agentsCfg[i]!.deltaStep },
+      ratioNormalization: agentsCfg[i]!.ratioNormalization,
       order: agentsCfg[i]!.order,
     }));
     const row: Record<string, unknown> = { step: step + 1 };

@@ -3,7 +3,13 @@
  * role and episode, for which prompt group, its token ids in each learner's tokenization, the generator's pre-update
  * log-probs, its reward parts and flags. Sources fill the table (sample-sources.ts); each learner reads its view.
  */
-import { retokenizeResponse, spanMean, UnencodableTextError } from '../rollout/retokenize.js';
+import {
+  normalizedLogProb,
+  ratioDivisor,
+  responseCharacters,
+  type RatioNormalization,
+} from '../algorithms/hacpo/index.js';
+import { retokenizeResponse, UnencodableTextError } from '../rollout/retokenize.js';
 import type { Agent } from '../rollout/rollout.js';
 
 /** A response in one learner's tokenization. */
@@ -107,7 +113,11 @@ export function learnerView(table: readonly SampleRecord[], learner: string, sha
   return { records, dropped };
 }
 
-/** The generator's pre-update mean log-prob over the span `learner`'s copy covers (HACRL Eq. 11's denominator). */
-export function generatorOldMean(r: SampleRecord, learner: string): number {
-  return spanMean(r.generatorLogProbs, r.tokens[learner]!.generatorSpan);
+/**
+ * The generator's side of HACRL Eq. 11 for `learner`: its pre-update log-probs summed over the span the learner's copy
+ * covers, per token of that span ('token': their mean) or per character of the response text ('char', spec §7).
+ */
+export function generatorOldNormalized(r: SampleRecord, learner: string, mode: RatioNormalization): number {
+  const span = r.tokens[learner]!.generatorSpan;
+  return normalizedLogProb(r.generatorLogProbs.slice(0, span), ratioDivisor(mode, span, responseCharacters(r.text)));
 }

@@ -15,7 +15,16 @@ export {
   capabilityAwareBatchAdvantages,
   capabilityBaseline,
 } from './advantage.js';
-export { type ExponentialIs, crossSequenceLogRatio, exponentialIs, meanOf } from './ratio.js';
+export { type ExponentialIs, crossSequenceLogRatio, exponentialIs, meanOf, normalizedLogProb } from './ratio.js';
+export {
+  type RatioNormalization,
+  RATIO_NORMALIZATIONS,
+  crossLogRatio,
+  inBandFraction,
+  learnerLogRatioGradient,
+  ratioDivisor,
+  responseCharacters,
+} from './ratio-normalization.js';
 export {
   type ForeignSequenceLoss,
   type StepwiseClip,

@@ -5,12 +5,14 @@
  * the text is. The 'char' form divides both sums by the same number — the characters of the response text — so it is
  * a log-likelihood ratio per character, the same unit on both sides whatever the tokenizers.
  */
+import { crossSequenceLogRatio, normalizedLogProb } from './ratio.js';
+
+export { normalizedLogProb };
 
 /** 'token': per token of each side (HACRL Eq. 11, the default); 'char': per character of the response text. */
-export type RatioNormalization = 'token' | 'char';
-
-/** The normalisations, for validation and help texts. */
-export const RATIO_NORMALIZATIONS: readonly RatioNormalization[] = ['token', 'char'];
+export const RATIO_NORMALIZATIONS = ['token', 'char'] as const;
+/** One of RATIO_NORMALIZATIONS. */
+export type RatioNormalization = (typeof RATIO_NORMALIZATIONS)[number];
 
 /**
  * Characters of a response's text as the 'char' form counts them: Unicode code points (so a non-ASCII character is
@@ -32,13 +34,6 @@ export function ratioDivisor(mode: RatioNormalization, tokens: number, character
   throw new Error(`ratio normalisation must be 'token' or 'char', got "${String(mode)}"`);
 }
 
-/** Σ log-probs / divisor: one side's normalised log-likelihood (nats per token or per character). */
-export function normalizedLogProb(logProbs: ArrayLike<number>, divisor: number): number {
-  let sum = 0;
-  for (let t = 0; t < logProbs.length; t++) sum += logProbs[t]!;
-  return sum / divisor;
-}
-
 /**
  * log s^(k,j) of a response `text` that the learner k scores as `learnerLogProbs` (its tokens) and the generator j
  * scored as `generatorLogProbs` (its tokens, before the update):
@@ -53,10 +48,8 @@ export function crossLogRatio(
   mode: RatioNormalization,
 ): number {
   const c = responseCharacters(text);
-  return (
-    normalizedLogProb(learnerLogProbs, ratioDivisor(mode, learnerLogProbs.length, c)) -
-    normalizedLogProb(generatorLogProbs, ratioDivisor(mode, generatorLogProbs.length, c))
-  );
+  const generatorOld = normalizedLogProb(generatorLogProbs, ratioDivisor(mode, generatorLogProbs.length, c));
+  return crossSequenceLogRatio(learnerLogProbs, generatorOld, ratioDivisor(mode, learnerLogProbs.length, c));
 }
 
 /**

@@ -4,25 +4,34 @@
  */
 
 /**
- * log s^(k,j) = mean over the learner's tokens of log π_θ^(k) − mean over the generator's tokens of log π_old^(j)
- * (HACRL Eq. 11, length-normalised as in GSPO). `generatorOldMean` is the generator's pre-update mean log-prob over
- * the response span (for an own response: the mean of the learner's own old log-probs, giving the plain GSPO ratio).
+ * log s^(k,j) = Σ log π_θ^(k) over the learner's tokens / `learnerDivisor` − `generatorOld` (HACRL Eq. 11): the one
+ * place Eq. 11 is formed. Per token (the paper, GSPO's length normalisation): `learnerDivisor` is the learner's token
+ * count (the default) and `generatorOld` the generator's pre-update mean log-prob over the response span (for an own
+ * response: the mean of the learner's own old log-probs, giving the plain GSPO ratio). Per character (spec §7,
+ * ratio-normalization.ts): both are divided by the response's characters instead.
  * Not clamped here, like gspoLogRatio: the loss functions clamp at MAX_SEQUENCE_LOG_RATIO and give no gradient beyond,
  * so own responses get exactly GSPO's gradient. Throws on an empty response (it has no ratio).
  */
-export function crossSequenceLogRatio(learnerLogProbs: ArrayLike<number>, generatorOldMean: number): number {
+export function crossSequenceLogRatio(
+  learnerLogProbs: ArrayLike<number>,
+  generatorOld: number,
+  learnerDivisor = learnerLogProbs.length,
+): number {
   if (learnerLogProbs.length === 0) {
     throw new Error('a response with no tokens has no sequence ratio: leave it out of the loss');
   }
-  return meanOf(learnerLogProbs) - generatorOldMean;
+  return normalizedLogProb(learnerLogProbs, learnerDivisor) - generatorOld;
+}
+
+/** Σ log-probs / divisor: one side's normalised log-likelihood (nats per token or per character). */
+export function normalizedLogProb(logProbs: ArrayLike<number>, divisor: number): number {
+  let sum = 0;
+  for (let t = 0; t < logProbs.length; t++) sum += logProbs[t]!;
+  return sum / divisor;
 }
 
 /** The mean of a non-empty array. */
-export function meanOf(values: ArrayLike<number>): number {
-  let sum = 0;
-  for (let t = 0; t < values.length; t++) sum += values[t]!;
-  return sum / values.length;
-}
+export const meanOf = (values: ArrayLike<number>): number => normalizedLogProb(values, values.length);
 
 /** s̃ = s·sg(s)^α and its derivative with the stop-gradient factor held constant. */
 export interface ExponentialIs {
