@@ -139,6 +139,20 @@ describe('hacrl train: collaborative runs', () => {
     await twoSteps('model', ['base', 'model'], [], 4, {}, ['base']);
   });
 
+  test('model heterogeneity with the ratio per character of the response (hacpo.ratioNormalization=char)', async () => {
+    const rows = await twoSteps('model-char', ['base', 'model'], ['hacpo.ratioNormalization=char'], 4, {}, ['base']);
+    const perToken = (await metrics(join(root, 'model'))).filter((row) => row.step === 1 && row.agent === 'model');
+    const perChar = rows.filter((row) => row.step === 1 && row.agent === 'model');
+    // Step 1 samples the same responses either way; only the BPE learner's ratios on the char agent's text differ.
+    assert.equal(perChar[0]!.reward_mean, perToken[0]!.reward_mean);
+    assert.ok(typeof perChar[0]!.foreign_in_band_frac === 'number', 'the in-band fraction is logged');
+    assert.notEqual(perChar[0]!.foreign_ratio_mean, perToken[0]!.foreign_ratio_mean);
+    // Both forms' in-band fractions are logged; the one that trains is the loss's own count.
+    for (const row of rows) assert.equal(row.foreign_in_band_frac, row.foreign_in_band_frac_char);
+    for (const row of await metrics(join(root, 'model')))
+      if (row.step !== 0) assert.equal(row.foreign_in_band_frac, row.foreign_in_band_frac_token);
+  });
+
   test('three agents of three kinds learn from each other', async () => {
     await twoSteps('three', ['base', 'size', 'model'], ['optim.miniBatches=3'], 3);
   });

@@ -11,8 +11,12 @@ import type { ClipRange } from '../algorithms/clipped-surrogate.js';
 import {
   baselineRatios,
   capabilityAwareBatchAdvantages,
+  crossLogRatio,
   discrepancyCoefficients,
+  inBandFraction,
+  RATIO_NORMALIZATIONS,
   responseCharacters,
+  stepwiseLowerBound,
   type RatioNormalization,
   type StepwiseClip,
 } from '../algorithms/hacpo/index.js';
@@ -27,7 +31,7 @@ import type { Agent } from '../rollout/rollout.js';
 import type { Rng } from '../util/rng.js';
 import { runUpdates, splitMiniBatches, summarizeUpdates } from './policy-updates.js';
 import type { StepMetrics } from './sample-sources.js';
-import { generatorOldNormalized, learnerView, type SampleRecord } from './sample-table.js';
+import { generatorOldNormalized, generatorSpanLogProbs, learnerView, type SampleRecord } from './sample-table.js';
 
 /** The run-wide settings every learner's update follows (the algorithm's recipe with the config's overrides). */
 export interface UpdateRecipe {
@@ -163,6 +167,33 @@ function lossMetrics(s: PolicyLossStats, sharing: boolean, kl: boolean): Record<
 }
 
 /**
+ * For each ratio normalisation, the share of the mini-batch's foreign responses whose ratio lies in Eq. 14's band at
+ * this update, whichever form trains (spec §7: both are reported side by side). NaN without foreign responses.
+ */
+function inBandByForm(
+  table: readonly SampleRecord[],
+  batch: readonly number[],
+  logProbs: readonly Float32Array[],
+  learner: string,
+  band: StepwiseClip,
+  update: number,
+): Record<string, number> {
+  const foreign = batch.flatMap((i, j) =>
+    table[i]!.generator === learner ? [] : [[table[i]!, logProbs[j]!] as const],
+  );
+  const lower = stepwiseLowerBound(band, update);
+  return Object.fromEntries(
+    RATIO_NORMALIZATIONS.map((mode) => [
+      `foreign_in_band_frac_${mode}`,
+      inBandFraction(
+        foreign.map(([r, lp]) => crossLogRatio(lp, generatorSpanLogProbs(r, learner), r.text, mode)),
+        lower,
+      ),
+    ]),
+  );
+}
+
+/**
  * Updates learner `k` of `team` on its view of the step's `table`; `capability` holds every learner's P̂ (Eq. 9)
  * when the recipe shares rollouts. Mini-batch order is drawn from `rng`.
  */
@@ -238,7 +269,10 @@ export function learnerStep(
         ...(recipe.kl ? { kl: recipe.kl } : {}),
         entropyCoef: recipe.entropyCoef,
       });
-      return { ...r, stats: lossMetrics(r.stats, shared, recipe.kl !== null) };
+      const stats = lossMetrics(r.stats, shared, recipe.kl !== null);
+      if (shared && recipe.foreign === 'hacpo')
+        Object.assign(stats, inBandByForm(table, batch, logProbs, name, l.stepwise, update));
+      return { ...r, stats };
     },
     { clip: recipe.gradClip, lr: l.lr },
   );

@@ -113,11 +113,16 @@ export function learnerView(table: readonly SampleRecord[], learner: string, sha
   return { records, dropped };
 }
 
+/** The generator's pre-update log-probs over the span `learner`'s copy of the response covers (retokenize.ts). */
+export function generatorSpanLogProbs(r: SampleRecord, learner: string): number[] {
+  return r.generatorLogProbs.slice(0, r.tokens[learner]!.generatorSpan);
+}
+
 /**
  * The generator's side of HACRL Eq. 11 for `learner`: its pre-update log-probs summed over the span the learner's copy
  * covers, per token of that span ('token': their mean) or per character of the response text ('char', spec §7).
  */
 export function generatorOldNormalized(r: SampleRecord, learner: string, mode: RatioNormalization): number {
-  const span = r.tokens[learner]!.generatorSpan;
-  return normalizedLogProb(r.generatorLogProbs.slice(0, span), ratioDivisor(mode, span, responseCharacters(r.text)));
+  const span = generatorSpanLogProbs(r, learner);
+  return normalizedLogProb(span, ratioDivisor(mode, span.length, responseCharacters(r.text)));
 }
