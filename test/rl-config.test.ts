@@ -89,6 +89,15 @@ test('per-agent settings override the run-wide ones and absent ones inherit them
   assert.deepEqual([b!.temperature, b!.lr, b!.topP, b!.template], [1, 3e-5, 0.9, 'Q: {question}']);
 });
 
+test('hacpo.ratioNormalization: token by default, char run-wide or per agent, anything else named', async () => {
+  const base = ['agents.1.name=b', 'agents.1.checkpoint=runs/b'];
+  const perAgent = (c: RunConfig): string[] => resolveAgents(c).map((a) => a.ratioNormalization);
+  assert.deepEqual(perAgent(await withOverrides(...base)), ['token', 'token']);
+  assert.deepEqual(perAgent(await withOverrides(...base, 'hacpo.ratioNormalization=char')), ['char', 'char']);
+  assert.deepEqual(perAgent(await withOverrides(...base, 'agents.1.ratioNormalization=char')), ['token', 'char']);
+  await assert.rejects(withOverrides(...base, 'hacpo.ratioNormalization=byte'), /hacpo\.ratioNormalization/);
+});
+
 /** The config `hacrl config resolve` gives for a file holding only `lines` and one agent (two for sharing). */
 async function resolveFile(name: string, lines: string[], agents = 1): Promise<RunConfig> {
   const path = join(root, `${name}.yaml`);
@@ -155,6 +164,7 @@ test('recipe hacpo: `algorithm: hacpo` alone is HACPO with every mechanism and t
     alpha: 1,
     delta: 0.2,
     deltaStep: 0.025,
+    ratioNormalization: 'token', // the paper's Eq. 11 (spec §7: 'char' is the switch)
     order: 'shuffled',
   });
 });

@@ -66,7 +66,7 @@ const GROUPS: readonly PanelGroup[] = [
     title: 'Foreign samples in the clip band',
     yLabel: 'fraction',
     names: ['foreign_in_band_frac'],
-    pattern: /^foreign_in_band_frac_m\d+$/,
+    pattern: /^foreign_in_band_frac_(m\d+|token|char)$/,
   },
   { title: 'Foreign samples', yLabel: 'samples/step', pattern: /^foreign_/ },
   { title: 'Baseline fallbacks (HACPO)', yLabel: 'prompts/step', names: ['baseline_fallback_groups'] },
