@@ -38,8 +38,9 @@ describe('bench paper: plan and statistics', () => {
     // Swept: grpo, gspo, gspo-x2 per agent, naive and hacpo per pair → (3·2 + 2) · 3 rates.
     assert.equal(firstTest, 8 * plan.lrCandidates.length);
     assert.equal(runs.filter((r) => r.method.name === 'base').length, 1);
-    // Per seed: 3 solo methods × 2 agents + 10 pair methods (naive, hacpo, 7 ablations, random reward).
-    assert.equal(runs.length - firstTest - 1, plan.seeds.length * (3 * 2 + 10));
+    // Per seed: 3 solo methods × 2 agents + 11 pair methods (naive, hacpo, 7 ablations, the per-character ratio,
+    // random reward).
+    assert.equal(runs.length - firstTest - 1, plan.seeds.length * (3 * 2 + 11));
     assert.equal(new Set(runs.map((r) => r.id)).size, runs.length, 'ids are unique');
     assert.equal(methodOf('hacpo-alpha0').lrFrom, 'hacpo');
     assert.throws(() => methodOf('hacpo-alpha9'), /unknown method "hacpo-alpha9"/);

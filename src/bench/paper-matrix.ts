@@ -62,6 +62,7 @@ export const METHODS: readonly Method[] = [
   hacpo('hacpo-alpha3', { alpha: 3 }),
   hacpo('hacpo-no-stepwise', { deltaStep: 0 }),
   hacpo('hacpo-no-clip', { foreignClip: 'none' }),
+  hacpo('hacpo-char-ratio', { ratioNormalization: 'char' }),
   {
     ...hacpo('hacpo-random-reward', {}),
     config: {

@@ -65,6 +65,10 @@ export function chosenLr(results: readonly RunResult[], plan: BenchPlan, run: Pl
 
 const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
+/** Statistics averaged over steps as they are logged: the in-band fraction of the form that trains, of the per-token
+ * form (Eq. 11) and of the per-character form (hacpo.ratioNormalization), and P̂. */
+const MEANS = ['foreign_in_band_frac', 'foreign_in_band_frac_token', 'foreign_in_band_frac_char', 'p_hat'] as const;
+
 /** Means over steps of the mechanisms' statistics per agent, from a run's metrics.jsonl. */
 async function mechanisms(runDir: string): Promise<Record<string, Record<string, number>>> {
   const rows = (await readFile(join(runDir, 'metrics.jsonl'), 'utf8'))
@@ -74,10 +78,10 @@ async function mechanisms(runDir: string): Promise<Record<string, Record<string,
   const out: Record<string, Record<string, number[]>> = {};
   for (const r of rows) {
     if (r.agent === undefined) continue; // run-level fields (memory)
-    const a = (out[String(r.agent)] ??= { foreign_in_band_frac: [], p_hat: [], omega: [] });
+    const a = (out[String(r.agent)] ??= Object.fromEntries([...MEANS, 'omega'].map((k) => [k, [] as number[]])));
     for (const [k, v] of Object.entries(r)) {
       if (typeof v !== 'number' || !Number.isFinite(v)) continue;
-      if (k === 'foreign_in_band_frac' || k === 'p_hat') a[k]!.push(v);
+      if ((MEANS as readonly string[]).includes(k)) a[k]!.push(v);
       else if (k.startsWith('omega_')) a.omega!.push(v);
     }
   }

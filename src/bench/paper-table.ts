@@ -18,7 +18,7 @@ export interface RunResult {
   lr: number | null;
   /** Per agent and split ('validation', or 'test' and 'ood'): 1/0 per problem, in the split's fixed order. */
   correct: Record<string, Record<string, number[]>>;
-  /** Per agent: means over steps of foreign_in_band_frac, p_hat and omega_* (pair runs only). */
+  /** Per agent: means over steps of foreign_in_band_frac (trained form, _token, _char), p_hat and omega_* (pair runs only). */
   mechanisms: Record<string, Record<string, number>>;
   /** Wall-clock seconds of the run (training and evaluation). */
   seconds: number;
@@ -160,12 +160,21 @@ export function renderTables(results: readonly RunResult[], ctx: TableContext): 
       }
   lines.push('');
 
-  lines.push('### Mechanisms per run (means over steps): foreign in-band fraction, P̂, ω', '');
-  lines.push('| run | agent | in-band | P̂ | ω |', '| --- | --- | --- | --- | --- |');
+  lines.push(
+    '### Mechanisms per run (means over steps): foreign in-band fraction (of the form trained, per token, per character), P̂, ω',
+    '',
+  );
+  lines.push(
+    '| run | agent | in-band | in-band per token | in-band per char | P̂ | ω |',
+    '| --- | --- | --- | --- | --- | --- | --- |',
+  );
   for (const r of results.filter((x) => x.phase === 'test' && Object.keys(x.mechanisms).length > 0))
     for (const [agent, m] of Object.entries(r.mechanisms)) {
-      const f = (x: number | undefined) => (x === undefined || Number.isNaN(x) ? '—' : x.toFixed(3));
-      lines.push(`| ${r.id} | ${agent} | ${f(m.foreign_in_band_frac)} | ${f(m.p_hat)} | ${f(m.omega)} |`);
+      const f = (x: number | null | undefined) => (typeof x !== 'number' || Number.isNaN(x) ? '—' : x.toFixed(3));
+      lines.push(
+        `| ${r.id} | ${agent} | ${f(m.foreign_in_band_frac)} | ${f(m.foreign_in_band_frac_token)} | ` +
+          `${f(m.foreign_in_band_frac_char)} | ${f(m.p_hat)} | ${f(m.omega)} |`,
+      );
     }
   lines.push('');
 

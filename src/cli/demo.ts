@@ -14,6 +14,7 @@ import { buildReport } from '../report/build.js';
 import { closeDefaultPool } from '../rewards/worker-pool.js';
 import { findLatestCheckpoint } from '../run/run-folder.js';
 import { loadDataSpec } from '../tasks/data-spec.js';
+import type { ProgressDisplay } from '../train/progress.js';
 import { trainRl } from '../train/rl-trainer.js';
 import { writeFileAtomic, writeJsonAtomic } from '../util/atomic-write.js';
 import { cpuSecondsSince, defaultZooDir, ensurePair, pct } from '../zoo/build.js';
@@ -58,8 +59,15 @@ export interface DemoResult {
   runDir: string;
 }
 
-/** Runs the demo and prints progress, the before/after table and the report's path. */
-export async function runDemo(o: DemoOptions, log: (line: string) => void = console.log): Promise<DemoResult> {
+/**
+ * Runs the demo and prints progress, the before/after table and the report's path; the training's status goes to
+ * `display` when given (the CLI passes a live line for a terminal), else to `log`.
+ */
+export async function runDemo(
+  o: DemoOptions,
+  log: (line: string) => void = console.log,
+  display?: ProgressDisplay,
+): Promise<DemoResult> {
   const pair = pairRecipe(o.pair);
   // Checked before the zoo build and the first evaluation, which take minutes.
   if (!(o.lr > 0 && Number.isFinite(o.lr))) throw new Error(`--lr must be a positive number, got ${o.lr}`);
@@ -95,7 +103,7 @@ export async function runDemo(o: DemoOptions, log: (line: string) => void = cons
     });
     await rm(o.runDir, { recursive: true, force: true });
     log(`demo: ${o.steps} HACPO steps, ${o.prompts} prompts × ${o.groupSize} responses per agent per step, lr ${o.lr}`);
-    await trainRl(cfg, { resume: false, progress: (line) => log(`  ${line}`) });
+    await trainRl(cfg, { resume: false, progress: display ?? ((line) => log(`  ${line}`)) });
     const last = await findLatestCheckpoint(o.runDir);
     if (last === null) throw new Error(`the demo run wrote no checkpoint into ${o.runDir}`);
 

@@ -5,6 +5,7 @@ import { BENCH_FAST, BENCH_FULL, BENCH_TINY } from './bench-mas-sizes.js';
 import { runBenchPaper, type BenchPaperCliOptions } from './bench-paper.js';
 import { runConfigResolve, runConfigSchema } from './config.js';
 import { runDemo, type DemoOptions } from './demo.js';
+import { createProgressDisplay } from '../train/progress.js';
 import { runEval, type EvalCliOptions } from './eval.js';
 import { benchMasTable, runBenchMas } from './bench-mas.js';
 import { masCommand } from './mas.js';
@@ -271,7 +272,7 @@ program
   .option('--run-dir <dir>', 'run folder (replaced by each run)', 'runs/demo')
   .option('--zoo-dir <dir>', 'zoo folder (default: $HACRL_ZOO_DIR or runs/zoo)')
   .action(async (o: DemoOptions) => {
-    await runDemo(o);
+    await runDemo(o, console.log, createProgressDisplay(process.stdout));
   });
 
 bench
