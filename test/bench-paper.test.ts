@@ -1,8 +1,8 @@
 // `hacrl bench paper` in its test-sized form (tiny pair, 2 seeds, 1 step): the whole matrix runs, a second start
 // skips every finished run, and the tables' statistics match hand-worked values.
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { benchPlan, METHODS, methodOf, planRuns } from '../src/bench/paper-matrix.js';
@@ -100,7 +100,9 @@ describe('hacrl bench paper --test', () => {
   test('runs the whole matrix, writes the tables and report, and a second start skips every finished run', async () => {
     const out = join(root, 'bench');
     const zoo = join(root, 'zoo');
-    const first = hacrl(['bench', 'paper', '--test', '--out', out, '--zoo-dir', zoo]);
+    // As many kernel threads as each child of --jobs 2 below gets, so the two must agree bit for bit.
+    const threads = String(Math.max(1, Math.floor(availableParallelism() / 2)));
+    const first = hacrl(['bench', 'paper', '--test', '--out', out, '--zoo-dir', zoo], { HACRL_THREADS: threads });
     assert.equal(first.status, 0, first.stderr);
     assert.match(first.stdout, /bench paper \(test\): (\d+) runs, 0 already finished/);
     assert.match(first.stdout, /ETA \d+ s/);
@@ -114,5 +116,21 @@ describe('hacrl bench paper --test', () => {
     assert.equal(second.status, 0, second.stderr);
     assert.match(second.stdout, new RegExp(`${total} runs, ${total} already finished`));
     assert.doesNotMatch(second.stdout, /done in/);
+
+    // --jobs 2: the same runs in child processes, two at a time, give the same results.
+    const out2 = join(root, 'bench-jobs');
+    const jobs = hacrl(['bench', 'paper', '--test', '--out', out2, '--zoo-dir', zoo, '--jobs', '2'], {
+      HACRL_THREADS: undefined,
+    });
+    assert.equal(jobs.status, 0, jobs.stderr);
+    assert.match(await readFile(join(out2, 'results.md'), 'utf8'), /--jobs 2` \(\d+ kernel threads? per run\)/);
+    const files = await readdir(join(out, 'results'));
+    assert.equal(files.length, total);
+    for (const f of files) {
+      const [a, b] = await Promise.all(
+        [out, out2].map(async (d) => JSON.parse(await readFile(join(d, 'results', f), 'utf8'))),
+      );
+      assert.deepEqual([b.lr, b.correct, b.mechanisms], [a.lr, a.correct, a.mechanisms], f);
+    }
   });
 });

@@ -8,8 +8,14 @@ import { rowsPerAgent } from '../src/report/run-data.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Runs `node dist/src/cli/main.js ARGS` and returns its exit status and output. */
-export function hacrl(args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, ['dist/src/cli/main.js', ...args], { encoding: 'utf8' });
+export function hacrl(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, ['dist/src/cli/main.js', ...args], {
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+  });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 

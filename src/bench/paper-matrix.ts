@@ -117,7 +117,8 @@ export function benchPlan(mode: BenchPlan['mode']): BenchPlan {
       steps: 20,
       prompts: 16,
       groupSize: 8,
-      lrCandidates,
+      // One more rate than --fast: its HACPO sweep picked the largest candidate (1e-4), so the optimum may lie above.
+      lrCandidates: [...lrCandidates, 3e-4],
       validationN: 500,
       testN: 2000,
       methods: METHODS,

@@ -1,6 +1,7 @@
 /**
- * Runs the matrix of `hacrl bench paper` one run at a time in this process, skipping runs whose result file exists
- * (so a stopped bench continues where it was), then writes the Markdown tables and the HTML report of the HACPO runs.
+ * Runs the matrix of `hacrl bench paper`, skipping runs whose result file exists (so a stopped bench continues where it
+ * was), then writes the Markdown tables and the HTML report of the HACPO runs. One run at a time in this process, or
+ * with `jobs` > 1 that many child processes at once (each run is still one process; see `spawnRun`).
  * Learning rates come from a sweep on a validation split drawn apart from the test problems; the test split is
  * never looked at before every rate is fixed.
  */
@@ -34,6 +35,10 @@ export interface PaperBenchOptions {
   /** Header lines of results.md (command, commit, machine). */
   header: string[];
   log: (line: string) => void;
+  /** Runs at once; default 1 (in this process). Above 1 each run is a child process started by `spawnRun`. */
+  jobs?: number;
+  /** Starts one run by id in a child process (which calls `runOneOfPlan`); resolves when the child has ended. */
+  spawnRun?: (id: string) => Promise<void>;
 }
 
 /** The held-out splits of a pair: validation and test from one draw (disjoint), and out-of-distribution problems. */
@@ -147,6 +152,45 @@ async function execute(
   };
 }
 
+/** Where a run's result is written; its existence marks the run finished. */
+const resultPath = (out: string, id: string) => join(out, 'results', `${id}.json`);
+
+/** The learning rate a run trains with: its own (sweep), the sweep's choice (test), none (base). */
+function resolvedLr(results: readonly RunResult[], plan: BenchPlan, run: PlannedRun): number | null {
+  return run.method.kind === 'base' ? null : (run.lr ?? chosenLr(results, plan, run));
+}
+
+/** Calls `work` on every item, at most `jobs` at once; the first failure stops new starts and is thrown at the end. */
+async function inParallel<T>(items: readonly T[], jobs: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  let failure: unknown = null;
+  const lane = async () => {
+    while (failure === null && next < items.length) {
+      const item = items[next++]!;
+      try {
+        await work(item);
+      } catch (e) {
+        failure ??= e;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(jobs, items.length) }, lane));
+  if (failure !== null) throw failure;
+}
+
+/**
+ * Trains and measures the run `id` of the plan and writes its result file: the work of one child process of
+ * `--jobs`. The zoo pair must be built (the parent builds it before starting children).
+ */
+export async function runOneOfPlan(o: PaperBenchOptions, id: string): Promise<void> {
+  const run = planRuns(o.plan, (pair) => ZOO[pair].agents.map((a) => a.name)).find((r) => r.id === id);
+  if (run === undefined) throw new Error(`no run "${id}" in the ${o.plan.mode} plan`);
+  const agents = await ensurePair(ZOO[run.pair], o.zooDir, o.log);
+  const lr = resolvedLr(await readResults(o.out), o.plan, run);
+  const result = await execute(run, lr, agents, o, await heldOut(o.plan, run.pair));
+  await writeJsonAtomic(resultPath(o.out, run.id), result);
+}
+
 /** Every result file in `<out>/results`. */
 async function readResults(out: string): Promise<RunResult[]> {
   const dir = join(out, 'results');
@@ -168,18 +212,35 @@ export async function runPaperBench(o: PaperBenchOptions): Promise<{ markdown: s
   const splits = new Map<PairName, Awaited<ReturnType<typeof heldOut>>>();
   const started = performance.now();
   await mkdir(join(o.out, 'results'), { recursive: true });
-  for (const [i, run] of todo.entries()) {
-    if (!splits.has(run.pair)) splits.set(run.pair, await heldOut(plan, run.pair));
-    const lr = run.method.kind === 'base' ? null : (run.lr ?? chosenLr(results, plan, run));
-    const result = await execute(run, lr, zoo.get(run.pair)!, o, splits.get(run.pair)!);
-    await writeJsonAtomic(join(o.out, 'results', `${run.id}.json`), result);
+  const jobs = o.jobs ?? 1;
+  if (jobs > 1 && o.spawnRun === undefined) throw new Error('jobs > 1 needs spawnRun');
+  let finished = 0;
+  const one = async (run: PlannedRun) => {
+    let result: RunResult;
+    if (jobs > 1) {
+      await o.spawnRun!(run.id);
+      result = JSON.parse(await readFile(resultPath(o.out, run.id), 'utf8')) as RunResult;
+    } else {
+      if (!splits.has(run.pair)) splits.set(run.pair, await heldOut(plan, run.pair));
+      result = await execute(run, resolvedLr(results, plan, run), zoo.get(run.pair)!, o, splits.get(run.pair)!);
+      await writeJsonAtomic(resultPath(o.out, run.id), result);
+    }
     results.push(result);
-    const perRun = (performance.now() - started) / 1e3 / (i + 1);
+    finished += 1;
+    const perRun = (performance.now() - started) / 1e3 / finished;
     o.log(
-      `[${runs.length - todo.length + i + 1}/${runs.length}] ${run.id}${lr === null ? '' : ` lr ${lr}`} ` +
-        `done in ${result.seconds.toFixed(0)} s; ETA ${Math.round(perRun * (todo.length - i - 1))} s`,
+      `[${runs.length - todo.length + finished}/${runs.length}] ${run.id}` +
+        `${result.lr === null ? '' : ` lr ${result.lr}`} done in ${result.seconds.toFixed(0)} s; ` +
+        `ETA ${Math.round(perRun * (todo.length - finished))} s`,
     );
-  }
+  };
+  // Every sweep run ends before the first test run starts: test runs take their rate from the sweep.
+  for (const phase of ['sweep', 'test'] as const)
+    await inParallel(
+      todo.filter((r) => r.phase === phase),
+      jobs,
+      one,
+    );
 
   const sweep: TableContext['sweep'] = [];
   for (const pair of plan.pairs)

@@ -1,8 +1,8 @@
-import { execFileSync } from 'node:child_process';
-import { cpus, loadavg } from 'node:os';
+import { execFileSync, spawn } from 'node:child_process';
+import { availableParallelism, cpus, loadavg } from 'node:os';
 import { closeDefaultPool } from '../rewards/worker-pool.js';
 import { benchPlan, type BenchPlan } from '../bench/paper-matrix.js';
-import { runPaperBench } from '../bench/paper-run.js';
+import { runOneOfPlan, runPaperBench } from '../bench/paper-run.js';
 import { defaultZooDir } from '../zoo/build.js';
 
 /** Options of `hacrl bench paper`. */
@@ -15,6 +15,29 @@ export interface BenchPaperCliOptions {
   out?: string;
   /** Zoo folder; default $HACRL_ZOO_DIR or runs/zoo. */
   zooDir?: string;
+  /**
+   * Runs at once, each a child process with (cores / jobs) kernel threads; default 1 (one run at a time, in this
+   * process). The bench's small agents run faster on one thread than on two, so `--jobs 2` on 2 cores nearly halves
+   * the wall time; results then come from 1-thread kernels, whose sums may differ in the last bits from 2 threads.
+   */
+  jobs?: number;
+  /** Internal: run only this run id and write its result (what each child of --jobs does). */
+  runOne?: string;
+}
+
+/** Starts `hacrl bench paper … --run-one ID` in a child process with `threads` kernel threads. */
+function spawnChild(flags: string[], threads: number) {
+  return (id: string) =>
+    new Promise<void>((resolve, reject) => {
+      const child = spawn(process.execPath, [process.argv[1]!, 'bench', 'paper', ...flags, '--run-one', id], {
+        stdio: ['ignore', 'ignore', 'inherit'],
+        env: { ...process.env, HACRL_THREADS: String(threads) },
+      });
+      child.on('error', reject);
+      child.on('exit', (code, signal) =>
+        code === 0 ? resolve() : reject(new Error(`bench run ${id} failed (${signal ?? `exit ${code}`})`)),
+      );
+    });
 }
 
 /** The commit the bench runs at, or 'unknown' outside a git checkout. */
@@ -32,11 +55,21 @@ export async function runBenchPaper(o: BenchPaperCliOptions): Promise<void> {
   const mode: BenchPlan['mode'] = o.test ? 'test' : o.fast ? 'fast' : 'full';
   const plan = benchPlan(mode);
   const out = o.out ?? `runs/bench-paper-${mode}`;
+  const zooDir = o.zooDir ?? defaultZooDir();
+  const jobs = o.jobs ?? 1;
+  if (o.runOne !== undefined) {
+    await runOneOfPlan({ plan, out, zooDir, header: [], log: () => undefined }, o.runOne).finally(closeDefaultPool);
+    return;
+  }
+  const threads = Math.max(1, Math.floor(availableParallelism() / jobs));
+  const modeFlag = mode === 'full' ? [] : [`--${mode}`];
   const cpu = cpus();
   const header = [
     `## hacrl bench paper${mode === 'full' ? '' : ` --${mode}`}`,
     '',
-    `Command: \`hacrl bench paper${mode === 'full' ? '' : ` --${mode}`} --out ${out}\`; commit ${commit()}; ` +
+    `Command: \`hacrl bench paper${mode === 'full' ? '' : ` --${mode}`} --out ${out}` +
+      `${jobs > 1 ? ` --jobs ${jobs}\` (${threads} kernel thread${threads > 1 ? 's' : ''} per run)` : '`'}; ` +
+      `commit ${commit()}; ` +
       `${cpu.length} × ${cpu[0]?.model ?? 'unknown CPU'}; 1-minute load ${loadavg()[0]!.toFixed(1)} at the start.`,
     `Pairs ${plan.pairs.join(', ')}; seeds ${plan.seeds.join(', ')}; ${plan.steps} steps of B = ${plan.prompts} prompts ` +
       `× G = ${plan.groupSize}; learning rates swept over ${plan.lrCandidates.join(', ')} on ${plan.validationN} ` +
@@ -46,9 +79,11 @@ export async function runBenchPaper(o: BenchPaperCliOptions): Promise<void> {
     const { markdown, report } = await runPaperBench({
       plan,
       out,
-      zooDir: o.zooDir ?? defaultZooDir(),
+      zooDir,
       header,
       log: (line) => console.log(line),
+      jobs,
+      spawnRun: spawnChild([...modeFlag, '--out', out, '--zoo-dir', zooDir], threads),
     });
     console.log(`tables: ${markdown}\nreport: ${report}`);
   } finally {

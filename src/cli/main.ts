@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { writeFile } from 'node:fs/promises';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { BENCH_FAST, BENCH_FULL, BENCH_TINY } from './bench-mas-sizes.js';
 import { runBenchPaper, type BenchPaperCliOptions } from './bench-paper.js';
 import { runConfigResolve, runConfigSchema } from './config.js';
@@ -282,6 +282,8 @@ bench
   .option('--test', 'test-sized: the tiny pair, 2 seeds, 1 step (seconds)', false)
   .option('--out <dir>', 'output folder (default runs/bench-paper-<mode>)')
   .option('--zoo-dir <dir>', 'zoo folder (default: $HACRL_ZOO_DIR or runs/zoo)')
+  .option('--jobs <n>', 'runs at once, each a child process with cores/jobs kernel threads', positiveInt, 1)
+  .addOption(new Option('--run-one <id>', 'internal: one run of the plan (a child of --jobs)').hideHelp())
   .action((o: BenchPaperCliOptions) => runBenchPaper(o));
 
 const zoo = program
