@@ -119,7 +119,8 @@ export function benchPlan(mode: BenchPlan['mode']): BenchPlan {
       groupSize: 8,
       // One more rate than --fast: its HACPO sweep picked the largest candidate (1e-4), so the optimum may lie above.
       lrCandidates: [...lrCandidates, 3e-4],
-      validationN: 500,
+      // The 'easy' test distribution holds about 2,450 distinct problems: 400 + 2,000 fit, 500 + 2,000 do not.
+      validationN: 400,
       testN: 2000,
       methods: METHODS,
     };
