@@ -4,7 +4,7 @@
  * mechanisms' statistics per run (foreign in-band fraction, P̂, ω), and the learning rate each method's sweep chose.
  */
 import { wilson } from '../eval/evaluate.js';
-import { pairedDifference, type Difference } from './stats.js';
+import { seedMean, seedPairedDifference, type Difference } from './stats.js';
 
 /** What a finished run leaves in `results/<id>.json`. */
 export interface RunResult {
@@ -22,35 +22,6 @@ export interface RunResult {
   mechanisms: Record<string, Record<string, number>>;
   /** Wall-clock seconds of the run (training and evaluation). */
   seconds: number;
-}
-
-/** Two-sided 95% Student-t quantiles for 1–30 degrees of freedom (the normal 1.96 beyond). */
-const T95 = [
-  12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.16, 2.145, 2.131, 2.12, 2.11,
-  2.101, 2.093, 2.086, 2.08, 2.074, 2.069, 2.064, 2.06, 2.056, 2.052, 2.048, 2.045, 2.042,
-];
-
-/** A mean over seeds with its 95% interval. */
-export interface SeedMean {
-  mean: number;
-  low: number;
-  high: number;
-  /** Seeds averaged. */
-  seeds: number;
-}
-
-/**
- * Mean of per-seed values with a Student-t 95% interval over seeds (seed-to-seed spread dominates at this size);
- * `fallback` gives the interval when there is a single seed (e.g. Wilson over problems).
- */
-export function seedMean(values: readonly number[], fallback: () => { low: number; high: number }): SeedMean {
-  const n = values.length;
-  if (n === 0) throw new Error('a table cell with no finished run');
-  const mean = values.reduce((a, b) => a + b, 0) / n;
-  if (n === 1) return { mean, ...fallback(), seeds: 1 };
-  const sd = Math.sqrt(values.reduce((a, b) => a + (b - mean) ** 2, 0) / (n - 1));
-  const half = (T95[n - 2] ?? 1.96) * (sd / Math.sqrt(n));
-  return { mean, low: mean - half, high: mean + half, seeds: n };
 }
 
 const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
@@ -100,12 +71,7 @@ export function pairedCell(
   });
   if (pairs.length === 0 || pairs.some((p) => p === null)) return null;
   const ok = pairs as { x: number[]; y: number[] }[];
-  if (ok.length === 1) return { ...pairedDifference(ok[0]!.y, ok[0]!.x), seeds: 1 };
-  const m = seedMean(
-    ok.map((p) => pairedDifference(p.y, p.x).mean),
-    () => ({ low: NaN, high: NaN }),
-  );
-  return { mean: m.mean, low: m.low, high: m.high, n: ok[0]!.x.length, seeds: m.seeds };
+  return seedPairedDifference(ok.map((p) => ({ before: p.y, after: p.x })));
 }
 
 /** Inputs of the Markdown page besides the results. */

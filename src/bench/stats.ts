@@ -36,3 +36,48 @@ export function formatDifference(d: Difference): string {
   const p = (x: number) => `${x >= 0 ? '+' : '−'}${Math.abs(100 * x).toFixed(1)}`;
   return `${p(d.mean)} [${p(d.low)}, ${p(d.high)}]`;
 }
+
+/** Two-sided 95% Student-t quantiles for 1–30 degrees of freedom (the normal 1.96 beyond). */
+const T95 = [
+  12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.16, 2.145, 2.131, 2.12, 2.11,
+  2.101, 2.093, 2.086, 2.08, 2.074, 2.069, 2.064, 2.06, 2.056, 2.052, 2.048, 2.045, 2.042,
+];
+
+/** A mean over seeds with its 95% interval. */
+export interface SeedMean {
+  mean: number;
+  low: number;
+  high: number;
+  /** Seeds averaged. */
+  seeds: number;
+}
+
+/**
+ * Mean of per-seed values with a Student-t 95% interval over seeds (seed-to-seed spread dominates at this size);
+ * `fallback` gives the interval when there is a single seed (e.g. Wilson over problems).
+ */
+export function seedMean(values: readonly number[], fallback: () => { low: number; high: number }): SeedMean {
+  const n = values.length;
+  if (n === 0) throw new Error('a table cell with no finished run');
+  const mean = values.reduce((a, b) => a + b, 0) / n;
+  if (n === 1) return { mean, ...fallback(), seeds: 1 };
+  const sd = Math.sqrt(values.reduce((a, b) => a + (b - mean) ** 2, 0) / (n - 1));
+  const half = (T95[n - 2] ?? 1.96) * (sd / Math.sqrt(n));
+  return { mean, low: mean - half, high: mean + half, seeds: n };
+}
+
+/**
+ * `after − before` paired by seed and item: the mean over seeds of each seed's mean difference, with a Student-t 95%
+ * interval over seeds (training randomness dominates at this size); with one seed, the paired interval over items.
+ */
+export function seedPairedDifference(
+  perSeed: readonly { before: readonly number[]; after: readonly number[] }[],
+): Difference & { seeds: number } {
+  const diffs = perSeed.map((p) => pairedDifference(p.before, p.after));
+  if (diffs.length === 1) return { ...diffs[0]!, seeds: 1 };
+  const m = seedMean(
+    diffs.map((d) => d.mean),
+    () => ({ low: NaN, high: NaN }),
+  );
+  return { mean: m.mean, low: m.low, high: m.high, n: diffs[0]!.n, seeds: m.seeds };
+}

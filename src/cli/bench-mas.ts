@@ -10,8 +10,10 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { engine } from '../backend/engine.js';
 import { parseRunConfig } from '../config/load-config.js';
+import { formatDifference, seedPairedDifference, type Difference } from '../bench/stats.js';
 import { wilson, type Estimate } from '../eval/evaluate.js';
-import { savePretrained } from '../model/pretrained.js';
+import { loadPretrained, savePretrained } from '../model/pretrained.js';
+import { findLatestCheckpoint } from '../run/run-folder.js';
 import { AgentSpecSchema } from '../zoo/agent-spec.js';
 import { trainRl } from '../train/rl-trainer.js';
 import { WarmStartSchema, workflowAgent } from '../train/workflow-agent.js';
@@ -51,13 +53,27 @@ export const ARMS = ['single-grpo', 'workflow-untrained', 'at-grpo-shared', 'at-
 /** An arm's name. */
 export type Arm = (typeof ARMS)[number];
 
-/** One environment's result: per arm, successes pooled over seeds with the 95% Wilson interval, and per seed. */
+/** The trained arms, compared with the untrained workflow and with the single agent. */
+const TRAINED = ['single-grpo', 'at-grpo-shared', 'at-grpo-per-role'] as const;
+
+/**
+ * One environment's result: per arm, successes pooled over seeds with the 95% Wilson interval (the untrained
+ * workflow is one greedy evaluation, so its interval is over the held-out instances alone), and per seed; per trained
+ * arm, its paired difference (same instances, per seed; t interval over seeds) against the untrained workflow and
+ * against the single agent.
+ */
 export interface BenchMasResult {
   workflow: string;
   /** Responses generated per training step by each trained arm (the equal rollout budget). */
   responsesPerStep: Record<string, number>;
   arms: Record<Arm, { pooled: Estimate; perSeed: number[] }>;
+  /** Arm − untrained workflow and arm − single agent, in success-rate points as fractions. */
+  paired: Record<string, { vsUntrained: Difference & { seeds: number }; vsSingle: Difference & { seeds: number } }>;
 }
+
+/** 1/0 per held-out instance, in instance order. */
+const successVector = (episodes: readonly { seed: number; success: boolean }[]): number[] =>
+  [...episodes].sort((a, b) => a.seed - b.seed).map((e) => (e.success ? 1 : 0));
 
 /** Runs the benchmark; `log` receives progress lines. */
 export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => void): Promise<BenchMasResult[]> {
@@ -66,7 +82,8 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
   const out: BenchMasResult[] = [];
   for (const section of o.workflows) {
     const wf = buildWorkflow(section);
-    const successes = Object.fromEntries(ARMS.map((a) => [a, [] as number[]])) as Record<Arm, number[]>;
+    // Per arm and seed: 1/0 per held-out instance.
+    const successes = Object.fromEntries(ARMS.map((a) => [a, [] as number[][]])) as Record<Arm, number[][]>;
     const budget: Record<string, number> = {};
     // One warm start per environment is the common start of every seed and arm; seeds vary RL (instances, sampling).
     const start = join(o.workDir, wf.name, 'warm');
@@ -83,7 +100,7 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
     for (let seed = 0; seed < o.seeds; seed++) {
       const dir = join(o.workDir, wf.name, `seed-${seed}`);
       await mkdir(dir, { recursive: true });
-      successes['workflow-untrained'].push(untrained.episodes.filter((e) => e.success).length);
+      successes['workflow-untrained'].push(successVector(untrained.episodes));
       const roles = wf.roles.map((r) => r.name);
       const arms: [Arm, Record<string, unknown>, string[], number][] = [
         ['single-grpo', { ...section, sampling: 'single', roles: {} }, ['shared'], 2 * o.instancesPerStep],
@@ -117,7 +134,29 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
           .map((l) => JSON.parse(l) as Record<string, unknown>);
         const final = rows.at(-1)!;
         const last = final[`agent/${agents[0]!}/val/${wf.name}/greedy`] as number;
-        successes[arm].push(Math.round(last * o.heldOut));
+        // The trained policies again on the held-out instances, for per-instance pairing; the run's own validation
+        // played the same greedy episodes, so the two rates must agree.
+        const ckpt = await findLatestCheckpoint(runDir);
+        if (ckpt === null) throw new Error(`${runDir}: the run wrote no checkpoint`);
+        const trained = Object.fromEntries(
+          await Promise.all(
+            agents.map(async (a) => {
+              const p = await loadPretrained(join(ckpt.dir, 'agents', a));
+              return [a, modelPolicy(p.model, p.tokenizer, k, new Rng(1))] as const;
+            }),
+          ),
+        );
+        const armWf = buildWorkflow(workflow);
+        const played = await playHeldOut(
+          armWf,
+          Object.fromEntries(armWf.roles.map((r) => [r.policy, trained[r.policy]!])),
+          o.heldOut,
+        );
+        const vector = successVector(played.episodes);
+        const rate = vector.reduce((x, y) => x + y, 0) / o.heldOut;
+        if (Math.abs(rate - last) > 1e-9)
+          throw new Error(`${arm} seed ${seed}: held-out success ${rate} differs from the run's validation ${last}`);
+        successes[arm].push(vector);
         // Responses generated per step, summed over the arm's policies (the same in every step's first row; row 0
         // is the base models' validation).
         const first = rows.find((r) => r['step'] === 1)!;
@@ -127,25 +166,35 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
       if (!o.keep) await rm(dir, { recursive: true, force: true });
     }
     if (!o.keep) await rm(join(o.workDir, wf.name), { recursive: true, force: true });
-    const n = o.seeds * o.heldOut;
+    const rateOf = (v: readonly number[]) => v.reduce((x, y) => x + y, 0) / v.length;
     const arms = Object.fromEntries(
-      ARMS.map((a) => [
-        a,
-        {
-          pooled: wilson(
-            successes[a].reduce((x, y) => x + y, 0),
-            n,
-          ),
-          perSeed: successes[a].map((s) => s / o.heldOut),
-        },
-      ]),
+      ARMS.map((a) => {
+        // The untrained workflow is one evaluation repeated per seed: its interval is over the instances once.
+        const runs = a === 'workflow-untrained' ? successes[a].slice(0, 1) : successes[a];
+        const all = runs.flat();
+        return [
+          a,
+          {
+            pooled: wilson(
+              all.reduce((x, y) => x + y, 0),
+              all.length,
+            ),
+            perSeed: successes[a].map(rateOf),
+          },
+        ];
+      }),
     ) as BenchMasResult['arms'];
-    out.push({ workflow: wf.name, responsesPerStep: budget, arms });
+    const versus = (arm: Arm, other: Arm) =>
+      seedPairedDifference(successes[arm].map((after, i) => ({ before: successes[other][i]!, after })));
+    const paired = Object.fromEntries(
+      TRAINED.map((a) => [a, { vsUntrained: versus(a, 'workflow-untrained'), vsSingle: versus(a, 'single-grpo') }]),
+    );
+    out.push({ workflow: wf.name, responsesPerStep: budget, arms, paired });
   }
   return out;
 }
 
-/** The results as a Markdown table: success (pooled over seeds) with its 95% interval, per arm and environment. */
+/** The results as Markdown: success per arm (pooled over seeds, 95% interval), then the paired differences. */
 export function benchMasTable(results: readonly BenchMasResult[]): string {
   const pct = (x: number): string => (100 * x).toFixed(1);
   const lines = [
@@ -158,6 +207,20 @@ export function benchMasTable(results: readonly BenchMasResult[]): string {
       lines.push(
         `| ${r.workflow} | ${a} | ${pct(pooled.value)} | ${pct(pooled.low)}–${pct(pooled.high)} | ` +
           `${perSeed.map(pct).join(' / ')} | ${r.responsesPerStep[a] ?? '—'} |`,
+      );
+    }
+  lines.push(
+    '',
+    'Paired differences in points (same held-out instances; per-seed mean, Student-t 95% interval over seeds):',
+    '',
+    '| env | arm | − workflow-untrained | − single-grpo |',
+    '| --- | --- | --- | --- |',
+  );
+  for (const r of results)
+    for (const a of TRAINED) {
+      const d = r.paired[a]!;
+      lines.push(
+        `| ${r.workflow} | ${a} | ${formatDifference(d.vsUntrained)} | ${a === 'single-grpo' ? '—' : formatDifference(d.vsSingle)} |`,
       );
     }
   return lines.join('\n');
