@@ -145,25 +145,29 @@ describe('AT-GRPO training', () => {
     const r = hacrl(['bench', 'mas', '--tiny', '--seeds', '1', '--work-dir', join(root, 'bench')]);
     assert.equal(r.status, 0, r.stderr);
     const all = r.stdout.split('\n').filter((l) => l.startsWith('| plan-path |'));
-    const rows = all.slice(0, 4);
+    const rows = all.slice(0, 5);
     assert.deepEqual(
       rows.map((l) => l.split('|')[2]!.trim()),
-      ['single-grpo', 'workflow-untrained', 'at-grpo-shared', 'at-grpo-per-role'],
+      ['single-untrained', 'single-grpo', 'workflow-untrained', 'at-grpo-shared', 'at-grpo-per-role'],
     );
     for (const l of rows) assert.match(l, /\| \d+\.\d \| \d+\.\d–\d+\.\d \|/, 'success with its interval');
     const budget = rows.map((l) => l.split('|')[6]!.trim());
-    assert.equal(budget[1], '—');
-    assert.ok(budget[0] !== '—' && Number(budget[2]) > 0 && Number(budget[3]) > 0, budget.join(','));
-    // Paired differences of each trained arm: against the untrained workflow, and (workflow arms) the single agent.
-    const paired = all.slice(4).map((l) => l.split('|').map((c) => c.trim()));
+    assert.equal(budget[0], '—');
+    assert.equal(budget[2], '—');
+    assert.ok(
+      [1, 3, 4].every((i) => Number(budget[i]) > 0),
+      budget.join(','),
+    );
+    // Paired differences of each trained arm against both untrained starts and the trained single agent.
+    const paired = all.slice(5).map((l) => l.split('|').map((c) => c.trim()));
     assert.deepEqual(
       paired.map((c) => c[2]),
       ['single-grpo', 'at-grpo-shared', 'at-grpo-per-role'],
     );
     const diff = /^[+−]\d+\.\d \[[+−]\d+\.\d, [+−]\d+\.\d\]$/;
-    for (const c of paired) assert.match(c[3]!, diff);
-    assert.equal(paired[0]![4], '—');
-    for (const c of paired.slice(1)) assert.match(c[4]!, diff);
+    for (const c of paired) [3, 4].forEach((i) => assert.match(c[i]!, diff));
+    assert.equal(paired[0]![5], '—');
+    for (const c of paired.slice(1)) assert.match(c[5]!, diff);
   });
 
   test('config errors name what to change', async () => {

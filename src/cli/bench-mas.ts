@@ -1,9 +1,10 @@
 /**
- * `hacrl bench mas`: on each environment, one warm-started agent (SFT on solver rows) is the common start of every
- * seed of four arms — the single agent (planner alone) trained with GRPO, the multi-agent workflow untrained, and the workflow
- * trained with AT-GRPO with a shared policy and with per-role policies (both roles starting from the same weights).
- * Every arm is measured by greedy success on the same held-out instances; the trained arms generate the same number of
- * responses per step (the single agent plays twice the instances, as it has one role where the workflow has two).
+ * `hacrl bench mas`: on each environment, five arms measured by greedy success on the same held-out instances — the
+ * single agent (planner alone) warm-started on its own solver rows, untrained and trained with GRPO; the multi-agent
+ * workflow warm-started on every role's solver rows, untrained and trained with AT-GRPO with a shared policy and with
+ * per-role policies (both roles starting from the same weights). Both warm starts have the same size, steps and rows;
+ * the trained arms generate the same number of responses per step (the single agent plays twice the instances, as it
+ * has one role where the workflow has two). Each trained arm is paired with the others per seed and instance.
  */
 import { mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -49,12 +50,19 @@ export const BenchMasSchema = z
 export type BenchMasOptions = z.input<typeof BenchMasSchema>;
 
 /** The arms, in the order the table lists them. */
-export const ARMS = ['single-grpo', 'workflow-untrained', 'at-grpo-shared', 'at-grpo-per-role'] as const;
+export const ARMS = [
+  'single-untrained',
+  'single-grpo',
+  'workflow-untrained',
+  'at-grpo-shared',
+  'at-grpo-per-role',
+] as const;
 /** An arm's name. */
 export type Arm = (typeof ARMS)[number];
 
-/** The trained arms, compared with the untrained workflow and with the single agent. */
+/** The trained arms, each compared with the arms of VERSUS. */
 const TRAINED = ['single-grpo', 'at-grpo-shared', 'at-grpo-per-role'] as const;
+const VERSUS = ['single-untrained', 'workflow-untrained', 'single-grpo'] as const;
 
 /**
  * One environment's result: per arm, successes pooled over seeds with the 95% Wilson interval (the untrained
@@ -67,8 +75,8 @@ export interface BenchMasResult {
   /** Responses generated per training step by each trained arm (the equal rollout budget). */
   responsesPerStep: Record<string, number>;
   arms: Record<Arm, { pooled: Estimate; perSeed: number[] }>;
-  /** Arm − untrained workflow and arm − single agent, in success-rate points as fractions. */
-  paired: Record<string, { vsUntrained: Difference & { seeds: number }; vsSingle: Difference & { seeds: number } }>;
+  /** Per trained arm: its difference from each other arm named (success-rate points as fractions). */
+  paired: Record<string, Partial<Record<Arm, Difference & { seeds: number }>>>;
 }
 
 /** 1/0 per held-out instance, in instance order. */
@@ -85,34 +93,47 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
     // Per arm and seed: 1/0 per held-out instance.
     const successes = Object.fromEntries(ARMS.map((a) => [a, [] as number[][]])) as Record<Arm, number[][]>;
     const budget: Record<string, number> = {};
-    // One warm start per environment is the common start of every seed and arm; seeds vary RL (instances, sampling).
-    const start = join(o.workDir, wf.name, 'warm');
+    const singleSection = { ...section, sampling: 'single', roles: {} };
     await rm(join(o.workDir, wf.name), { recursive: true, force: true });
-    const agent = await workflowAgent(wf, o.agent, o.warmStart, 0, k, log);
-    await savePretrained(start, { ...agent, generation: null });
-    // Greedy on the same held-out instances: the untrained workflow's result is the same for every seed.
-    const untrained = await playHeldOut(
-      wf,
-      Object.fromEntries(wf.roles.map((r) => [r.policy, modelPolicy(agent.model, agent.tokenizer, k, new Rng(1))])),
-      o.heldOut,
-    );
-    log(`${wf.name} workflow-untrained: held-out success ${successRate(untrained).toFixed(3)}`);
+    // Two warm starts per environment, same size, steps and rows: the workflow's (solver rows of every role) starts
+    // both AT-GRPO arms, the single agent's (its own rows: no other role's turns in its prompts) starts single-grpo.
+    // Seeds vary RL only (instances, sampling). Greedy on the same held-out instances, the untrained results are
+    // the same for every seed.
+    const starts = {} as Record<'workflow' | 'single', string>;
+    const untrained = {} as Record<'workflow' | 'single', number[]>;
+    for (const [which, w] of [
+      ['workflow', wf],
+      ['single', buildWorkflow(singleSection)],
+    ] as const) {
+      starts[which] = join(o.workDir, wf.name, `warm-${which}`);
+      const agent = await workflowAgent(w, o.agent, o.warmStart, 0, k, log);
+      await savePretrained(starts[which], { ...agent, generation: null });
+      const played = await playHeldOut(
+        w,
+        Object.fromEntries(w.roles.map((r) => [r.policy, modelPolicy(agent.model, agent.tokenizer, k, new Rng(1))])),
+        o.heldOut,
+      );
+      untrained[which] = successVector(played.episodes);
+      log(`${wf.name} ${which}-untrained: held-out success ${successRate(played).toFixed(3)}`);
+    }
     for (let seed = 0; seed < o.seeds; seed++) {
       const dir = join(o.workDir, wf.name, `seed-${seed}`);
       await mkdir(dir, { recursive: true });
-      successes['workflow-untrained'].push(successVector(untrained.episodes));
+      successes['workflow-untrained'].push(untrained.workflow);
+      successes['single-untrained'].push(untrained.single);
       const roles = wf.roles.map((r) => r.name);
-      const arms: [Arm, Record<string, unknown>, string[], number][] = [
-        ['single-grpo', { ...section, sampling: 'single', roles: {} }, ['shared'], 2 * o.instancesPerStep],
-        ['at-grpo-shared', { ...section, roles: {} }, ['shared'], o.instancesPerStep],
+      const arms: [Arm, Record<string, unknown>, string[], number, string][] = [
+        ['single-grpo', singleSection, ['shared'], 2 * o.instancesPerStep, starts.single],
+        ['at-grpo-shared', { ...section, roles: {} }, ['shared'], o.instancesPerStep, starts.workflow],
         [
           'at-grpo-per-role',
           { ...section, roles: Object.fromEntries(roles.map((r) => [r, { policy: r }])) },
           roles,
           o.instancesPerStep,
+          starts.workflow,
         ],
       ];
-      for (const [arm, workflow, agents, instances] of arms) {
+      for (const [arm, workflow, agents, instances, start] of arms) {
         const runDir = join(dir, arm);
         const cfg = parseRunConfig({
           algorithm: 'at-grpo',
@@ -169,8 +190,8 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
     const rateOf = (v: readonly number[]) => v.reduce((x, y) => x + y, 0) / v.length;
     const arms = Object.fromEntries(
       ARMS.map((a) => {
-        // The untrained workflow is one evaluation repeated per seed: its interval is over the instances once.
-        const runs = a === 'workflow-untrained' ? successes[a].slice(0, 1) : successes[a];
+        // An untrained arm is one evaluation repeated per seed: its interval is over the instances once.
+        const runs = a.endsWith('-untrained') ? successes[a].slice(0, 1) : successes[a];
         const all = runs.flat();
         return [
           a,
@@ -187,7 +208,7 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
     const versus = (arm: Arm, other: Arm) =>
       seedPairedDifference(successes[arm].map((after, i) => ({ before: successes[other][i]!, after })));
     const paired = Object.fromEntries(
-      TRAINED.map((a) => [a, { vsUntrained: versus(a, 'workflow-untrained'), vsSingle: versus(a, 'single-grpo') }]),
+      TRAINED.map((a) => [a, Object.fromEntries(VERSUS.filter((b) => b !== a).map((b) => [b, versus(a, b)]))]),
     );
     out.push({ workflow: wf.name, responsesPerStep: budget, arms, paired });
   }
@@ -213,15 +234,14 @@ export function benchMasTable(results: readonly BenchMasResult[]): string {
     '',
     'Paired differences in points (same held-out instances; per-seed mean, Student-t 95% interval over seeds):',
     '',
-    '| env | arm | − workflow-untrained | − single-grpo |',
-    '| --- | --- | --- | --- |',
+    `| env | arm | ${VERSUS.map((b) => `− ${b}`).join(' | ')} |`,
+    `| --- | --- | ${VERSUS.map(() => '---').join(' | ')} |`,
   );
   for (const r of results)
     for (const a of TRAINED) {
       const d = r.paired[a]!;
-      lines.push(
-        `| ${r.workflow} | ${a} | ${formatDifference(d.vsUntrained)} | ${a === 'single-grpo' ? '—' : formatDifference(d.vsSingle)} |`,
-      );
+      const cells = VERSUS.map((b) => (d[b] === undefined ? '—' : formatDifference(d[b])));
+      lines.push(`| ${r.workflow} | ${a} | ${cells.join(' | ')} |`);
     }
   return lines.join('\n');
 }
