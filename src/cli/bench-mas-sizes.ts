@@ -1,10 +1,11 @@
 /** The sizes of `hacrl bench mas`: full, --fast (about 20 minutes on a quiet 2-core machine) and --tiny (tests). */
 import type { BenchMasOptions } from './bench-mas.js';
 
+/** Plan-Path 4×4, 2 turns: small enough that warm-started small agents start with signal. */
 const PLAN_PATH = {
   name: 'plan-path',
-  env: { height: 5, width: 5, wallProb: 0.15, maxShortest: 4 },
-  maxTurns: 3,
+  env: { height: 4, width: 4, wallProb: 0.1, maxShortest: 3 },
+  maxTurns: 2,
   k: 4,
 };
 /** Short answers: a move list or a 4×4 grid needs fewer than 24 tokens. */
@@ -18,7 +19,7 @@ const SUDOKU = { name: 'sudoku', env: { blanks: 3 }, maxTurns: 2, k: 4 };
  * (docs/at-grpo.md).
  */
 export const BENCH_FULL: Omit<BenchMasOptions, 'workDir'> = {
-  workflows: [{ ...PLAN_PATH, env: { height: 4, width: 4, wallProb: 0.1, maxShortest: 3 }, maxTurns: 2 }, SUDOKU],
+  workflows: [PLAN_PATH, SUDOKU],
   steps: 40,
   instancesPerStep: 8,
   heldOut: 100,
@@ -29,7 +30,7 @@ export const BENCH_FULL: Omit<BenchMasOptions, 'workDir'> = {
 /** --fast: tiny agents and short training, so that 2 environments × 3 seeds × 4 arms fit a busy machine. */
 export const BENCH_FAST: Omit<BenchMasOptions, 'workDir'> = {
   workflows: [
-    { ...PLAN_PATH, env: { height: 4, width: 4, wallProb: 0.1, maxShortest: 3 }, maxTurns: 2, roles: SHORT },
+    { ...PLAN_PATH, roles: SHORT },
     { ...SUDOKU, env: { blanks: 2 }, maxTurns: 1, roles: SHORT },
   ],
   steps: 6,
@@ -41,7 +42,7 @@ export const BENCH_FAST: Omit<BenchMasOptions, 'workDir'> = {
 
 /** --tiny: seconds; checks the pipeline end to end. */
 export const BENCH_TINY: Omit<BenchMasOptions, 'workDir'> = {
-  workflows: [{ ...PLAN_PATH, env: { height: 4, width: 4, wallProb: 0.1, maxShortest: 3 }, maxTurns: 2, k: 2 }],
+  workflows: [{ ...PLAN_PATH, k: 2 }],
   steps: 1,
   instancesPerStep: 1,
   heldOut: 3,
