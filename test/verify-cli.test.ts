@@ -1,11 +1,12 @@
 // `hacrl verify` from the outside: one pair, a JSONL file, exit statuses and the summary line.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
+import { gsm8kFile, gsm8kSkip } from './gsm8k-data.js';
 
 const root = await mkdtemp(join(tmpdir(), 'hacrl-verify-'));
 after(() => rm(root, { recursive: true, force: true }));
@@ -134,10 +135,8 @@ describe('hacrl verify reads whole responses', () => {
     assert.equal(hacrl(['--gold', '1', '--answer', '1', '--extract', 'boxes']).status, 1);
   });
 
-  test('every GSM8K test reference solution equals its gold, in under 30 s', async (t) => {
-    const path = '../shared/data/gsm8k/test.jsonl';
-    if (!existsSync(path)) return t.skip(`${path} is not here`);
-    const solutions = readFileSync(path, 'utf8')
+  test('every GSM8K test reference solution equals its gold, in under 30 s', { skip: gsm8kSkip('test') }, async () => {
+    const solutions = readFileSync(gsm8kFile('test'), 'utf8')
       .trim()
       .split('\n')
       .map((l) => (JSON.parse(l) as { answer: string }).answer);
