@@ -170,6 +170,32 @@ describe('AT-GRPO training', () => {
     for (const c of paired.slice(1)) assert.match(c[5]!, diff);
   });
 
+  test('steps whose every group the filter drops make no update and do not stop the run as non-finite', async () => {
+    // The untrained GPT-2 agent plays both roles: no response parses, so every group's rewards are equal and
+    // `zeroVariance` drops them all; more such steps than maxNonFiniteSteps (3) must still finish.
+    const runDir = join(root, 'all-filtered');
+    const wf = { ...WORKFLOW, groupFilter: { lowMeanRatio: 0, zeroVariance: true }, roles: {} };
+    const r = hacrl([
+      'train',
+      '--set',
+      'algorithm=at-grpo',
+      'agents.0.name=shared',
+      `agents.0.checkpoint=${agentDir('planner')}`,
+      `workflow=${JSON.stringify(wf)}`,
+      'rollout.promptsPerStep=2',
+      'steps=4',
+      'eval.every=0',
+      'eval.problems=2',
+      `runDir=${runDir}`,
+    ]);
+    assert.equal(r.status, 0, r.stderr);
+    const rows = (await metricRows(runDir)).filter((x) => x.step !== 0);
+    assert.deepEqual(
+      rows.map((x) => [x.step, x.samples_trained, x.groups_dropped_zero_variance === x.groups]),
+      [1, 2, 3, 4].map((s) => [s, 0, true]),
+    );
+  });
+
   test('config errors name what to change', async () => {
     const noWorkflow = hacrl(['train', '--set', 'algorithm=at-grpo', 'agents.0.name=a', 'agents.0.checkpoint=x']);
     assert.notEqual(noWorkflow.status, 0);

@@ -40,6 +40,44 @@ describe('warm-start rows', () => {
     });
   }
 
+  test('detours: rows off the solver path (wrong proposals, second turns), each still teaching a shortest path', async () => {
+    const wf = buildWorkflow({ name: 'plan-path', env: { height: 4, width: 4, wallProb: 0.1 }, maxTurns: 2 });
+    const plain = await warmStartRows(wf, { count: 200, seed: 0 });
+    assert.deepEqual(await warmStartRows(wf, { count: 200, seed: 0, detour: 0 }), plain, 'detour 0 is the default');
+    assert.ok(
+      plain.every((r) => r.turn === 0),
+      'the solver solves every instance in its first turn',
+    );
+    const rows = await warmStartRows(wf, { count: 200, seed: 0, detour: 0.5 });
+    assert.deepEqual(await warmStartRows(wf, { count: 200, seed: 0, detour: 0.5 }), rows, 'same seed, same rows');
+    const second = rows.filter((r) => r.turn === 1).length;
+    const wrongProposal = rows.filter((r) => r.role === 'planner' && !/simulated: reached the goal/.test(r.prompt));
+    assert.ok(
+      second >= 20 && wrongProposal.length >= 20,
+      `second-turn rows ${second}, wrong proposals ${wrongProposal.length}`,
+    );
+    // Every row's response, walked on the grid its prompt draws from the position it states, reaches the goal in
+    // exactly the number of moves BFS needs (the solver's answer for that state, not the detour's).
+    for (const r of rows) {
+      const lines = r.prompt.split('\n');
+      const grid = lines.slice(2, 6);
+      const at = (ch: string): [number, number] => {
+        const row = grid.findIndex((l) => l.includes(ch));
+        return [row, grid[row]!.indexOf(ch)];
+      };
+      let [y, x] = at('A');
+      const goal = at('G');
+      const moves = JSON.parse(r.response) as string[];
+      for (const m of moves) {
+        const [dy, dx] = { U: [-1, 0], D: [1, 0], L: [0, -1], R: [0, 1] }[m as 'U']!;
+        assert.notEqual(grid[y + dy]?.[x + dx] ?? '#', '#', `a move into a wall in\n${r.prompt}\n${r.response}`);
+        [y, x] = [y + dy, x + dx];
+      }
+      assert.deepEqual([y, x], goal, `${r.response} does not reach the goal in\n${r.prompt}`);
+    }
+    await assert.rejects(warmStartRows(wf, { count: 1, seed: 0, detour: 2 }), /detour must be in \[0, 1\]/);
+  });
+
   test('roles filter and bounds: planner rows only; bad count or role refused', async () => {
     const wf = buildWorkflow({ name: 'plan-path', env: { height: 4, width: 4 } });
     const rows = await warmStartRows(wf, { count: 5, seed: 0, roles: ['planner'] });

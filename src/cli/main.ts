@@ -190,16 +190,22 @@ withAgentOptions(mas.command('warmstart'))
   .option('--batch-size <n>', 'rows per step', num, 16)
   .option('--lr <x>', 'peak learning rate (cosine decay)', num, 3e-3)
   .option('--role <name...>', "train on these roles' rows only (per-role policies); default every role")
+  .option(
+    '--detour <p>',
+    "probability of applying another instance's solver answer (rows off the solver's path)",
+    num,
+    0,
+  )
   .option('--seed <n>', 'seed of the SFT batch order', num, 0)
   .action(async (o: Record<string, unknown>) => {
     const [agent, rest] = agentSpecOf(o);
-    const { out, workflow, steps, rows, batchSize, lr, role, seed } = rest;
+    const { out, workflow, steps, rows, batchSize, lr, role, detour, seed } = rest;
     await runMasWarmstart(
       {
         out: out as string,
         workflow: JSON.parse(workflow as string) as Record<string, unknown>,
         agent: agent as never,
-        warmStart: { steps, rows, batchSize, lr, ...(role ? { roles: role } : {}) } as never,
+        warmStart: { steps, rows, batchSize, lr, detour, ...(role ? { roles: role } : {}) } as never,
         seed: seed as number,
       },
       (line) => console.log(line),

@@ -266,12 +266,15 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
     const row: Record<string, unknown> = { step: step + 1 };
     // Validation every eval.every steps and always after the last one (eval.every = 0: only then).
     const evalNow = step + 1 === cfg.steps || (cfg.eval.every > 0 && (step + 1) % cfg.eval.every === 0);
-    let allSkipped = true;
+    // A step with nothing to train on (every group filtered out) made no update: it is not a non-finite step.
+    let updates = 0;
+    let skipped = 0;
     for (const [i, agent] of agents.entries()) {
       const t1 = performance.now();
       const r = learnerStep(table, team, i, recipe, capability, k, orderRng);
       const t2 = performance.now();
-      allSkipped &&= r.skippedUpdates >= r.updates;
+      updates += r.updates;
+      skipped += r.skippedUpdates;
       const own = sampled.get(agent.name)!;
       const metrics: StepMetrics = {
         ...own,
@@ -318,7 +321,7 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
     const seconds = (performance.now() - stepStart) / 1e3;
     const progress = agentProgress(agents, sampled, shared ? capability : null, seconds);
     display.step({ step: step + 1, total: cfg.steps, seconds, rssMiB: memory['mem/rss_mib'], ...progress });
-    state.nonFiniteStreak = allSkipped ? state.nonFiniteStreak + 1 : 0;
+    state.nonFiniteStreak = updates > 0 && skipped === updates ? state.nonFiniteStreak + 1 : 0;
     if (state.nonFiniteStreak >= cfg.maxNonFiniteSteps) {
       const last = await run.latestCheckpoint();
       throw new Error(

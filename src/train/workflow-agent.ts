@@ -26,6 +26,11 @@ export const WarmStartSchema = z
     lr: z.number().positive().default(3e-3),
     /** Roles whose rows train the agent (a per-role policy: its role); default every role. */
     roles: z.array(z.string().min(1)).optional(),
+    /**
+     * Probability that a warm-start episode applies another instance's solver answer instead of this one's (before
+     * the last turn), so rows cover wrong proposals and later turns (warm-start.ts); default 0 (solver path only).
+     */
+    detour: z.number().min(0).max(1).default(0),
   })
   .strict();
 /** A warm start with defaults filled in. */
@@ -52,6 +57,7 @@ export async function workflowAgent(
   const rows = await warmStartRows(wf, {
     count: warm.steps > 0 ? warm.rows : 8,
     seed: WARM_START_SEED,
+    detour: warm.detour,
     ...(warm.roles ? { roles: warm.roles } : {}),
   });
   // Workflow prompts (grid, history, other roles' words) run to several hundred characters, past the 512 positions

@@ -2,8 +2,14 @@
  * Warm-start data for small agents: expert episodes played by the environments' solvers (BFS for Plan-Path and
  * Sokoban, the unique solution for Sudoku, the gold answer for math), turned into SFT rows whose prompt is exactly
  * the role's observation in the workflow and whose response is the correct action.
+ *
+ * Pure expert episodes only ever show states on the solver's path: the planner always sees a correct proposal and no
+ * episode reaches a second turn, so an agent trained on them meets its first wrong proposal or missed turn in RL
+ * and answers garbage there. Detours fix that: with probability `detour` the response a role APPLIES is another
+ * instance's solver answer (well-formed, usually wrong) while its row still teaches this state's solver answer.
  */
-import type { Workflow } from './workflow.js';
+import { Rng } from '../util/rng.js';
+import type { EpisodeState, Workflow } from './workflow.js';
 import { advance, startEpisode } from './workflow.js';
 
 /** One SFT example. */
@@ -23,12 +29,25 @@ export interface WarmStartOptions {
   seed: number;
   /** Roles to produce rows for; default every acting role of the workflow. */
   roles?: readonly string[];
+  /** Probability (0–1) that an applied response before the last turn is a detour (see above); default 0. */
+  detour?: number;
+}
+
+/** Offset of the instance whose solver answer is a detour: far enough that it is an unrelated instance. */
+const DETOUR_SOURCE_OFFSET = 7_919_000;
+
+/** A well-formed wrong response for `role`: the solver's answer at the start of instance `seed`, if it has one. */
+function detourResponse(wf: Workflow<unknown>, role: string, seed: number): string | null {
+  const r = wf.roles.find((x) => x.name === role)!;
+  return r.expert(startEpisode(wf, seed + DETOUR_SOURCE_OFFSET) as EpisodeState<unknown>);
 }
 
 /**
- * Plays expert episodes (every acting role answers with its expert response, which is also applied) on instances
- * seed, seed + 1, … and returns the first `count` rows of the chosen roles. Throws when a solver's episode does not
- * succeed within maxTurns (the data would teach a wrong answer).
+ * Plays expert episodes (every acting role answers with its expert response, which is also applied, except for
+ * detours) on instances seed, seed + 1, … and returns the first `count` rows of the chosen roles. The last turn is
+ * always the solver's, so a detoured episode still ends solved. Throws when a solver's episode without detours does not
+ * succeed within maxTurns (the data would teach a wrong answer); an instance a detour made unsolvable (a Sokoban box
+ * pushed into a corner) is skipped.
  */
 export async function warmStartRows(wf: Workflow<unknown>, o: WarmStartOptions): Promise<WarmStartRow[]> {
   if (!Number.isInteger(o.count) || o.count < 1) throw new Error(`warm start count must be ≥ 1, got ${o.count}`);
@@ -36,25 +55,38 @@ export async function warmStartRows(wf: Workflow<unknown>, o: WarmStartOptions):
   for (const r of roles)
     if (!wf.roles.some((x) => x.name === r))
       throw new Error(`warm start: workflow "${wf.name}" has no acting role "${r}"`);
+  const detour = o.detour ?? 0;
+  if (!(detour >= 0 && detour <= 1)) throw new Error(`warm start detour must be in [0, 1], got ${detour}`);
   const rows: WarmStartRow[] = [];
   for (let seed = o.seed; rows.length < o.count; seed++) {
+    const rng = new Rng(seed);
     let st = startEpisode(wf, seed);
     const instance = wf.env.instanceId(st.env);
-    for (let turn = 0; turn < wf.maxTurns && !st.done && rows.length < o.count; turn++) {
+    const episode: WarmStartRow[] = [];
+    let detoured = false;
+    let stuck = false;
+    for (let turn = 0; turn < wf.maxTurns && !st.done && !stuck; turn++) {
       st = { ...st, turn };
       for (const role of wf.roles) {
         if (st.done || role.skips(st)) continue;
         const response = role.expert(st);
-        if (response === null) throw new Error(`warm start: no solver answer for ${instance}, role ${role.name}`);
-        const prompt = role.prompt(st);
-        const act = await role.act(st, response);
-        if (roles.includes(role.name) && rows.length < o.count)
-          rows.push({ prompt, response, role: role.name, instance, turn });
-        st = advance(st, role.name, response, act);
+        if (response === null && !detoured)
+          throw new Error(`warm start: no solver answer for ${instance}, role ${role.name}`);
+        if (response === null) {
+          stuck = true;
+          break;
+        }
+        const wrong = turn < wf.maxTurns - 1 && detour > 0 && rng.next() < detour;
+        const applied = (wrong ? detourResponse(wf, role.name, seed) : null) ?? response;
+        detoured ||= applied !== response;
+        if (roles.includes(role.name))
+          episode.push({ prompt: role.prompt(st), response, role: role.name, instance, turn });
+        st = advance(st, role.name, applied, await role.act(st, applied));
       }
     }
-    if (!st.success && rows.length < o.count)
+    if (!st.success && !detoured)
       throw new Error(`warm start: the solver did not solve ${instance} in ${wf.maxTurns} turns`);
+    if (st.success) rows.push(...episode.slice(0, o.count - rows.length));
   }
   return rows;
 }
