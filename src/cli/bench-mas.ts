@@ -9,6 +9,7 @@
 import { mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { ADVANTAGE_NORMALIZATIONS } from '../algorithms/advantages.js';
 import { engine } from '../backend/engine.js';
 import { parseRunConfig } from '../config/load-config.js';
 import { formatDifference, seedPairedDifference, type Difference } from '../bench/stats.js';
@@ -39,6 +40,8 @@ export const BenchMasSchema = z
     heldOut: z.number().int().positive().default(50),
     /** Learning rate of the RL arms; default 1e-3. */
     lr: z.number().positive().default(1e-3),
+    /** Advantage scaling of the RL arms (optim.advantage); default 'group-std', the spec's (r − mean)/(std + 1e-6). */
+    advantage: z.enum(ADVANTAGE_NORMALIZATIONS).default('group-std'),
     agent: AgentSpecSchema.prefault({}),
     warmStart: WarmStartSchema.prefault({}),
     /** Working folder (agents and runs); removed at the end unless keep. */
@@ -140,7 +143,7 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
           agents: agents.map((name) => ({ name, checkpoint: start })),
           workflow,
           rollout: { promptsPerStep: instances },
-          optim: { lr: o.lr },
+          optim: { lr: o.lr, advantage: o.advantage },
           steps: o.steps,
           seed,
           eval: { every: 0, problems: o.heldOut },
