@@ -28,6 +28,7 @@ import { AdamW } from '../src/optim/adamw.js';
 import { Tape } from '../src/tensor/tape.js';
 import { Rng } from '../src/util/rng.js';
 import { matmulParams } from './flops.js';
+import { machinePeak, peakLine } from './peak.js';
 
 const args = new Set(process.argv.slice(2));
 /**
@@ -562,13 +563,13 @@ async function main(): Promise<void> {
   const k = engine();
   const maxThreads = native.maxThreads();
   const threadCounts = quick ? [Math.min(2, maxThreads)] : maxThreads >= 2 ? [1, 2] : [1];
-  const peak: Record<number, number> = {};
-  for (const t of threadCounts) peak[t] = native.fmaPeak(t, quick ? 200 : 500);
+  const peakProbe = machinePeak(native, threadCounts);
+  const peak = peakProbe.gflops;
   const models = quick ? MODELS.filter((m) => m.name !== '50M') : MODELS;
 
   log(`hacrl model benchmark — ${cpus()[0]?.model ?? 'cpu'}, ${maxThreads} threads`);
   log(`hacrl BLAS: ${k.blas}   (OPENBLAS_CORETYPE=${process.env.OPENBLAS_CORETYPE ?? 'unset'})`);
-  for (const t of threadCounts) log(`measured peak: ${round(peak[t]!)} GFLOP/s FMA on ${t} thread(s)`);
+  log(peakLine(peakProbe));
   log(
     `training: SFT loss on B=${TRAIN.batch} × T=${TRAIN.seqLen} (prompt ${TRAIN.promptLen}, loss on the rest), ` +
       `forward + backward + AdamW, 1 warm-up step, median of the timed steps; ` +
@@ -685,6 +686,7 @@ async function main(): Promise<void> {
         torch_env_openblas_coretype: torchCores.env === null ? null : torchCores.env || 'unset',
         torch_threading: 'torch.set_num_threads(n), openblas_set_num_threads(n), OMP_WAIT_POLICY=PASSIVE',
         peak_gflops: peak,
+        peak_below_linear: peakProbe.below_linear,
         train_setup: { ...TRAIN, warmup_steps: 1, adamw: ADAMW },
         decode_setup: { ...DECODE, greedy: true, prefill_in_tokens_per_s: false },
         models: results,

@@ -36,6 +36,7 @@ import { addLearnerTokens, learnerView, type SampleRecord } from '../src/train/s
 import { memoryMetrics } from '../src/util/memory.js';
 import { Rng } from '../src/util/rng.js';
 import { matmulParams } from './flops.js';
+import { machinePeak, peakLine } from './peak.js';
 
 const argv = process.argv.slice(2);
 const json = argv.includes('--json');
@@ -316,11 +317,13 @@ function print(title: string, s: PartSplit, peak: number): void {
 async function main(): Promise<void> {
   const native = nativeBackend();
   const threads = native?.maxThreads() ?? 1;
-  const peak = round(native ? native.fmaPeak(threads, 500) : NaN, 1);
+  const peakProbe = native ? machinePeak(native, [threads]) : null;
+  const peak = round(peakProbe ? peakProbe.gflops[threads]! : NaN, 1);
   log(
     `hacrl RL step benchmark — B=${B}, G=${G}, ≤ ${MAX_NEW} new tokens, ${MINI_BATCHES} mini-batches, ${threads} threads`,
   );
   log(`BLAS in use: ${k.blas} (OPENBLAS_CORETYPE=${process.env.OPENBLAS_CORETYPE ?? 'unset'})`);
+  if (peakProbe) log(peakLine(peakProbe));
   const dir = await mkdtemp(join(tmpdir(), 'hacrl-bench-rl-'));
   try {
     const grpo = benchRecipe(ALGORITHM_RECIPES.grpo);
@@ -368,6 +371,7 @@ async function main(): Promise<void> {
           openblas_coretype: process.env.OPENBLAS_CORETYPE ?? null,
           threads,
           peak_gflops: peak,
+          peak_below_linear: peakProbe?.below_linear ?? [],
           prompts: B,
           group_size: G,
           steps_averaged: STEPS,
