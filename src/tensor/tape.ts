@@ -1,4 +1,5 @@
 import type { Kernels } from '../backend/kernels.js';
+import { giveBack, takeZeroed } from './grad-pool.js';
 import type { Tensor } from './tensor.js';
 
 /**
@@ -9,6 +10,8 @@ export class Tape {
   private readonly steps: (() => void)[] = [];
   /** Outputs of the recorded ops: intermediates, whose gradients are dead once the backward pass is over. */
   private readonly outputs: Tensor[] = [];
+  /** Buffers handed out by `buffer`, back to the pool when the pass ends. */
+  private readonly owned: Float32Array[] = [];
 
   /**
    * Appends the backward of an op just computed; `output`, the op's result, has its gradient buffer recycled when
@@ -19,6 +22,17 @@ export class Tape {
     if (output) this.outputs.push(output);
   }
 
+  /**
+   * n zeroed floats for a recorded op's output or saved activation, owned by the tape: they go back to the pool when
+   * backward (or clear) ends, so nothing may read or write them after that. A training step's activations are as
+   * large as its gradients; as fresh typed arrays they made V8 run a full mark-compact every 64 MiB of them.
+   */
+  buffer(n: number): Float32Array {
+    const b = takeZeroed(n);
+    this.owned.push(b);
+    return b;
+  }
+
   /** Number of recorded ops. */
   get length(): number {
     return this.steps.length;
@@ -27,7 +41,7 @@ export class Tape {
   /**
    * Back-propagates from `output`: its gradient is `seed` (default all ones, i.e. d(sum output)), then every recorded
    * op runs its backward, last first. The tape is emptied so the activations it held can be reclaimed, and the
-   * gradients of the ops' outputs (output's included) go back to the pool for the next pass.
+   * gradients of the ops' outputs (output's included) and the tape's buffers go back to the pool for the next pass.
    */
   backward(output: Tensor, seed?: Float32Array): void {
     const g = output.ensureGrad();
@@ -39,12 +53,19 @@ export class Tape {
     while (this.steps.length > 0) this.steps.pop()!();
     for (const t of this.outputs) t.recycleGrad();
     this.outputs.length = 0;
+    this.release();
+  }
+
+  private release(): void {
+    for (const b of this.owned) giveBack(b);
+    this.owned.length = 0;
   }
 
   /** Drops every recorded op without running it (an inference pass that recorded by mistake, or an aborted step). */
   clear(): void {
     this.steps.length = 0;
     this.outputs.length = 0;
+    this.release();
   }
 }
 
