@@ -9,6 +9,7 @@ import type { Kernels } from '../src/backend/kernels.js';
 import { nativeBackend, nativeLoadError } from '../src/backend/select.js';
 import { typescriptKernels } from '../src/backend/typescript.js';
 import { machinePeak, peakLine } from './peak.js';
+import { openmpWaitPolicy } from '../src/backend/native.js';
 
 const args = new Set(process.argv.slice(2));
 const json = args.has('--json');
@@ -162,6 +163,7 @@ function main(): void {
   const bestBandwidth = Math.max(...Object.values(bandwidth));
   log(`hacrl kernel benchmark — ${cpus()[0]?.model ?? 'cpu'}, ${maxThreads} threads`);
   log(`BLAS in use: ${native.blas}   (OPENBLAS_CORETYPE=${process.env.OPENBLAS_CORETYPE ?? 'unset'})`);
+  log(`OpenMP wait policy: ${openmpWaitPolicy()}`);
   log(peakLine(peakProbe));
   for (const t of threadCounts) log(`measured memory bandwidth: ${round(bandwidth[t]!)} GB/s on ${t} thread(s)`);
 
@@ -230,6 +232,7 @@ function main(): void {
         cpu: cpus()[0]?.model ?? 'unknown',
         threads: maxThreads,
         blas: inUse,
+        openmp_wait_policy: openmpWaitPolicy(),
         openblas_coretype: process.env.OPENBLAS_CORETYPE ?? null,
         peak_gflops: peak,
         peak_below_linear: peakProbe.below_linear,

@@ -38,6 +38,7 @@ import { memoryMetrics } from '../src/util/memory.js';
 import { Rng } from '../src/util/rng.js';
 import { matmulParams } from './flops.js';
 import { machinePeak, peakLine } from './peak.js';
+import { openmpWaitPolicy } from '../src/backend/native.js';
 
 const argv = process.argv.slice(2);
 const json = argv.includes('--json');
@@ -340,6 +341,7 @@ async function main(): Promise<void> {
     `hacrl RL step benchmark — B=${B}, G=${G}, ≤ ${MAX_NEW} new tokens, ${MINI_BATCHES} mini-batches, ${threads} threads`,
   );
   log(`BLAS in use: ${k.blas} (OPENBLAS_CORETYPE=${process.env.OPENBLAS_CORETYPE ?? 'unset'})`);
+  log(`OpenMP wait policy: ${openmpWaitPolicy()}`);
   if (peakProbe) log(peakLine(peakProbe));
   const dir = await mkdtemp(join(tmpdir(), 'hacrl-bench-rl-'));
   try {
@@ -380,6 +382,7 @@ async function main(): Promise<void> {
       console.log(
         JSON.stringify({
           blas: k.blas,
+          openmp_wait_policy: openmpWaitPolicy(),
           openblas_coretype: process.env.OPENBLAS_CORETYPE ?? null,
           threads,
           peak_gflops: peak,
