@@ -1,4 +1,5 @@
 import type { Kernels } from '../backend/kernels.js';
+import { Arena } from '../tensor/tape.js';
 import { packPromptResponses, type PromptResponse } from './pack.js';
 import type { Transformer } from './transformer.js';
 
@@ -21,10 +22,12 @@ export function scoreResponses(
   for (let i = 0; i < items.length; i += batchSize) {
     const members = order.slice(i, i + batchSize);
     const packed = packPromptResponses(members.map((j) => items[j]!));
-    const { logProb } = model.tokenLogProbs({ k, tape: null }, packed, packed.targets);
+    const arena = new Arena();
+    const { logProb } = model.tokenLogProbs({ k, tape: null, arena }, packed, packed.targets);
     packed.responseRows.forEach(
       (r, m) => (out[members[m]!] = Array.from(logProb.data.subarray(r.start, r.start + r.length))),
     );
+    arena.release();
   }
   return out;
 }

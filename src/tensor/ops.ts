@@ -13,10 +13,11 @@ function tracking(ctx: Ctx, ...inputs: (Tensor | undefined)[]): boolean {
 
 /**
  * n zeroed floats for an op's output or saved state: the tape's (recycled after its backward) when the op records,
- * else a fresh array (inference outputs may be kept by the caller for as long as it likes).
+ * else the context's arena's, else a fresh array.
  */
 function outBuffer(ctx: Ctx, track: boolean, n: number): Float32Array {
-  return track ? ctx.tape!.buffer(n) : new Float32Array(n);
+  if (track) return ctx.tape!.buffer(n);
+  return ctx.arena ? ctx.arena.buffer(n) : new Float32Array(n);
 }
 
 function shapeError(op: string, message: string): never {

@@ -3,6 +3,27 @@ import { giveBack, takeZeroed } from './grad-pool.js';
 import type { Tensor } from './tensor.js';
 
 /**
+ * Pooled buffers handed out during one pass and given back together when it ends: a pass's activations, as fresh
+ * typed arrays, made V8 run a full mark-compact for every 64 MiB of them.
+ */
+export class Arena {
+  private readonly owned: Float32Array[] = [];
+
+  /** n zeroed floats, valid until release(). */
+  buffer(n: number): Float32Array {
+    const b = takeZeroed(n);
+    this.owned.push(b);
+    return b;
+  }
+
+  /** Gives every buffer back to the pool: nothing may read or write them after this. */
+  release(): void {
+    for (const b of this.owned) giveBack(b);
+    this.owned.length = 0;
+  }
+}
+
+/**
  * Records the backward closures of the ops of one forward pass, in order, and runs them in reverse. Ops are coarse
  * (a fused kernel each) so the tape stays short: a transformer layer records about a dozen entries.
  */
@@ -11,7 +32,7 @@ export class Tape {
   /** Outputs of the recorded ops: intermediates, whose gradients are dead once the backward pass is over. */
   private readonly outputs: Tensor[] = [];
   /** Buffers handed out by `buffer`, back to the pool when the pass ends. */
-  private readonly owned: Float32Array[] = [];
+  private readonly arena = new Arena();
 
   /**
    * Appends the backward of an op just computed; `output`, the op's result, has its gradient buffer recycled when
@@ -24,13 +45,10 @@ export class Tape {
 
   /**
    * n zeroed floats for a recorded op's output or saved activation, owned by the tape: they go back to the pool when
-   * backward (or clear) ends, so nothing may read or write them after that. A training step's activations are as
-   * large as its gradients; as fresh typed arrays they made V8 run a full mark-compact every 64 MiB of them.
+   * backward (or clear) ends, so nothing may read or write them after that.
    */
   buffer(n: number): Float32Array {
-    const b = takeZeroed(n);
-    this.owned.push(b);
-    return b;
+    return this.arena.buffer(n);
   }
 
   /** Number of recorded ops. */
@@ -53,19 +71,14 @@ export class Tape {
     while (this.steps.length > 0) this.steps.pop()!();
     for (const t of this.outputs) t.recycleGrad();
     this.outputs.length = 0;
-    this.release();
-  }
-
-  private release(): void {
-    for (const b of this.owned) giveBack(b);
-    this.owned.length = 0;
+    this.arena.release();
   }
 
   /** Drops every recorded op without running it (an inference pass that recorded by mistake, or an aborted step). */
   clear(): void {
     this.steps.length = 0;
     this.outputs.length = 0;
-    this.release();
+    this.arena.release();
   }
 }
 
@@ -73,4 +86,6 @@ export class Tape {
 export interface Ctx {
   readonly k: Kernels;
   readonly tape: Tape | null;
+  /** Where untracked ops take their outputs when set (the caller releases it when the pass is over); default fresh arrays. */
+  readonly arena?: Arena;
 }
