@@ -8,6 +8,8 @@ import { cpus } from 'node:os';
 import type { Kernels } from '../src/backend/kernels.js';
 import { nativeBackend, nativeLoadError } from '../src/backend/select.js';
 import { typescriptKernels } from '../src/backend/typescript.js';
+import { machinePeak, peakLine } from './peak.js';
+import { openmpWaitPolicy } from '../src/backend/native.js';
 
 const args = new Set(process.argv.slice(2));
 const json = args.has('--json');
@@ -154,17 +156,16 @@ function main(): void {
   }
   const maxThreads = native.maxThreads();
   const threadCounts = maxThreads >= 2 ? [1, 2] : [1];
-  const peak: Record<number, number> = {};
+  const peakProbe = machinePeak(native, threadCounts);
+  const peak = peakProbe.gflops;
   const bandwidth: Record<number, number> = {};
-  for (const t of threadCounts) {
-    peak[t] = native.fmaPeak(t, quick ? 200 : 500);
-    bandwidth[t] = native.memoryBandwidth(t, 256);
-  }
+  for (const t of threadCounts) bandwidth[t] = native.memoryBandwidth(t, 256);
   const bestBandwidth = Math.max(...Object.values(bandwidth));
   log(`hacrl kernel benchmark — ${cpus()[0]?.model ?? 'cpu'}, ${maxThreads} threads`);
   log(`BLAS in use: ${native.blas}   (OPENBLAS_CORETYPE=${process.env.OPENBLAS_CORETYPE ?? 'unset'})`);
-  for (const t of threadCounts)
-    log(`measured peak: ${round(peak[t]!)} GFLOP/s FMA, ${round(bandwidth[t]!)} GB/s memory on ${t} thread(s)`);
+  log(`OpenMP wait policy: ${openmpWaitPolicy()}`);
+  log(peakLine(peakProbe));
+  for (const t of threadCounts) log(`measured memory bandwidth: ${round(bandwidth[t]!)} GB/s on ${t} thread(s)`);
 
   log('\nsgemm GFLOP/s (fraction of measured peak)');
   const gemmRows: Record<string, unknown>[] = [];
@@ -231,8 +232,10 @@ function main(): void {
         cpu: cpus()[0]?.model ?? 'unknown',
         threads: maxThreads,
         blas: inUse,
+        openmp_wait_policy: openmpWaitPolicy(),
         openblas_coretype: process.env.OPENBLAS_CORETYPE ?? null,
         peak_gflops: peak,
+        peak_below_linear: peakProbe.below_linear,
         bandwidth_gbs: bandwidth,
         sgemm: gemmRows,
         sgemm_peak_fraction: sgemmPeakFraction,

@@ -9,7 +9,6 @@
  * differs, is run as well and shown as a second column. With --json the last line is one JSON object.
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,8 +25,11 @@ import type { Transformer } from '../src/model/transformer.js';
 import { initModel, loadModel, saveModel } from '../src/model/weights.js';
 import { AdamW } from '../src/optim/adamw.js';
 import { Tape } from '../src/tensor/tape.js';
+import { backgroundCores, cpuTicks } from '../src/util/cpu-load.js';
 import { Rng } from '../src/util/rng.js';
 import { matmulParams } from './flops.js';
+import { machinePeak, peakLine } from './peak.js';
+import { openmpWaitPolicy } from '../src/backend/native.js';
 
 const args = new Set(process.argv.slice(2));
 /**
@@ -276,40 +278,6 @@ function useThreads(threads: number): void {
   process.env.HACRL_THREADS = String(threads);
   const got = nativeBackend()!.maxThreads();
   if (got !== threads) throw new Error(`HACRL_THREADS=${threads} did not take effect (the addon reports ${got})`);
-}
-
-/** CPU ticks of the whole machine (busy, and all) and of this process with its reaped children, from /proc. */
-interface CpuTicks {
-  busy: number;
-  total: number;
-  own: number;
-}
-
-function cpuTicks(): CpuTicks | null {
-  try {
-    const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
-    // After the command name (which may hold spaces) come the state and, from field 14, utime stime cutime cstime.
-    const self = readFileSync('/proc/self/stat', 'utf8');
-    const own = self
-      .slice(self.lastIndexOf(') ') + 2)
-      .split(' ')
-      .slice(11, 15)
-      .map(Number);
-    const total = cpu.reduce((a, b) => a + b, 0);
-    return { busy: total - cpu[3]! - (cpu[4] ?? 0), total, own: own.reduce((a, b) => a + b, 0) };
-  } catch {
-    return null;
-  }
-}
-
-/**
- * Cores kept busy by other processes (or stolen by the hypervisor) between two readings: on a shared 2-core machine
- * a second thread that has to wait for a busy core makes every 2-thread number meaningless, so the run says so.
- */
-function backgroundCores(from: CpuTicks | null, to: CpuTicks | null): number | null {
-  if (!from || !to || to.total <= from.total) return null;
-  const elapsed = (to.total - from.total) / cpus().length;
-  return round(Math.max(0, to.busy - from.busy - (to.own - from.own)) / elapsed, 2);
 }
 
 const round = (x: number, d = 1): number => Number(x.toFixed(d));
@@ -562,13 +530,14 @@ async function main(): Promise<void> {
   const k = engine();
   const maxThreads = native.maxThreads();
   const threadCounts = quick ? [Math.min(2, maxThreads)] : maxThreads >= 2 ? [1, 2] : [1];
-  const peak: Record<number, number> = {};
-  for (const t of threadCounts) peak[t] = native.fmaPeak(t, quick ? 200 : 500);
+  const peakProbe = machinePeak(native, threadCounts);
+  const peak = peakProbe.gflops;
   const models = quick ? MODELS.filter((m) => m.name !== '50M') : MODELS;
 
   log(`hacrl model benchmark — ${cpus()[0]?.model ?? 'cpu'}, ${maxThreads} threads`);
   log(`hacrl BLAS: ${k.blas}   (OPENBLAS_CORETYPE=${process.env.OPENBLAS_CORETYPE ?? 'unset'})`);
-  for (const t of threadCounts) log(`measured peak: ${round(peak[t]!)} GFLOP/s FMA on ${t} thread(s)`);
+  log(`OpenMP wait policy: ${openmpWaitPolicy()}`);
+  log(peakLine(peakProbe));
   log(
     `training: SFT loss on B=${TRAIN.batch} × T=${TRAIN.seqLen} (prompt ${TRAIN.promptLen}, loss on the rest), ` +
       `forward + backward + AdamW, 1 warm-up step, median of the timed steps; ` +
@@ -675,6 +644,7 @@ async function main(): Promise<void> {
         cpu: cpus()[0]?.model ?? 'unknown',
         threads: threadCounts,
         hacrl_blas: k.blas,
+        openmp_wait_policy: openmpWaitPolicy(),
         torch_version: torchInfo?.torch ?? null,
         torch_blas: torchInfo?.blas ?? null,
         openblas_coretype: process.env.OPENBLAS_CORETYPE ?? null,
@@ -685,6 +655,7 @@ async function main(): Promise<void> {
         torch_env_openblas_coretype: torchCores.env === null ? null : torchCores.env || 'unset',
         torch_threading: 'torch.set_num_threads(n), openblas_set_num_threads(n), OMP_WAIT_POLICY=PASSIVE',
         peak_gflops: peak,
+        peak_below_linear: peakProbe.below_linear,
         train_setup: { ...TRAIN, warmup_steps: 1, adamw: ADAMW },
         decode_setup: { ...DECODE, greedy: true, prefill_in_tokens_per_s: false },
         models: results,

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:rl [-- --json] [-- --steps=N] [-- --no-torch]`: where the time of an RL step goes — generate / score /
+ * `npm run bench:rl [-- --json] [-- --steps=N] [-- --no-torch] [-- --single]`: where the time of an RL step goes — generate / score /
  * train — with tokens/s, matmul GFLOP/s and the fraction of the machine's measured FMA peak per part, and the resident
  * memory after each step, for
  *  - one agent: the ~1.8M-parameter Qwen3-style char agent `hacrl sft` builds, B=16 prompts × G=8 responses of up to
@@ -10,7 +10,8 @@
  *    shape, timed the same way, as the side-by-side peer.
  * Both hacrl settings run the trainer's own pipeline (docs/learner-pipeline.md): `RolloutSource` fills the step's
  * table, each learner's `learnerStep` updates it. Steps after the first are averaged (the first warms caches and the
- * reward worker pool). With --json the last line is one JSON object.
+ * reward worker pool). --single times only the one agent (no pair, no PyTorch). With --json the last line is one JSON
+ * object.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -36,10 +37,13 @@ import { addLearnerTokens, learnerView, type SampleRecord } from '../src/train/s
 import { memoryMetrics } from '../src/util/memory.js';
 import { Rng } from '../src/util/rng.js';
 import { matmulParams } from './flops.js';
+import { machinePeak, peakLine } from './peak.js';
+import { openmpWaitPolicy } from '../src/backend/native.js';
 
 const argv = process.argv.slice(2);
 const json = argv.includes('--json');
-const withTorch = !argv.includes('--no-torch');
+const singleOnly = argv.includes('--single');
+const withTorch = !argv.includes('--no-torch') && !singleOnly;
 /** Timed steps per setting after the warm-up step; default 3. */
 const STEPS = Number(argv.find((a) => a.startsWith('--steps='))?.split('=')[1] ?? 3);
 if (!Number.isInteger(STEPS) || STEPS < 1) throw new Error(`--steps=N needs a whole number ≥ 1, got ${STEPS}`);
@@ -313,14 +317,32 @@ function print(title: string, s: PartSplit, peak: number): void {
   log(`  resident memory after each step ${s.rss_mb.join(', ')} MiB; process peak ${s.peak_rss_mb.join(', ')} MiB`);
 }
 
+/** The HACPO pair's setting: the single agent with a 0.6M Llama-style agent on a BPE tokenizer, HACPO's recipe. */
+function hacpoPair(peak: number) {
+  const pairAgents = [
+    makeAgent('qwen3-char', {}),
+    makeAgent('llama-bpe', { arch: 'llama', tokenizer: 'bpe', hidden: 128, layers: 3, heads: 4, seed: 1 }),
+  ];
+  const hacpo = benchRecipe(ALGORITHM_RECIPES.hacpo);
+  return benchSetting(
+    pairAgents,
+    hacpo,
+    { alpha: 1, stepwise: { delta: 0.2, deltaStep: 0.025 }, order: 'shuffled' },
+    peak,
+  );
+}
+
 async function main(): Promise<void> {
   const native = nativeBackend();
   const threads = native?.maxThreads() ?? 1;
-  const peak = round(native ? native.fmaPeak(threads, 500) : NaN, 1);
+  const peakProbe = native ? machinePeak(native, [threads]) : null;
+  const peak = round(peakProbe ? peakProbe.gflops[threads]! : NaN, 1);
   log(
     `hacrl RL step benchmark — B=${B}, G=${G}, ≤ ${MAX_NEW} new tokens, ${MINI_BATCHES} mini-batches, ${threads} threads`,
   );
   log(`BLAS in use: ${k.blas} (OPENBLAS_CORETYPE=${process.env.OPENBLAS_CORETYPE ?? 'unset'})`);
+  log(`OpenMP wait policy: ${openmpWaitPolicy()}`);
+  if (peakProbe) log(peakLine(peakProbe));
   const dir = await mkdtemp(join(tmpdir(), 'hacrl-bench-rl-'));
   try {
     const grpo = benchRecipe(ALGORITHM_RECIPES.grpo);
@@ -333,18 +355,13 @@ async function main(): Promise<void> {
       peak,
     );
     print('single agent, GRPO (RolloutSource + learnerStep, no sharing)', solo, peak);
-    const pairAgents = [
-      makeAgent('qwen3-char', {}),
-      makeAgent('llama-bpe', { arch: 'llama', tokenizer: 'bpe', hidden: 128, layers: 3, heads: 4, seed: 1 }),
-    ];
-    const hacpo = benchRecipe(ALGORITHM_RECIPES.hacpo);
-    const pair = await benchSetting(
-      pairAgents,
-      hacpo,
-      { alpha: 1, stepwise: { delta: 0.2, deltaStep: 0.025 }, order: 'shuffled' },
-      peak,
-    );
-    print('HACPO pair (RolloutSource + learnerStep per agent): both sample, both learn from all responses', pair, peak);
+    const pair = singleOnly ? null : await hacpoPair(peak);
+    if (pair)
+      print(
+        'HACPO pair (RolloutSource + learnerStep per agent): both sample, both learn from all responses',
+        pair,
+        peak,
+      );
     await closeDefaultPool();
     let torch: TorchRl | null = null;
     if (withTorch) {
@@ -365,9 +382,11 @@ async function main(): Promise<void> {
       console.log(
         JSON.stringify({
           blas: k.blas,
+          openmp_wait_policy: openmpWaitPolicy(),
           openblas_coretype: process.env.OPENBLAS_CORETYPE ?? null,
           threads,
           peak_gflops: peak,
+          peak_below_linear: peakProbe?.below_linear ?? [],
           prompts: B,
           group_size: G,
           steps_averaged: STEPS,

@@ -279,6 +279,14 @@ for (const backend of availableBackends()) {
       const again = takeZeroed(5000);
       assert.equal(again.buffer, taken.buffer);
       assert.ok(again.every((v) => v === 0));
+      again.fill(3);
+      giveBack(again);
+      const smaller = takeZeroed(4500); // another capacity class: a free buffer up to twice its size is reused
+      assert.equal(smaller.buffer, taken.buffer);
+      assert.equal(smaller.length, 4500);
+      assert.ok(smaller.every((v) => v === 0));
+      giveBack(smaller);
+      assert.notEqual(takeZeroed(20000).buffer, taken.buffer, 'nor is one under half the size asked for');
     });
 
     test('shape errors name the op and the shapes', () => {

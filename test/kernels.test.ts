@@ -553,18 +553,26 @@ function toCache(x: Float32Array, s: AttentionShape, capacity: number, rng: Rng)
 
 const CAPACITY = 12;
 
-for (const c of [attentionCases[0], attentionCases[2], attentionCases[3]]) {
+// Head dimension 32 and 21 keys: the AVX-512 decode path (16 keys at a time) with a partial last block.
+const wideDecode: AttentionCase = {
+  label: 'GQA 4/2 D=32 T=21 keyStart [0, 4]',
+  shape: { ...GQA, headDim: 32, seqLen: 21 },
+  keyStart: [0, 4],
+};
+
+for (const c of [attentionCases[0], attentionCases[2], attentionCases[3], wideDecode]) {
   const s = c.shape;
   const { batch, queryHeads, kvHeads, headDim, seqLen } = s;
+  const capacity = Math.max(CAPACITY, seqLen + 3);
   const scale = s.scale ?? 1 / Math.sqrt(headDim);
   const qWidth = queryHeads * headDim;
   const decodeInputs = (rng: Rng) => {
     const inputs = attentionInputs(c)(rng);
-    const [kCache, vCache] = [toCache(inputs.k, s, CAPACITY, rng), toCache(inputs.v, s, CAPACITY, rng)];
+    const [kCache, vCache] = [toCache(inputs.k, s, capacity, rng), toCache(inputs.v, s, capacity, rng)];
     return { ...inputs, qLast: lastRow(inputs.q, batch, seqLen, qWidth), kCache, vCache };
   };
   kernelCase(
-    `attentionDecode ${c.label} (cache capacity ${CAPACITY}) = last row of attention`,
+    `attentionDecode ${c.label} (cache capacity ${capacity}) = last row of attention`,
     TOL,
     decodeInputs,
     (k, { q, k: kk, v, keyStart, qLast, kCache, vCache }) => {
@@ -578,7 +586,7 @@ for (const c of [attentionCases[0], attentionCases[2], attentionCases[3]]) {
         queryHeads,
         kvHeads,
         headDim,
-        CAPACITY,
+        capacity,
         seqLen,
         scale,
         keyStart,
@@ -588,7 +596,7 @@ for (const c of [attentionCases[0], attentionCases[2], attentionCases[3]]) {
     },
     ({ q, k, v, keyStart, qLast, kCache, vCache }) => {
       const training = lastRow(ref.refAttention(q, k, v, s, keyStart).out, batch, seqLen, qWidth);
-      const geometry = { batch, queryHeads, kvHeads, headDim, capacity: CAPACITY, length: seqLen, scale };
+      const geometry = { batch, queryHeads, kvHeads, headDim, capacity, length: seqLen, scale };
       return { decode: ref.refAttentionDecode(qLast, kCache, vCache, geometry, keyStart), training };
     },
   );

@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { backgroundCores, cpuTicks } from '../util/cpu-load.js';
 import { resolveGemm } from './gemm-args.js';
 import type { AttentionShape, F32, GemmArgs, I32, Kernels } from './kernels.js';
 
@@ -128,6 +129,53 @@ export function attentionScale(s: AttentionShape): number {
   return s.scale ?? 1 / Math.sqrt(s.headDim);
 }
 
+/**
+ * libgomp's idle threads spin about 300,000 pause loops (milliseconds) before they sleep. On an idle machine that
+ * bridges the gaps between kernels; beside another busy process a spinning thread holds a core the other needs and
+ * every barrier waits for a descheduled thread. Measured on the 2-core development machine at 2 threads
+ * (docs/benchmarks.md, busy-machine section): beside a one-core busy loop, 10M decoding at batch 16 ran 1,756 tokens/s
+ * spinning and 2,912 with OMP_WAIT_POLICY=PASSIVE; beside another developer's training, bench:rl steps took 16–19 s
+ * spinning and 1.7 s passive; on the idle machine passive cost 23% (3,884 against 5,040 tokens/s). So the policy
+ * follows the machine when the addon loads (libgomp reads it then, once): passive when other processes keep at least
+ * PASSIVE_CORES cores busy over a SAMPLE_MS sample, else libgomp's default. A user's OMP_WAIT_POLICY or GOMP_SPINCOUNT
+ * wins.
+ */
+const PASSIVE_CORES = 0.5;
+const SAMPLE_MS = 50;
+
+let waitPolicy = 'not loaded';
+
+/** The OpenMP wait policy the addon was loaded with, and why (benchmarks print it). */
+export function openmpWaitPolicy(): string {
+  return waitPolicy;
+}
+
+/**
+ * Runs `load` (which loads libgomp with the addon) under the wait policy above; the variable is removed afterwards, so
+ * child processes (PyTorch in the benchmarks) see the environment as it was.
+ */
+function withWaitPolicy<T>(load: () => T): T {
+  const { OMP_WAIT_POLICY: policy, GOMP_SPINCOUNT: spin } = process.env;
+  if (policy !== undefined || spin !== undefined) {
+    waitPolicy = `as set (OMP_WAIT_POLICY=${policy ?? 'unset'}, GOMP_SPINCOUNT=${spin ?? 'unset'})`;
+    return load();
+  }
+  const before = cpuTicks();
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, SAMPLE_MS);
+  const busy = backgroundCores(before, cpuTicks());
+  if (busy === null || busy < PASSIVE_CORES) {
+    waitPolicy = `libgomp default: spin, then sleep (${busy ?? 'unknown'} cores busy at start)`;
+    return load();
+  }
+  waitPolicy = `passive (${busy} cores busy at start)`;
+  process.env.OMP_WAIT_POLICY = 'PASSIVE';
+  try {
+    return load();
+  } finally {
+    delete process.env.OMP_WAIT_POLICY;
+  }
+}
+
 /** Loads the native addon, or returns the reason it could not be loaded. */
 export function loadNative(): { kernels: NativeKernels } | { error: string } {
   const path = addonPath();
@@ -136,7 +184,7 @@ export function loadNative(): { kernels: NativeKernels } | { error: string } {
       error: `${process.env.HACRL_ADDON_PATH ?? 'build/Release/hacrl_native.node'} not found (run \`npm run build:native\`)`,
     };
   try {
-    const addon = createRequire(import.meta.url)(path) as Addon;
+    const addon = withWaitPolicy(() => createRequire(import.meta.url)(path) as Addon);
     if (!addon.init || !addon.gemmRaw) return { error: 'the addon is incomplete; rebuild with `npm run build:native`' };
     return { kernels: wrap(addon, addon.init() as string) };
   } catch (e) {

@@ -3,6 +3,7 @@
  * decoded one token per step for every sequence still running.
  */
 import type { Kernels } from '../backend/kernels.js';
+import { Arena } from '../tensor/tape.js';
 import { Rng } from '../util/rng.js';
 import { KVCache } from './kv-cache.js';
 import type { Transformer } from './transformer.js';
@@ -243,11 +244,13 @@ function generateWith(
   const ids = new Int32Array(batch * promptLen);
   prompts.forEach((p, b) => ids.set(p, b * promptLen + keyStart[b]!));
   const cache = new KVCache(model.cfg.layers, batch, model.cfg.kvHeads, model.cfg.headDim, capacity, keyStart);
-  const hidden = model.forward({ k, tape: null }, { ids, batch, seqLen: promptLen, keyStart }, cache);
+  const arena = new Arena(); // the prefill's activations: only the last rows and the cache outlive it
+  const hidden = model.forward({ k, tape: null, arena }, { ids, batch, seqLen: promptLen, keyStart }, cache);
   const dim = model.cfg.hidden;
   const lastRows = new Float32Array(batch * dim);
   for (let b = 0; b < batch; b++)
     lastRows.set(hidden.data.subarray(((b + 1) * promptLen - 1) * dim, (b + 1) * promptLen * dim), b * dim);
+  arena.release();
   let logits = model.logits(k, lastRows, batch);
 
   const out: Generation[] = prompts.map(() => ({ ids: [], logProbs: [], text: '', finishReason: 'length' }));

@@ -190,7 +190,7 @@ export class Transformer {
   private qkvFused(ctx: Ctx, h: Tensor, f: FusedQkv): [Tensor, Tensor, Tensor] {
     const width = f.widths[0] + f.widths[1] + f.widths[2];
     const rows = h.rows;
-    const y = new Float32Array(rows * width);
+    const y = ctx.arena?.buffer(rows * width) ?? new Float32Array(rows * width);
     ctx.k.gemm({ m: rows, n: width, k: h.lastDim, a: { data: h.data }, b: { data: f.weight }, c: { data: y } });
     if (f.bias) ctx.k.addBias(y, f.bias, y, rows, width);
     return splitColumns(ctx, new Tensor(y, [rows, width]), f.widths) as [Tensor, Tensor, Tensor];
@@ -200,7 +200,7 @@ export class Transformer {
   private gateUpFused(ctx: Ctx, h: Tensor, f: FusedGateUp): Tensor {
     const rows = h.rows;
     const n = rows * f.width;
-    const y = new Float32Array(2 * n);
+    const y = ctx.arena?.buffer(2 * n) ?? new Float32Array(2 * n);
     ctx.k.gemm({
       m: rows,
       n: f.width,

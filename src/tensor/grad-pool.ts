@@ -20,13 +20,24 @@ function capacityOf(n: number): number {
   return Math.ceil(n / step) * step;
 }
 
-/** n zeroed floats: a recycled buffer when one of n's capacity class is free, else a new one. */
+/**
+ * The smallest free capacity that holds `cap` floats without wasting more than half of itself, or 0: mini-batches of
+ * different lengths ask for sizes in different classes, and an exact match alone missed most reuse.
+ */
+function bestFit(cap: number): number {
+  let best = 0;
+  for (const [c, list] of free) if (c >= cap && c <= 2 * cap && list.length && (!best || c < best)) best = c;
+  return best;
+}
+
+/** n zeroed floats: a recycled buffer when one that fits is free, else a new one of n's capacity class. */
 export function takeZeroed(n: number): Float32Array {
   if (n < MIN_POOLED) return new Float32Array(n);
   const cap = capacityOf(n);
-  const buf = free.get(cap)?.pop();
-  if (!buf) return new Float32Array(cap).subarray(0, n);
-  pooled -= cap;
+  const fit = bestFit(cap);
+  if (!fit) return new Float32Array(cap).subarray(0, n);
+  const buf = free.get(fit)!.pop()!;
+  pooled -= fit;
   const view = buf.subarray(0, n);
   view.fill(0);
   return view;
@@ -35,7 +46,7 @@ export function takeZeroed(n: number): Float32Array {
 /** Hands back a buffer from takeZeroed that nothing will read or write again. */
 export function giveBack(view: Float32Array): void {
   const cap = view.buffer.byteLength / 4;
-  if (view.length < MIN_POOLED || view.byteOffset !== 0 || cap !== capacityOf(view.length)) return;
+  if (view.length < MIN_POOLED || view.byteOffset !== 0 || cap !== capacityOf(cap)) return;
   if (pooled + cap > MAX_POOLED) return;
   let list = free.get(cap);
   if (!list) free.set(cap, (list = []));

@@ -11,6 +11,15 @@ function tracking(ctx: Ctx, ...inputs: (Tensor | undefined)[]): boolean {
   return ctx.tape !== null && inputs.some((t) => t?.requiresGrad === true);
 }
 
+/**
+ * n zeroed floats for an op's output or saved state: the tape's (recycled after its backward) when the op records,
+ * else the context's arena's, else a fresh array.
+ */
+function outBuffer(ctx: Ctx, track: boolean, n: number): Float32Array {
+  if (track) return ctx.tape!.buffer(n);
+  return ctx.arena ? ctx.arena.buffer(n) : new Float32Array(n);
+}
+
 function shapeError(op: string, message: string): never {
   throw new Error(`${op}: ${message}`);
 }
@@ -48,8 +57,8 @@ export function linear(ctx: Ctx, x: Tensor, w: Tensor, bias?: Tensor, wT?: Float
     shapeError('linear', `input [${x.shape.join(',')}] does not end in ${inF} = weight [${outF},${inF}]`);
   if (bias && bias.size !== outF) shapeError('linear', `bias has ${bias.size} elements, weight has ${outF} outputs`);
   const rows = x.rows;
-  const y = new Float32Array(rows * outF);
   const track = tracking(ctx, x, w, bias);
+  const y = outBuffer(ctx, track, rows * outF);
   if (wT && !track) ctx.k.gemm({ m: rows, n: outF, k: inF, a: { data: x.data }, b: { data: wT }, c: { data: y } });
   else ctx.k.gemm({ transB: true, m: rows, n: outF, k: inF, a: { data: x.data }, b: { data: w.data }, c: { data: y } });
   if (bias) ctx.k.addBias(y, bias.data, y, rows, outF);
@@ -87,9 +96,11 @@ export function linear(ctx: Ctx, x: Tensor, w: Tensor, bias?: Tensor, wT?: Float
 /** Elementwise a + b (same shapes): the residual connection. */
 export function add(ctx: Ctx, a: Tensor, b: Tensor): Tensor {
   if (a.size !== b.size) shapeError('add', `shapes [${a.shape.join(',')}] and [${b.shape.join(',')}] differ`);
-  const y = Float32Array.from(a.data);
+  const track = tracking(ctx, a, b);
+  const y = outBuffer(ctx, track, a.size);
+  y.set(a.data);
   ctx.k.axpy(1, b.data, y, y.length);
-  const out = new Tensor(y, a.shape, tracking(ctx, a, b));
+  const out = new Tensor(y, a.shape, track);
   if (out.requiresGrad)
     ctx.tape!.record(() => {
       const dy = out.grad;
@@ -102,9 +113,10 @@ export function add(ctx: Ctx, a: Tensor, b: Tensor): Tensor {
 /** Elementwise a·b (same shapes). */
 export function mul(ctx: Ctx, a: Tensor, b: Tensor): Tensor {
   if (a.size !== b.size) shapeError('mul', `shapes [${a.shape.join(',')}] and [${b.shape.join(',')}] differ`);
-  const y = new Float32Array(a.size);
+  const track = tracking(ctx, a, b);
+  const y = outBuffer(ctx, track, a.size);
   ctx.k.mul(a.data, b.data, y, y.length);
-  const out = new Tensor(y, a.shape, tracking(ctx, a, b));
+  const out = new Tensor(y, a.shape, track);
   if (out.requiresGrad)
     ctx.tape!.record(() => {
       const dy = out.grad;
@@ -120,10 +132,11 @@ export function rmsNorm(ctx: Ctx, x: Tensor, weight: Tensor, eps: number): Tenso
   const dim = x.lastDim;
   const rows = x.rows;
   if (weight.size !== dim) shapeError('rmsNorm', `weight has ${weight.size} elements, input ends in ${dim}`);
-  const y = new Float32Array(x.size);
-  const invRms = new Float32Array(rows);
+  const track = tracking(ctx, x, weight);
+  const y = outBuffer(ctx, track, x.size);
+  const invRms = outBuffer(ctx, track, rows);
   ctx.k.rmsNorm(x.data, weight.data, y, invRms, rows, dim, eps);
-  const out = new Tensor(y, x.shape, tracking(ctx, x, weight));
+  const out = new Tensor(y, x.shape, track);
   if (out.requiresGrad)
     ctx.tape!.record(() => {
       const dy = out.grad;
@@ -142,11 +155,12 @@ export function layerNorm(ctx: Ctx, x: Tensor, weight: Tensor, bias: Tensor, eps
   const rows = x.rows;
   if (weight.size !== dim || bias.size !== dim)
     shapeError('layerNorm', `weight/bias have ${weight.size}/${bias.size} elements, input ends in ${dim}`);
-  const y = new Float32Array(x.size);
-  const mean = new Float32Array(rows);
-  const rstd = new Float32Array(rows);
+  const track = tracking(ctx, x, weight, bias);
+  const y = outBuffer(ctx, track, x.size);
+  const mean = outBuffer(ctx, track, rows);
+  const rstd = outBuffer(ctx, track, rows);
   ctx.k.layerNorm(x.data, weight.data, bias.data, y, mean, rstd, rows, dim, eps);
-  const out = new Tensor(y, x.shape, tracking(ctx, x, weight, bias));
+  const out = new Tensor(y, x.shape, track);
   if (out.requiresGrad)
     ctx.tape!.record(() => {
       const dy = out.grad;
@@ -169,9 +183,11 @@ export function rope(ctx: Ctx, x: Tensor, positions: I32, cos: F32, sin: F32, he
   const rows = x.size / (heads * headDim);
   if (!Number.isInteger(rows))
     shapeError('rope', `input of ${x.size} elements is not a whole number of [${heads}×${headDim}] rows`);
-  const y = Float32Array.from(x.data);
+  const track = tracking(ctx, x);
+  const y = outBuffer(ctx, track, x.size);
+  y.set(x.data);
   ctx.k.rope(y, positions, cos, sin, rows, heads, headDim, false);
-  const out = new Tensor(y, x.shape, tracking(ctx, x));
+  const out = new Tensor(y, x.shape, track);
   if (out.requiresGrad)
     ctx.tape!.record(() => {
       const dy = out.grad;
@@ -188,9 +204,10 @@ export function rope(ctx: Ctx, x: Tensor, positions: I32, cos: F32, sin: F32, he
 export function swiglu(ctx: Ctx, gate: Tensor, up: Tensor): Tensor {
   if (gate.size !== up.size)
     shapeError('swiglu', `gate [${gate.shape.join(',')}] and up [${up.shape.join(',')}] differ`);
-  const y = new Float32Array(gate.size);
+  const track = tracking(ctx, gate, up);
+  const y = outBuffer(ctx, track, gate.size);
   ctx.k.swiglu(gate.data, up.data, y, y.length);
-  const out = new Tensor(y, gate.shape, tracking(ctx, gate, up));
+  const out = new Tensor(y, gate.shape, track);
   if (out.requiresGrad)
     ctx.tape!.record(() => {
       const dy = out.grad;
@@ -211,9 +228,10 @@ export function swiglu(ctx: Ctx, gate: Tensor, up: Tensor): Tensor {
 
 /** GELU, tanh approximation (GPT-2's MLP). */
 export function gelu(ctx: Ctx, x: Tensor): Tensor {
-  const y = new Float32Array(x.size);
+  const track = tracking(ctx, x);
+  const y = outBuffer(ctx, track, x.size);
   ctx.k.gelu(x.data, y, y.length);
-  const out = new Tensor(y, x.shape, tracking(ctx, x));
+  const out = new Tensor(y, x.shape, track);
   if (out.requiresGrad)
     ctx.tape!.record(() => {
       const dy = out.grad;
@@ -238,10 +256,11 @@ export function attention(ctx: Ctx, q: Tensor, k: Tensor, v: Tensor, shape: Atte
       `q [${q.shape.join(',')}], k [${k.shape.join(',')}], v [${v.shape.join(',')}] do not match ` +
         `[B=${batch},T=${seqLen}] with ${queryHeads} query and ${kvHeads} key/value heads of ${headDim}`,
     );
-  const y = new Float32Array(q.size);
-  const lse = new Float32Array(batch * queryHeads * seqLen);
+  const track = tracking(ctx, q, k, v);
+  const y = outBuffer(ctx, track, q.size);
+  const lse = outBuffer(ctx, track, batch * queryHeads * seqLen);
   ctx.k.attention(q.data, k.data, v.data, y, lse, shape, keyStart);
-  const out = new Tensor(y, q.shape, tracking(ctx, q, k, v));
+  const out = new Tensor(y, q.shape, track);
   if (out.requiresGrad)
     ctx.tape!.record(() => {
       const dy = out.grad;
@@ -265,9 +284,10 @@ export function attention(ctx: Ctx, q: Tensor, k: Tensor, v: Tensor, shape: Atte
 /** Rows of an embedding table [V, d] picked by ids: [ids.length, d]. */
 export function embedding(ctx: Ctx, table: Tensor, ids: I32): Tensor {
   const dim = table.lastDim;
-  const y = new Float32Array(ids.length * dim);
+  const track = tracking(ctx, table);
+  const y = outBuffer(ctx, track, ids.length * dim);
   ctx.k.embedding(table.data, ids, y, ids.length, dim);
-  const out = new Tensor(y, [ids.length, dim], tracking(ctx, table));
+  const out = new Tensor(y, [ids.length, dim], track);
   if (out.requiresGrad)
     ctx.tape!.record(() => {
       const dy = out.grad;
@@ -323,7 +343,7 @@ export function lmHeadLogProbs(
   const entropy = options.entropy ? new Float32Array(rows) : null;
   const track = tracking(ctx, hidden, weight);
   const keep = track && rows * vocab <= (options.keepLogitsLimit ?? KEEP_LOGITS_LIMIT);
-  const logits = new Float32Array((keep ? rows : Math.min(chunk, rows)) * vocab);
+  const logits = outBuffer(ctx, track, (keep ? rows : Math.min(chunk, rows)) * vocab);
   const chunkLogits = (r0: number, n: number): F32 => {
     const view = logits.subarray(keep ? r0 * vocab : 0, (keep ? r0 + n : n) * vocab);
     ctx.k.gemm({
@@ -432,9 +452,10 @@ export function splitColumns(ctx: Ctx, x: Tensor, widths: number[]): Tensor[] {
   return widths.map((w) => {
     const from = start;
     start += w;
-    const y = new Float32Array(rows * w);
+    const track = tracking(ctx, x);
+    const y = outBuffer(ctx, track, rows * w);
     for (let r = 0; r < rows; r++) y.set(x.data.subarray(r * total + from, r * total + from + w), r * w);
-    const out = new Tensor(y, [...x.shape.slice(0, -1), w], tracking(ctx, x));
+    const out = new Tensor(y, [...x.shape.slice(0, -1), w], track);
     if (out.requiresGrad)
       ctx.tape!.record(() => {
         const dy = out.grad;

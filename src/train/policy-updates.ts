@@ -4,7 +4,7 @@
  * per-update statistics.
  */
 import type { Kernels } from '../backend/kernels.js';
-import { packPromptResponses, type PromptResponse } from '../model/pack.js';
+import { lengthGroups, packPromptResponses, type PromptResponse } from '../model/pack.js';
 import type { Transformer } from '../model/transformer.js';
 import type { AdamW } from '../optim/adamw.js';
 import { clipGradNorm } from '../optim/grad-clip.js';
@@ -42,7 +42,8 @@ export function splitMiniBatches(order: readonly number[], count: number): numbe
 
 /**
  * One optimizer update per mini-batch of `batches` (indices that `item` turns into prompt+response pairs), in order:
- * forward pass, the loss and its gradients from `lossFn`, backward, gradient clip, AdamW step. An update whose loss
+ * forward passes (one per length group, see lengthGroups), the loss and its gradients from `lossFn`, backward,
+ * gradient clip, AdamW step. An update whose loss
  * or gradient norm is not finite is skipped (no step) and counted.
  */
 export function runUpdates(
@@ -58,19 +59,34 @@ export function runUpdates(
   const note = (name: string, v: number): void => void (stats[name] ??= []).push(v);
   let skippedUpdates = 0;
   for (const [update, batch] of batches.entries()) {
-    const packed = packPromptResponses(batch.map(item));
-    const tape = new Tape();
-    const { logProb, entropy, entropySeed } = model.tokenLogProbs({ k, tape }, packed, packed.targets, {
-      entropy: true,
+    const items = batch.map(item);
+    // Each length group is its own forward pass on its own tape (padding only to its longest); the loss sees the
+    // whole mini-batch, and the backward passes add their gradients up.
+    const passes = lengthGroups(items.map((s) => s.prompt.length + s.response.length)).map((members) => {
+      const packed = packPromptResponses(members.map((j) => items[j]!));
+      const tape = new Tape();
+      const out = model.tokenLogProbs({ k, tape }, packed, packed.targets, { entropy: true });
+      return { members, packed, tape, ...out };
     });
-    const rows = packed.responseRows.map((r) => logProb.data.subarray(r.start, r.start + r.length));
-    const entropyRows = packed.responseRows.map((r) => entropy!.subarray(r.start, r.start + r.length));
+    const rows: Float32Array[] = [];
+    const entropyRows: Float32Array[] = [];
+    for (const p of passes)
+      p.members.forEach((j, m) => {
+        const r = p.packed.responseRows[m]!;
+        rows[j] = p.logProb.data.subarray(r.start, r.start + r.length);
+        entropyRows[j] = p.entropy!.subarray(r.start, r.start + r.length);
+      });
     const { loss, grad, entropyGrad, stats: s } = lossFn(batch, rows, entropyRows, update);
-    const seed = new Float32Array(logProb.size);
-    packed.responseRows.forEach((r, j) => seed.set(grad[j]!, r.start));
-    if (entropyGrad) packed.responseRows.forEach((r, j) => entropySeed!.set(entropyGrad[j]!, r.start));
     optimizer.zeroGrad();
-    tape.backward(logProb, seed);
+    for (const p of passes) {
+      const seed = new Float32Array(p.logProb.size);
+      p.members.forEach((j, m) => {
+        const r = p.packed.responseRows[m]!;
+        seed.set(grad[j]!, r.start);
+        if (entropyGrad) p.entropySeed!.set(entropyGrad[j]!, r.start);
+      });
+      p.tape.backward(p.logProb, seed);
+    }
     const gradNorm = clipGradNorm(k, model.params.values(), o.clip);
     if (Number.isFinite(loss) && Number.isFinite(gradNorm)) optimizer.step(k, o.lr);
     else skippedUpdates++;
