@@ -9,7 +9,7 @@
  * instance's solver answer (well-formed, usually wrong) while its row still teaches this state's solver answer.
  */
 import { Rng } from '../util/rng.js';
-import type { EpisodeState, Workflow } from './workflow.js';
+import type { Role, Workflow } from './workflow.js';
 import { advance, startEpisode } from './workflow.js';
 
 /** One SFT example. */
@@ -36,10 +36,9 @@ export interface WarmStartOptions {
 /** Offset of the instance whose solver answer is a detour: far enough that it is an unrelated instance. */
 const DETOUR_SOURCE_OFFSET = 7_919_000;
 
-/** A well-formed wrong response for `role`: the solver's answer at the start of instance `seed`, if it has one. */
-function detourResponse(wf: Workflow<unknown>, role: string, seed: number): string | null {
-  const r = wf.roles.find((x) => x.name === role)!;
-  return r.expert(startEpisode(wf, seed + DETOUR_SOURCE_OFFSET) as EpisodeState<unknown>);
+/** A well-formed wrong response for `role`: its solver's answer at the start of an unrelated instance, if any. */
+function detourResponse(wf: Workflow<unknown>, role: Role<unknown>, seed: number): string | null {
+  return role.expert(startEpisode(wf, seed + DETOUR_SOURCE_OFFSET));
 }
 
 /**
@@ -58,26 +57,23 @@ export async function warmStartRows(wf: Workflow<unknown>, o: WarmStartOptions):
   const detour = o.detour ?? 0;
   if (!(detour >= 0 && detour <= 1)) throw new Error(`warm start detour must be in [0, 1], got ${detour}`);
   const rows: WarmStartRow[] = [];
-  for (let seed = o.seed; rows.length < o.count; seed++) {
+  instances: for (let seed = o.seed; rows.length < o.count; seed++) {
     const rng = new Rng(seed);
     let st = startEpisode(wf, seed);
     const instance = wf.env.instanceId(st.env);
     const episode: WarmStartRow[] = [];
     let detoured = false;
-    let stuck = false;
-    for (let turn = 0; turn < wf.maxTurns && !st.done && !stuck; turn++) {
+    for (let turn = 0; turn < wf.maxTurns && !st.done; turn++) {
       st = { ...st, turn };
       for (const role of wf.roles) {
         if (st.done || role.skips(st)) continue;
         const response = role.expert(st);
-        if (response === null && !detoured)
-          throw new Error(`warm start: no solver answer for ${instance}, role ${role.name}`);
         if (response === null) {
-          stuck = true;
-          break;
+          if (detoured) continue instances;
+          throw new Error(`warm start: no solver answer for ${instance}, role ${role.name}`);
         }
         const wrong = turn < wf.maxTurns - 1 && detour > 0 && rng.next() < detour;
-        const applied = (wrong ? detourResponse(wf, role.name, seed) : null) ?? response;
+        const applied = (wrong ? detourResponse(wf, role, seed) : null) ?? response;
         detoured ||= applied !== response;
         if (roles.includes(role.name))
           episode.push({ prompt: role.prompt(st), response, role: role.name, instance, turn });
