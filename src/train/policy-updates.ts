@@ -43,8 +43,7 @@ export function splitMiniBatches(order: readonly number[], count: number): numbe
 /**
  * One optimizer update per mini-batch of `batches` (indices that `item` turns into prompt+response pairs), in order:
  * forward passes (one per length group, see lengthGroups), the loss and its gradients from `lossFn`, backward,
- * gradient clip, AdamW step. An update whose loss
- * or gradient norm is not finite is skipped (no step) and counted.
+ * gradient clip, AdamW step. An update whose loss or gradient norm is not finite is skipped (no step) and counted.
  */
 export function runUpdates(
   model: Transformer,
