@@ -7,6 +7,7 @@ import { type PlanPathState, planPathEnv, stepPlanPath } from '../src/envs/plan-
 import { type SokobanState, initialSokoban, sokobanEnv, solveSokoban, stepSokoban } from '../src/envs/sokoban.js';
 import { countSolutions, parseSudokuGrid, stepSudoku, sudokuEnv } from '../src/envs/sudoku.js';
 import { gridPath, parseMoveList } from '../src/envs/grid.js';
+import { runSandboxed } from '../src/sandbox/run-code.js';
 
 const close = (a: number, b: number, msg?: string): void =>
   assert.ok(Math.abs(a - b) < 1e-9, `${msg ?? ''} expected ${b}, got ${a}`);
@@ -83,6 +84,45 @@ describe('Plan-Path', () => {
     const env = planPathEnv({ height: 5, width: 5, maxShortest: 3 });
     for (let seed = 0; seed < 50; seed++) assert.ok(env.reset(seed).instance.shortest <= 3);
     assert.throws(() => planPathEnv({ wallProb: 0.9 }), /wallProb/);
+  });
+
+  test("the tool agent's program: the expert's prints the solver's path; the template's output is worked out as the sandbox prints it", async () => {
+    const env = planPathEnv({ height: 6, width: 6 });
+    const states = Array.from({ length: 8 }, (_, seed) => {
+      const s = env.reset(seed);
+      // Every other one after a move, so the program must read A where the observation draws it, not the start.
+      const moved = seed % 2 ? stepPlanPath(s, env.solve(s)!.slice(0, 1)).state : s;
+      return moved.atGoal ? s : moved;
+    });
+    const experts = states.map((s) => env.program!(s));
+    // Copies with errors a small agent makes: a cell flipped (a wall that may cut A off from G), G lost, a row short.
+    const flip = (code: string, at: number) => {
+      const grid = code.indexOf('`') + 1 + at;
+      const ch = code[grid] === '#' ? '.' : code[grid] === '.' ? '#' : code[grid];
+      return code.slice(0, grid) + ch + code.slice(grid + 1);
+    };
+    const variants = [
+      ...experts.flatMap((c, i) => [7, 14, 20].map((at) => flip(c, (at * (i + 1)) % 40))),
+      experts[0]!.replace('G', '.'),
+      experts[1]!.replace(/\n[.#AG]{6}\n/, '\n....\n'),
+      experts[2]!.replace('"U",-1,0', '"U",1,0'),
+    ];
+    const runs = await Promise.all([...experts, ...variants].map((code) => runSandboxed(code, { timeoutMs: 60_000 })));
+    experts.forEach((code, i) => {
+      assert.equal(runs[i]!.outcome, 'ok', `state ${i}: ${runs[i]!.stderr}`);
+      // The solver's own path, move for move.
+      assert.deepEqual(env.parseAction(runs[i]!.stdout), env.solve(states[i]!), `state ${i}: ${runs[i]!.stdout}`);
+      assert.equal(env.programOutput!(code), runs[i]!.stdout);
+    });
+    let known = 0;
+    variants.forEach((code, i) => {
+      const out = env.programOutput!(code);
+      if (out === null) return;
+      known++;
+      const run = runs[experts.length + i]!;
+      assert.deepEqual([run.outcome, run.stdout], ['ok', out], `variant ${i}:\n${code}`);
+    });
+    assert.ok(known >= 10 && known < variants.length, `${known} of ${variants.length} variants worked out`);
   });
 });
 

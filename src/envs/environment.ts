@@ -39,4 +39,14 @@ export interface Environment<S, A> {
   solve(state: S): A | null;
   /** The canonical text of an action (what a perfect agent would write). */
   formatAction(action: A): string;
+  /**
+   * A JavaScript program that computes a correct action from the data the observation shows (a tool agent's expert
+   * in code mode), or absent: that expert then prints the solver's action.
+   */
+  program?(state: S): string;
+  /**
+   * What a program written in `program`'s template prints, worked out without running it, or null when `code` is not
+   * in the template (or its run is not certain to end that way): such code goes to the sandbox.
+   */
+  programOutput?(code: string): string | null;
 }

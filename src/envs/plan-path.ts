@@ -87,6 +87,8 @@ export function planPathEnv(options: Partial<PlanPathOptions> = {}): Environment
     render: renderPlanPath,
     step: stepPlanPath,
     solve: (s) => gridPath({ rows: s.instance.rows }, s.pos, s.instance.goal),
+    program: planPathProgram,
+    programOutput: planPathProgramOutput,
   };
 }
 
@@ -161,13 +163,62 @@ export function stepPlanPath(state: PlanPathState, moves: readonly Move[] | null
   return { state: { instance: inst, pos, validMoves, atGoal }, reward, done: atGoal, success: atGoal, parts, feedback };
 }
 
+/** The grid's rows with the CURRENT position (A) and the goal (G) drawn in. */
+function markedRows(s: PlanPathState): string[] {
+  const { rows, goal } = s.instance;
+  return drawGrid({ rows }, (cell, ch) => (sameCell(cell, s.pos) ? 'A' : sameCell(cell, goal) ? 'G' : ch));
+}
+
 /** The grid with the CURRENT position (A) and the goal (G), then both as coordinates. */
 export function renderPlanPath(s: PlanPathState): string {
-  const { rows, goal } = s.instance;
-  const lines = drawGrid({ rows }, (cell, ch) => (sameCell(cell, s.pos) ? 'A' : sameCell(cell, goal) ? 'G' : ch));
+  const { goal } = s.instance;
   return [
     'Grid (# wall, . free, A you, G goal; row 0 is the top):',
-    ...lines,
+    ...markedRows(s),
     `You are at (row ${s.pos[0]}, col ${s.pos[1]}); the goal is at (row ${goal[0]}, col ${goal[1]}).`,
   ].join('\n');
+}
+
+/**
+ * Breadth-first search from A to G over the rows in `g`, printing the moves as a JSON list. Terse on purpose: a
+ * tool agent writes it token by token (sloppy-mode globals; the sandbox runs it as CommonJS).
+ */
+const BFS_PROGRAM = [
+  'for(r in g)for(c in g[r])if(g[r][c]=="A")s=[+r,+c]',
+  'q=[[s,""]];v={[s]:1}',
+  'while(q.length){[[r,c],p]=q.shift();if(g[r][c]=="G")break',
+  'for([m,a,b]of[["U",-1,0],["D",1,0],["L",0,-1],["R",0,1]]){x=r+a;y=c+b',
+  'if(g[x]?.[y]&&g[x][y]!="#"&&!v[[x,y]]){v[[x,y]]=1;q.push([[x,y],p+m])}}}',
+  'console.log(JSON.stringify([...p]))',
+].join('\n');
+
+/**
+ * The tool agent's expert program (as in the paper, where the tool agent writes a path-finding program): the grid as
+ * the observation draws it, copied into a template literal, then the fixed breadth-first search. Only the copy
+ * differs between instances; the program prints a shortest path.
+ */
+export function planPathProgram(s: PlanPathState): string {
+  return `g=\`${markedRows(s).join('\n')}\`.split("\\n")\n${BFS_PROGRAM}`;
+}
+
+/** planPathProgram's template around any grid text. */
+const PROGRAM_TEMPLATE = /^g=`([^`]*)`\.split\("\\n"\)\n([\s\S]*)$/;
+
+/**
+ * What a program in planPathProgram's template prints, without running it: the breadth-first path from A to G of
+ * the grid it copied (the solver's search: same move order, first-found parents), when that grid is rectangular,
+ * of . # A G only, with one A and one G that A reaches; null otherwise (a copy that breaks this may throw or print
+ * a path to somewhere else: it runs in the sandbox).
+ */
+export function planPathProgramOutput(code: string): string | null {
+  const m = PROGRAM_TEMPLATE.exec(code);
+  if (m === null || m[2] !== BFS_PROGRAM) return null;
+  const rows = m[1]!.split('\n');
+  if (!rows.every((r) => /^[.#AG]+$/.test(r) && r.length === rows[0]!.length)) return null;
+  const find = (ch: string): Cell[] =>
+    rows.flatMap((r, i) => [...r].flatMap((c, j) => (c === ch ? [[i, j] as Cell] : [])));
+  const [a, g] = [find('A'), find('G')];
+  if (a.length !== 1 || g.length !== 1) return null;
+  const path = gridPath({ rows }, a[0]!, g[0]!);
+  return path === null ? null : `${JSON.stringify(path)}\n`;
 }

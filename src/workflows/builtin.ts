@@ -67,7 +67,8 @@ function toolPlannerWorkflow<S, A>(
   const defaults: Record<string, RoleDefaults> = {
     tool: {
       instruction: 'You are the tool agent: work out an action that solves the task and propose it to the planner.',
-      maxTokens: code ? 256 : maxTokens,
+      // The Plan-Path expert program (src/envs/plan-path.ts) runs to about 350 characters on a 4×4 grid.
+      maxTokens: code ? 512 : maxTokens,
       stop: code ? [] : stop,
       ownScale: 1,
       parseFailure: -2,
