@@ -95,7 +95,8 @@ describe('Plan-Path', () => {
       return moved.atGoal ? s : moved;
     });
     const experts = states.map((s) => env.program!(s));
-    // Copies with errors a small agent makes: a cell flipped (a wall that may cut A off from G), G lost, a row short.
+    // Copies with errors a small agent makes: a cell flipped (a wall that may cut A off from G), G lost, a row short,
+    // and a different program.
     const flip = (code: string, at: number) => {
       const grid = code.indexOf('`') + 1 + at;
       const ch = code[grid] === '#' ? '.' : code[grid] === '.' ? '#' : code[grid];
@@ -105,9 +106,12 @@ describe('Plan-Path', () => {
       ...experts.flatMap((c, i) => [7, 14, 20].map((at) => flip(c, (at * (i + 1)) % 40))),
       experts[0]!.replace('G', '.'),
       experts[1]!.replace(/\n[.#AG]{6}\n/, '\n....\n'),
-      experts[2]!.replace('"U",-1,0', '"U",1,0'),
+      experts[2]!.replace('console.log(', 'console.log("x"+'),
     ];
-    const runs = await Promise.all([...experts, ...variants].map((code) => runSandboxed(code, { timeoutMs: 60_000 })));
+    const library = env.programLibrary!.code;
+    const runs = await Promise.all(
+      [...experts, ...variants].map((code) => runSandboxed(`${library}\n${code}`, { timeoutMs: 60_000 })),
+    );
     experts.forEach((code, i) => {
       assert.equal(runs[i]!.outcome, 'ok', `state ${i}: ${runs[i]!.stderr}`);
       // The solver's own path, move for move.

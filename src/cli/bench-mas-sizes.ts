@@ -13,27 +13,26 @@ const SHORT = { tool: { maxTokens: 24 }, planner: { maxTokens: 24 } };
 const SUDOKU = { name: 'sudoku', env: { blanks: 3 }, maxTurns: 2, k: 4 };
 
 /**
- * Full size. Plan-Path 4×4 (2 turns), where warm-started 64×2 agents start in RL's useful range. Chosen on
- * calibration instances (seeds from 1.8·10⁹, disjoint from the held-out ones; docs/at-grpo.md), never on held-out:
- * - the warm start sees each of 48,000 solver rows once (3,000 steps of 16) with detours (half of the applied actions
- *   before the last turn are another instance's), so the agent reads positions instead of memorising 2,000 rows and
- *   has seen wrong proposals and second turns: workflow greedy success 33% (300 steps on 2,000 rows without detours:
- *   22%, with the same answer for every prompt);
+ * Full size. Plan-Path 4×4 (2 turns) with the tool agent writing a program that calls the sandbox's path-finding
+ * routine on the grid it copies from its observation (src/envs/plan-path.ts), 64×2 agents. Chosen on calibration
+ * instances (seeds from 1.8·10⁹, disjoint from the held-out ones; docs/at-grpo.md), never on held-out:
+ * - the warm start sees each of 19,200 solver rows once (1,200 steps of 16) with detours (half of the applied actions
+ *   before the last turn are another instance's), leaving the workflow at 64% greedy on 400 calibration instances
+ *   (600 steps: 21%; 3,000 steps: 100%, where RL has nothing to raise);
  * - advantages only centred (Dr. GRPO): with Plan-Path's dense shaping, dividing by a group's std turns differences of
- *   0.02 between failed candidates into full-size advantages; 40 steps of 8 instances at lr 1e-3 moved greedy
- *   calibration success (400 instances) 33% → 23% with the std and → 45% / 52% (two seeds) without — but five seeds of
- *   that recipe on held-out instances lost 5 points on average (23–45%: some seeds collapse);
- * - so a gentler, longer run: lr 3e-4, 80 steps of 16 instances (33% → 45% on the calibration instances, one seed).
+ *   0.02 between failed candidates into full-size advantages;
+ * - lr 1e-4, 80 steps of 16 instances: on the calibration instances every RL setting tried LOWERED greedy success
+ *   from 64% (shared lr 3e-4: 51%; per-role lr 3e-4: 52.5%; shared lr 1e-4: 57%), the last the least.
  */
 export const BENCH_FULL: Omit<BenchMasOptions, 'workDir'> = {
-  workflows: [PLAN_PATH, SUDOKU],
+  workflows: [{ ...PLAN_PATH, toolMode: 'code' }, SUDOKU],
   steps: 80,
   instancesPerStep: 16,
   heldOut: 100,
-  lr: 3e-4,
+  lr: 1e-4,
   advantage: 'none',
   agent: { hidden: 64, layers: 2, heads: 4 },
-  warmStart: { steps: 3000, rows: 48_000, batchSize: 16, detour: 0.5 },
+  warmStart: { steps: 1200, rows: 19_200, batchSize: 16, detour: 0.5 },
 };
 
 /** --fast: tiny agents and short training, so that 2 environments × 3 seeds × 4 arms fit a busy machine. */

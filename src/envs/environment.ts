@@ -44,6 +44,8 @@ export interface Environment<S, A> {
    * in code mode), or absent: that expert then prints the solver's action.
    */
   program?(state: S): string;
+  /** Routines a tool program may call: their JavaScript, run before every tool program, and one line saying what they do. */
+  readonly programLibrary?: { readonly code: string; readonly help: string };
   /**
    * What a program written in `program`'s template prints, worked out without running it, or null when `code` is not
    * in the template (or its run is not certain to end that way): such code goes to the sandbox.

@@ -88,6 +88,10 @@ export function planPathEnv(options: Partial<PlanPathOptions> = {}): Environment
     step: stepPlanPath,
     solve: (s) => gridPath({ rows: s.instance.rows }, s.pos, s.instance.goal),
     program: planPathProgram,
+    programLibrary: {
+      code: PATH_LIBRARY,
+      help: 'path(grid) returns the moves from A to G of a grid drawn as above, as a JSON list.',
+    },
     programOutput: planPathProgramOutput,
   };
 }
@@ -180,39 +184,49 @@ export function renderPlanPath(s: PlanPathState): string {
 }
 
 /**
- * Breadth-first search from A to G over the rows in `g`, printing the moves as a JSON list. Terse on purpose: a
- * tool agent writes it token by token (sloppy-mode globals; the sandbox runs it as CommonJS).
+ * The routine a Plan-Path tool program may call, defined before it in the sandbox: the breadth-first moves from A to
+ * G of a grid drawn as the observation draws it, as a JSON list (the solver's search: moves in the order U, D, L, R,
+ * each cell reached first from the earliest one).
  */
-const BFS_PROGRAM = [
-  'for(r in g)for(c in g[r])if(g[r][c]=="A")s=[+r,+c]',
-  'q=[[s,""]];v={[s]:1}',
-  'while(q.length){[[r,c],p]=q.shift();if(g[r][c]=="G")break',
-  'for([m,a,b]of[["U",-1,0],["D",1,0],["L",0,-1],["R",0,1]]){x=r+a;y=c+b',
-  'if(g[x]?.[y]&&g[x][y]!="#"&&!v[[x,y]]){v[[x,y]]=1;q.push([[x,y],p+m])}}}',
-  'console.log(JSON.stringify([...p]))',
-].join('\n');
+const PATH_LIBRARY = `function path(text) {
+  const g = text.split("\\n");
+  const find = (ch) => { for (let r = 0; r < g.length; r++) { const c = g[r].indexOf(ch); if (c >= 0) return [r, c]; } };
+  const seen = new Set([String(find("A"))]);
+  for (let layer = [[find("A"), ""]]; layer.length; ) {
+    const next = [];
+    for (const [[r, c], p] of layer) {
+      if (g[r][c] === "G") return JSON.stringify([...p]);
+      for (const [m, dr, dc] of [["U", -1, 0], ["D", 1, 0], ["L", 0, -1], ["R", 0, 1]]) {
+        const [x, y] = [r + dr, c + dc];
+        if (!g[x] || !g[x][y] || g[x][y] === "#" || seen.has(String([x, y]))) continue;
+        seen.add(String([x, y]));
+        next.push([[x, y], p + m]);
+      }
+    }
+    layer = next;
+  }
+  return "no path";
+}`;
 
 /**
- * The tool agent's expert program (as in the paper, where the tool agent writes a path-finding program): the grid as
- * the observation draws it, copied into a template literal, then the fixed breadth-first search. Only the copy
- * differs between instances; the program prints a shortest path.
+ * The tool agent's expert program (in the paper the tool agent writes a path-finding program; a small agent calls
+ * the routine above instead of writing it out): the grid as the observation draws it, copied into the call.
  */
 export function planPathProgram(s: PlanPathState): string {
-  return `g=\`${markedRows(s).join('\n')}\`.split("\\n")\n${BFS_PROGRAM}`;
+  return `console.log(path(\`${markedRows(s).join('\n')}\`))`;
 }
 
 /** planPathProgram's template around any grid text. */
-const PROGRAM_TEMPLATE = /^g=`([^`]*)`\.split\("\\n"\)\n([\s\S]*)$/;
+const PROGRAM_TEMPLATE = /^console\.log\(path\(`([^`]*)`\)\)$/;
 
 /**
  * What a program in planPathProgram's template prints, without running it: the breadth-first path from A to G of
- * the grid it copied (the solver's search: same move order, first-found parents), when that grid is rectangular,
- * of . # A G only, with one A and one G that A reaches; null otherwise (a copy that breaks this may throw or print
- * a path to somewhere else: it runs in the sandbox).
+ * the grid it copied, when that grid is rectangular, of . # A G only, with one A and one G that A reaches; null
+ * otherwise (such a copy runs in the sandbox).
  */
 export function planPathProgramOutput(code: string): string | null {
-  const m = PROGRAM_TEMPLATE.exec(code);
-  if (m === null || m[2] !== BFS_PROGRAM) return null;
+  const m = PROGRAM_TEMPLATE.exec(code.trim());
+  if (m === null) return null;
   const rows = m[1]!.split('\n');
   if (!rows.every((r) => /^[.#AG]+$/.test(r) && r.length === rows[0]!.length)) return null;
   const find = (ch: string): Cell[] =>

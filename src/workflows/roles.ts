@@ -111,14 +111,18 @@ export function proposerRole<S, A>(
   const format =
     mode === 'text'
       ? `Propose the action for the planner. ${env.actionFormat}`
-      : `Write JavaScript that prints (console.log) the action for the planner. ${env.actionFormat}`;
+      : [
+          `Write JavaScript that prints (console.log) the action for the planner. ${env.actionFormat}`,
+          ...(env.programLibrary ? [`Defined for you: ${env.programLibrary.help}`] : []),
+        ].join(' ');
   // A program in the environment's expert template has an output the environment works out without running it
   // (envs.test.ts checks it against sandboxed runs): warm starts apply tens of thousands of such programs and a
   // sandboxed run costs about 55 ms of process start. Any other code runs in the sandbox.
   const runProgram = async (response: string): Promise<SandboxRun> => {
     const code = extractCode(response);
     const known = env.programOutput?.(code) ?? null;
-    return known !== null ? { outcome: 'ok', stdout: known } : runSandboxed(code, sandbox);
+    if (known !== null) return { outcome: 'ok', stdout: known };
+    return runSandboxed(env.programLibrary === undefined ? code : `${env.programLibrary.code}\n${code}`, sandbox);
   };
   return {
     ...base<S>(s),
