@@ -228,6 +228,13 @@ static void do_layer_norm_backward(call_t *c) {
 static void do_softmax(call_t *c) { rowwise(c, hx_softmax); }
 static void do_log_softmax(call_t *c) { rowwise(c, hx_log_softmax); }
 
+static void do_argmax_rows(call_t *c) {
+  int64_t rows = size_at(c, 2, "rows"), dim = size_at(c, 3, "dim");
+  float *x = f32_at(c, 0, "x", product(c, rows, dim));
+  int32_t *out = i32_at(c, 1, "out", rows);
+  if (ok(c)) hx_argmax_rows(x, out, rows, dim);
+}
+
 static void do_gather_log_probs(call_t *c) {
   int64_t rows = size_at(c, 4, "rows"), vocab = size_at(c, 5, "vocab");
   float *logits = f32_at(c, 0, "logits", product(c, rows, vocab));
@@ -415,6 +422,7 @@ static void do_embedding_backward(call_t *c) {
   X("layerNormBackward", do_layer_norm_backward, 10, 10)                                                               \
   X("softmax", do_softmax, 4, 4)                                                                                       \
   X("logSoftmax", do_log_softmax, 4, 4)                                                                                \
+  X("argmaxRows", do_argmax_rows, 4, 4)                                                                                \
   X("gatherLogProbs", do_gather_log_probs, 6, 7)                                                                       \
   X("gatherLogProbsBackward", do_gather_log_probs_backward, 7, 7)                                                      \
   X("entropyBackward", do_entropy_backward, 7, 7)                                                                      \

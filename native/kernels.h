@@ -20,6 +20,8 @@ int hx_layer_norm_backward(const float *dy, const float *x, const float *weight,
 /* out may be x. */
 void hx_softmax(const float *x, float *out, int64_t rows, int64_t dim);
 void hx_log_softmax(const float *x, float *out, int64_t rows, int64_t dim);
+/* out[r] = the first index of row r's largest value (NaN never counts as larger; a row starting with NaN gives 0). */
+void hx_argmax_rows(const float *x, int32_t *out, int64_t rows, int64_t dim);
 /* entropy may be NULL. Targets must be < vocab; negative targets mark ignored rows. */
 void hx_gather_log_probs(const float *logits, const int32_t *targets, float *log_prob, float *lse, float *entropy,
                          int64_t rows, int64_t vocab);

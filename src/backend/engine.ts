@@ -194,6 +194,15 @@ export class Engine implements Kernels {
     this.backend.softmax(x, out, rows, dim);
   }
 
+  argmaxRows(x: F32, out: I32, rows: number, dim: number): void {
+    const op = 'argmaxRows';
+    dims(op, { rows, dim });
+    const s = `[rows=${rows},dim=${dim}]`;
+    need(op, 'x', x, rows * dim, s);
+    need(op, 'out', out, rows, s, true);
+    this.backend.argmaxRows(x, out, rows, dim);
+  }
+
   logSoftmax(x: F32, out: F32, rows: number, dim: number): void {
     this.rowwise('logSoftmax', x, out, rows, dim);
     this.backend.logSoftmax(x, out, rows, dim);

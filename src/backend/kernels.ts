@@ -107,6 +107,11 @@ export interface Kernels {
 
   /** Row-wise softmax of x into out ([rows,dim]); out may be x. */
   softmax(x: F32, out: F32, rows: number, dim: number): void;
+  /**
+   * out[r] = the first index of row r's largest value of x ([rows,dim]): what a scan keeping the first strictly
+   * larger element finds, so NaN never wins (a row starting with NaN gives 0). Greedy decoding's pick.
+   */
+  argmaxRows(x: F32, out: I32, rows: number, dim: number): void;
   /** Row-wise log-softmax of x into out; out may be x. */
   logSoftmax(x: F32, out: F32, rows: number, dim: number): void;
   /**

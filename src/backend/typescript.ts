@@ -290,6 +290,14 @@ const logSoftmax: Kernels['logSoftmax'] = (x, out, rows, dim) => {
   }
 };
 
+const argmaxRows: Kernels['argmaxRows'] = (x, out, rows, dim) => {
+  for (let r = 0, o = 0; r < rows; r++, o += dim) {
+    let best = 0;
+    for (let j = 1; j < dim; j++) if (x[o + j] > x[o + best]) best = j;
+    out[r] = best;
+  }
+};
+
 const gatherLogProbs: Kernels['gatherLogProbs'] = (logits, targets, logProb, lse, rows, vocab, entropy) => {
   for (let r = 0, o = 0; r < rows; r++, o += vocab) {
     const mx = rowMax(logits, o, vocab);
@@ -636,6 +644,7 @@ export const typescriptKernels: Kernels = {
   layerNorm,
   layerNormBackward,
   softmax,
+  argmaxRows,
   logSoftmax,
   gatherLogProbs,
   gatherLogProbsBackward,

@@ -155,8 +155,9 @@ function argmax(row: Float32Array): number {
 }
 
 /**
- * One token for every active row of logits [rows, vocab]; inactive rows get -1. Without truncation the softmax of all
- * rows runs in one native kernel call and each row costs one linear scan; top-k/top-p fall back to sampleToken.
+ * One token for every active row of logits [rows, vocab]; inactive rows get -1. Greedy picks are one argmaxRows
+ * kernel call; without truncation the softmax of all rows runs in one kernel call and each row costs one linear scan;
+ * top-k/top-p fall back to sampleToken.
  * Draws exactly one random number per active row, whatever the path, so runs stay reproducible across settings.
  */
 export function sampleRows(
@@ -169,10 +170,14 @@ export function sampleRows(
 ): Int32Array {
   const rows = active.length;
   const tokens = new Int32Array(rows).fill(-1);
+  if (o.temperature === 0) {
+    k.argmaxRows(logits, tokens, rows, vocab);
+    for (let b = 0; b < rows; b++) if (!active[b]) tokens[b] = -1;
+    return tokens;
+  }
   const rowOf = (b: number): Float32Array => logits.subarray(b * vocab, (b + 1) * vocab);
-  if (o.temperature === 0 || o.topK > 0 || o.topP < 1) {
-    for (let b = 0; b < rows; b++)
-      if (active[b]) tokens[b] = o.temperature === 0 ? argmax(rowOf(b)) : sampleToken(rowOf(b), o, rng);
+  if (o.topK > 0 || o.topP < 1) {
+    for (let b = 0; b < rows; b++) if (active[b]) tokens[b] = sampleToken(rowOf(b), o, rng);
     return tokens;
   }
   const probs = logits.slice(0, rows * vocab);
