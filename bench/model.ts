@@ -193,12 +193,13 @@ function decodeLoop(k: Kernels, model: Transformer, prompts: number[][], newToke
       hidden.data.subarray(((b + 1) * promptLen - 1) * cfg.hidden, (b + 1) * promptLen * cfg.hidden),
       b * cfg.hidden,
     );
-  pick(model.logits(k, last, batch));
+  const logits = cache.buffer('logits', batch * vocab);
+  pick(model.logits(k, last, batch, logits));
   const t1 = performance.now();
   const stepS: number[] = [];
   for (let step = 1; step < newTokens; step++) {
     const s0 = performance.now();
-    pick(model.logits(k, model.decodeStep(k, next, cache), batch));
+    pick(model.logits(k, model.decodeStep(k, next, cache), batch, logits));
     stepS.push((performance.now() - s0) / 1e3);
   }
   if (!Number.isFinite(logProbSum)) throw new Error('decode produced a non-finite log-prob');

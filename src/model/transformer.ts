@@ -367,10 +367,17 @@ export class Transformer {
     return lmHeadLogProbs(ctx, this.forward(ctx, b), this.head, targets, options);
   }
 
-  /** Logits [rows, V] of the given hidden rows (no gradient; sampling). */
-  logits(k: Kernels, hidden: Float32Array, rows: number): Float32Array {
+  /**
+   * Logits [rows, V] of the given hidden rows (no gradient; sampling), written into `out` (default: a new array; a
+   * decode loop passes the same buffer every step).
+   */
+  logits(
+    k: Kernels,
+    hidden: Float32Array,
+    rows: number,
+    out: Float32Array = new Float32Array(rows * this.cfg.vocabSize),
+  ): Float32Array {
     const { vocabSize: vocab, hidden: dim } = this.cfg;
-    const out = new Float32Array(rows * vocab);
     const headT = this.inference?.transposed.get(outerNames(this.cfg).head);
     if (headT) k.gemm({ m: rows, n: vocab, k: dim, a: { data: hidden }, b: { data: headT }, c: { data: out } });
     else
@@ -388,7 +395,8 @@ export class Transformer {
 
   /**
    * One decoding step: each sequence's next token `ids[b]` at the cache's current length; appends its keys and
-   * values to the cache and returns the final hidden states [B, hidden]. No gradients.
+   * values to the cache and returns the final hidden states [B, hidden] (on the fused path one of the cache's work
+   * buffers, overwritten by the next step). No gradients.
    */
   decodeStep(k: Kernels, ids: Int32Array, cache: KVCache): Float32Array {
     const fast = this.decodeStepFused(k, ids, cache);
@@ -515,7 +523,7 @@ export class Transformer {
       k.swiglu(gate, up, act, width2);
       this.projectAdd(k, act, downT, this.optional(`${n.down}.bias`), proj, x, batch, gateUp.width, dim);
     }
-    const out = new Float32Array(batch * dim);
+    const out = buf('out', batch * dim);
     k.rmsNorm(x, this.p(`${outerNames(cfg).finalNorm}.weight`).data, out, inv, batch, dim, norm.eps);
     cache.advance();
     return out;
