@@ -805,6 +805,10 @@ void hx_embedding(const float *table, const int32_t *ids, float *out, int64_t ro
   for (int64_t r = 0; r < rows; r++) memcpy(out + r * dim, table + (int64_t)ids[r] * dim, (size_t)dim * sizeof *out);
 }
 
+void hx_copy_rows(const float *src, int64_t src_ld, float *dst, int64_t dst_ld, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; r++) memcpy(dst + r * dst_ld, src + r * src_ld, (size_t)cols * sizeof *dst);
+}
+
 /* Ids repeat, so rows cannot be split between threads; columns can: each thread adds its own slice of every row. */
 void hx_embedding_backward(const float *dout, const int32_t *ids, float *dtable, int64_t rows, int64_t dim) {
   int64_t slices = dim / 16 > 0 ? dim / 16 : 1;

@@ -68,6 +68,8 @@ void hx_mul(const float *a, const float *b, float *out, int64_t n);
 void hx_scale(float *x, float alpha, int64_t n);
 double hx_sum_squares(const float *x, int64_t n);
 int hx_all_finite(const float *x, int64_t n);
+/* dst[r·dst_ld + c] = src[r·src_ld + c] for r < rows, c < cols; the two must not overlap. */
+void hx_copy_rows(const float *src, int64_t src_ld, float *dst, int64_t dst_ld, int64_t rows, int64_t cols);
 /* ids must lie in [0, rows of the table). */
 void hx_embedding(const float *table, const int32_t *ids, float *out, int64_t rows, int64_t dim);
 void hx_embedding_backward(const float *dout, const int32_t *ids, float *dtable, int64_t rows, int64_t dim);

@@ -756,6 +756,21 @@ kernelCase(
 const IDS = [3, 1, 3, 9, 0, 3];
 
 kernelCase(
+  'copyRows 5×7 from offset 3, ld 11, into offset 2, ld 9 (the rest of dst untouched)',
+  0,
+  (rng) => ({ src: randn(3 + 4 * 11 + 7, rng), dst: randn(2 + 4 * 9 + 7 + 5, rng) }),
+  (k, { src, dst }) => {
+    k.copyRows(src, 3, 11, dst, 2, 9, 5, 7);
+    return { dst };
+  },
+  ({ src, dst }) => {
+    const want = Float32Array.from(dst);
+    for (let r = 0; r < 5; r++) for (let c = 0; c < 7; c++) want[2 + r * 9 + c] = src[3 + r * 11 + c]!;
+    return { dst: want };
+  },
+);
+
+kernelCase(
   'embedding 6 ids of a 10×13 table (repeated ids)',
   0,
   (rng) => randn(130, rng),

@@ -622,6 +622,11 @@ const allFinite: Kernels['allFinite'] = (x, n) => {
   return s === 0;
 };
 
+const copyRows: Kernels['copyRows'] = (src, srcOffset, srcLd, dst, dstOffset, dstLd, rows, cols) => {
+  for (let r = 0; r < rows; r++)
+    dst.set(src.subarray(srcOffset + r * srcLd, srcOffset + r * srcLd + cols), dstOffset + r * dstLd);
+};
+
 const embedding: Kernels['embedding'] = (table, ids, out, rows, dim) => {
   for (let r = 0; r < rows; r++) out.set(table.subarray(ids[r] * dim, ids[r] * dim + dim), r * dim);
 };
@@ -665,6 +670,7 @@ export const typescriptKernels: Kernels = {
   scale,
   sumSquares,
   allFinite,
+  copyRows,
   embedding,
   embeddingBackward,
 };

@@ -352,7 +352,7 @@ export class Transformer {
     const positions = batchPositions(batch, seqLen, b.keyStart);
     const shape = { batch, seqLen, queryHeads: this.cfg.heads, kvHeads: this.cfg.kvHeads, headDim: this.cfg.headDim };
     const hidden = this.hiddenStates(ctx, b.ids, positions, (layer, q, k, v) => {
-      cache?.writeSequence(layer, k.data, v.data, seqLen);
+      cache?.writeSequence(ctx.k, layer, k.data, v.data, seqLen);
       return attention(ctx, q, k, v, shape, b.keyStart);
     });
     cache?.setLength(seqLen);
@@ -406,7 +406,7 @@ export class Transformer {
     const positions = Int32Array.from(ids, (_, b) => t - (cache.keyStart?.[b] ?? 0));
     const { heads, kvHeads, headDim } = this.cfg;
     const x = this.hiddenStates(ctx, ids, positions, (layer, q, kk, v) => {
-      cache.writeStep(layer, kk.data, v.data);
+      cache.writeStep(k, layer, kk.data, v.data);
       const out = new Float32Array(q.size);
       k.attentionDecode(
         q.data,
@@ -467,12 +467,9 @@ export class Transformer {
       k.gemm({ m: batch, n: width, k: dim, a: { data: h }, b: { data: qkv.weight }, c: { data: fusedQkv } });
       if (qkv.bias) k.addBias(fusedQkv, qkv.bias, fusedQkv, batch, width);
       const [wq, wk] = qkv.widths;
-      for (let b = 0; b < batch; b++) {
-        const row = fusedQkv.subarray(b * width, (b + 1) * width);
-        q.set(row.subarray(0, wq), b * wq);
-        kk.set(row.subarray(wq, wq + wk), b * wk);
-        v.set(row.subarray(wq + wk), b * wk);
-      }
+      k.copyRows(fusedQkv, 0, width, q, 0, wq, batch, wq);
+      k.copyRows(fusedQkv, wq, width, kk, 0, wk, batch, wk);
+      k.copyRows(fusedQkv, wq + wk, width, v, 0, wk, batch, wk);
       let qr = q;
       let kr = kk;
       if (n.qNorm) {
@@ -483,7 +480,7 @@ export class Transformer {
       }
       k.rope(qr, positions, cos, sin, batch, heads, d, false);
       k.rope(kr, positions, cos, sin, batch, kvHeads, d, false);
-      cache.writeStep(i, kr, v);
+      cache.writeStep(k, i, kr, v);
       k.attentionDecode(
         qr,
         cache.k[i]!,
