@@ -168,7 +168,10 @@ int hx_skinny_work_threads(double m, double n, double k, int requested) {
 
 int hx_skinny_threads(int m, int n, int k) {
   if (m > HX_SKINNY_ROWS || n < 2 * HX_SPLIT_ALIGN) return 1;
-  return hx_skinny_work_threads(m, n, k, 0);
+  /* On machines with many cores, at least 64 columns a thread (a product of a few µs is not worth more wake-ups;
+   * only 1 and 2 threads were measured). */
+  int nt = hx_skinny_work_threads(m, n, k, 0), most = n / 64 > 1 ? n / 64 : 1;
+  return nt < most ? nt : most;
 }
 
 static void set_threads(int nt) {
