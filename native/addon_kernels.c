@@ -228,6 +228,13 @@ static void do_layer_norm_backward(call_t *c) {
 static void do_softmax(call_t *c) { rowwise(c, hx_softmax); }
 static void do_log_softmax(call_t *c) { rowwise(c, hx_log_softmax); }
 
+static void do_argmax_rows(call_t *c) {
+  int64_t rows = size_at(c, 2, "rows"), dim = size_at(c, 3, "dim");
+  float *x = f32_at(c, 0, "x", product(c, rows, dim));
+  int32_t *out = i32_at(c, 1, "out", rows);
+  if (ok(c)) hx_argmax_rows(x, out, rows, dim);
+}
+
 static void do_gather_log_probs(call_t *c) {
   int64_t rows = size_at(c, 4, "rows"), vocab = size_at(c, 5, "vocab");
   float *logits = f32_at(c, 0, "logits", product(c, rows, vocab));
@@ -384,6 +391,19 @@ static void do_all_finite(call_t *c) {
 }
 
 /* The table's rows are its length over dim; every id must name one. */
+/* copyRows(src, srcOffset, srcLd, dst, dstOffset, dstLd, rows, cols): every row read and written in bounds. */
+static void do_copy_rows(call_t *c) {
+  int64_t so = size_at(c, 1, "srcOffset"), sld = size_at(c, 2, "srcLd"), dof = size_at(c, 4, "dstOffset");
+  int64_t dld = size_at(c, 5, "dstLd"), rows = size_at(c, 6, "rows"), cols = size_at(c, 7, "cols");
+  int64_t last = rows > 0 ? rows - 1 : 0;
+  int64_t src_need = rows > 0 ? so + product(c, last, sld) + cols : 0;
+  int64_t dst_need = rows > 0 ? dof + product(c, last, dld) + cols : 0;
+  float *src = f32_at(c, 0, "src", src_need), *dst = f32_at(c, 3, "dst", dst_need);
+  if (ok(c) && rows > 1 && (sld < cols || dld < cols))
+    fail(c, "srcLd %lld and dstLd %lld must be at least cols %lld", (long long)sld, (long long)dld, (long long)cols);
+  if (ok(c)) hx_copy_rows(src + so, sld, dst + dof, dld, rows, cols);
+}
+
 static void do_embedding(call_t *c) {
   int64_t rows = size_at(c, 3, "rows"), dim = size_at(c, 4, "dim");
   size_t ntable;
@@ -415,6 +435,7 @@ static void do_embedding_backward(call_t *c) {
   X("layerNormBackward", do_layer_norm_backward, 10, 10)                                                               \
   X("softmax", do_softmax, 4, 4)                                                                                       \
   X("logSoftmax", do_log_softmax, 4, 4)                                                                                \
+  X("argmaxRows", do_argmax_rows, 4, 4)                                                                                \
   X("gatherLogProbs", do_gather_log_probs, 6, 7)                                                                       \
   X("gatherLogProbsBackward", do_gather_log_probs_backward, 7, 7)                                                      \
   X("entropyBackward", do_entropy_backward, 7, 7)                                                                      \
@@ -434,6 +455,7 @@ static void do_embedding_backward(call_t *c) {
   X("scale", do_scale, 3, 3)                                                                                           \
   X("sumSquares", do_sum_squares, 2, 2)                                                                                \
   X("allFinite", do_all_finite, 2, 2)                                                                                  \
+  X("copyRows", do_copy_rows, 8, 8)                                                                                    \
   X("embedding", do_embedding, 5, 5)                                                                                   \
   X("embeddingBackward", do_embedding_backward, 5, 5)
 

@@ -160,10 +160,18 @@ int hx_gemm_threads(int m, int n, int k) {
   return hx_threads_for(flops, 8e6, 0);
 }
 
+int hx_skinny_work_threads(double m, double n, double k, int requested) {
+  int by_bytes = hx_threads_for(4.0 * n * k, HX_SKINNY_BYTES_PER_THREAD, requested);
+  int by_flops = hx_threads_for(2.0 * m * n * k, HX_SKINNY_FLOPS_PER_THREAD, requested);
+  return by_bytes > by_flops ? by_bytes : by_flops;
+}
+
 int hx_skinny_threads(int m, int n, int k) {
   if (m > HX_SKINNY_ROWS || n < 2 * HX_SPLIT_ALIGN) return 1;
-  int by_bytes = hx_threads_for(4.0 * n * k, HX_SKINNY_BYTES_PER_THREAD, 0), by_flops = hx_gemm_threads(m, n, k);
-  return by_bytes > by_flops ? by_bytes : by_flops;
+  /* On machines with many cores, at least 64 columns a thread (a product of a few µs is not worth more wake-ups;
+   * only 1 and 2 threads were measured). */
+  int nt = hx_skinny_work_threads(m, n, k, 0), most = n / 64 > 1 ? n / 64 : 1;
+  return nt < most ? nt : most;
 }
 
 static void set_threads(int nt) {

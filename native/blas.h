@@ -24,12 +24,19 @@ void hx_blas_enter_parallel(void);
 int hx_gemm_threads(int m, int n, int k);
 /* Products with at most this many rows (decode steps) are memory-bound on the k×n operand. */
 #define HX_SKINNY_ROWS 64
-/* Weight bytes one thread streams before a second one pays for waking (1 MiB, about an L2 of this class of CPU). */
-#define HX_SKINNY_BYTES_PER_THREAD 1048576.0
+/* Such a product goes to a second thread from 2 × 96 KiB of weights or 2 × 1 MFLOP: each thread then multiplies its
+ * own block of columns. Timed per product shape, one against two threads (min of 600 calls, spinning OpenMP threads,
+ * the other core busy with another process — docs/benchmarks.md): the 10M bench model's q/k/v product at 16 rows
+ * 30 → 21 µs, its down projection 59 → 39 µs, the 1M model's [64×128]·[128×128] 10.5 → 8.7 µs; products below both
+ * thresholds (e.g. [16×128]·[128×128], 4.6 → 5.0 µs) lose. (It was 1 MiB of weights and 16 MFLOP before.) */
+#define HX_SKINNY_BYTES_PER_THREAD 98304.0
+#define HX_SKINNY_FLOPS_PER_THREAD 1e6
 /* Column blocks of a split product start on 64-byte boundaries of C's rows. */
 #define HX_SPLIT_ALIGN 16
-/* Threads for a product of at most HX_SKINNY_ROWS rows: one per HX_SKINNY_BYTES_PER_THREAD bytes of the k×n
- * operand, or what its arithmetic alone would get when that is more (each thread multiplies its own block of
- * columns); 1 for more rows. */
+/* Threads for a product of at most HX_SKINNY_ROWS rows (by its weight bytes and its arithmetic, the larger); 1 for
+ * more rows or too few columns to split. */
 int hx_skinny_threads(int m, int n, int k);
+/* The same count for m×n×k work of any shape (a batch of such products: k summed over them); `requested` > 0
+ * overrides it, clamped to the maximum. */
+int hx_skinny_work_threads(double m, double n, double k, int requested);
 #endif

@@ -20,6 +20,8 @@ int hx_layer_norm_backward(const float *dy, const float *x, const float *weight,
 /* out may be x. */
 void hx_softmax(const float *x, float *out, int64_t rows, int64_t dim);
 void hx_log_softmax(const float *x, float *out, int64_t rows, int64_t dim);
+/* out[r] = the first index of row r's largest value (NaN never counts as larger; a row starting with NaN gives 0). */
+void hx_argmax_rows(const float *x, int32_t *out, int64_t rows, int64_t dim);
 /* entropy may be NULL. Targets must be < vocab; negative targets mark ignored rows. */
 void hx_gather_log_probs(const float *logits, const int32_t *targets, float *log_prob, float *lse, float *entropy,
                          int64_t rows, int64_t vocab);
@@ -66,6 +68,8 @@ void hx_mul(const float *a, const float *b, float *out, int64_t n);
 void hx_scale(float *x, float alpha, int64_t n);
 double hx_sum_squares(const float *x, int64_t n);
 int hx_all_finite(const float *x, int64_t n);
+/* dst[r·dst_ld + c] = src[r·src_ld + c] for r < rows, c < cols; the two must not overlap. */
+void hx_copy_rows(const float *src, int64_t src_ld, float *dst, int64_t dst_ld, int64_t rows, int64_t cols);
 /* ids must lie in [0, rows of the table). */
 void hx_embedding(const float *table, const int32_t *ids, float *out, int64_t rows, int64_t dim);
 void hx_embedding_backward(const float *dout, const int32_t *ids, float *dtable, int64_t rows, int64_t dim);

@@ -48,6 +48,10 @@ for (const backend of availableBackends()) {
         /gatherLogProbs: target 3 at row 1 is outside \[0, 3\)/,
       );
       assert.throws(() => k.embedding(f(6), Int32Array.of(-1), f(3), 1, 3), /embedding: token id -1 at row 0/);
+      assert.throws(
+        () => k.copyRows(f(20), 2, 5, f(20), 0, 5, 4, 5),
+        /copyRows: src has 20 elements but 4 rows of 5 from offset 2, ld 5 needs 22/,
+      );
       const s = { batch: 1, seqLen: 2, queryHeads: 3, kvHeads: 2, headDim: 4 };
       assert.throws(
         () => k.attention(f(24), f(16), f(16), f(24), f(6), s),

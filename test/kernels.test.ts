@@ -281,6 +281,49 @@ for (const [name, kernel, reference] of [
     (x) => ({ out: reference(x, ROWS, DIM), inPlace: reference(x, ROWS, DIM) }),
   );
 
+/** Rows of 37 (a vector tail after two 16-wide blocks) with hand-picked first maxima: ties, NaN, −inf and ±0. */
+const ARGMAX_ROWS: [string, (row: Float32Array) => void, number][] = [
+  ['tie in the tail', (r) => ((r[30] = 9), (r[35] = 9)), 30],
+  ['NaN first', (r) => ((r[0] = NaN), (r[5] = 9)), 0],
+  ['NaN around the max', (r) => ((r[3] = NaN), (r[20] = 9), (r[21] = NaN)), 20],
+  ['all −inf', (r) => r.fill(-Infinity), 0],
+  ['−0 before +0', (r) => (r.fill(-1), (r[2] = -0), (r[7] = 0)), 2],
+  ['tie with the first', (r) => ((r[0] = 9), (r[17] = 9)), 0],
+];
+
+kernelCase(
+  `argmaxRows ${ARGMAX_ROWS.length}×37 (${ARGMAX_ROWS.map(([what]) => what).join(', ')})`,
+  0,
+  (rng) => {
+    const x = randn(ARGMAX_ROWS.length * 37, rng);
+    ARGMAX_ROWS.forEach(([, plant], r) => plant(x.subarray(r * 37, (r + 1) * 37)));
+    return x;
+  },
+  (k, x) => {
+    const out = new Int32Array(ARGMAX_ROWS.length).fill(-1);
+    k.argmaxRows(x, out, ARGMAX_ROWS.length, 37);
+    return { out };
+  },
+  () => ({ out: ARGMAX_ROWS.map(([, , want]) => want) }),
+);
+
+kernelCase(
+  'argmaxRows 3×50257 (random logits)',
+  0,
+  (rng) => shiftedLogits(rng, 3 * 50257),
+  (k, x) => {
+    const out = new Int32Array(3).fill(-1);
+    k.argmaxRows(x, out, 3, 50257);
+    return { out };
+  },
+  (x) => ({
+    out: [0, 1, 2].map((r) => {
+      const row = Array.from(x.subarray(r * 50257, (r + 1) * 50257));
+      return row.indexOf(Math.max(...row));
+    }),
+  }),
+);
+
 /** Logits and targets (row 1's target negative) of a gatherLogProbs case. */
 function gatherInputs(rows: number, vocab: number) {
   return (rng: Rng) => {
@@ -711,6 +754,21 @@ kernelCase(
 );
 
 const IDS = [3, 1, 3, 9, 0, 3];
+
+kernelCase(
+  'copyRows 5×7 from offset 3, ld 11, into offset 2, ld 9 (the rest of dst untouched)',
+  0,
+  (rng) => ({ src: randn(3 + 4 * 11 + 7, rng), dst: randn(2 + 4 * 9 + 7 + 5, rng) }),
+  (k, { src, dst }) => {
+    k.copyRows(src, 3, 11, dst, 2, 9, 5, 7);
+    return { dst };
+  },
+  ({ src, dst }) => {
+    const want = Float32Array.from(dst);
+    for (let r = 0; r < 5; r++) for (let c = 0; c < 7; c++) want[2 + r * 9 + c] = src[3 + r * 11 + c]!;
+    return { dst: want };
+  },
+);
 
 kernelCase(
   'embedding 6 ids of a 10×13 table (repeated ids)',

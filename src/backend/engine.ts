@@ -194,6 +194,15 @@ export class Engine implements Kernels {
     this.backend.softmax(x, out, rows, dim);
   }
 
+  argmaxRows(x: F32, out: I32, rows: number, dim: number): void {
+    const op = 'argmaxRows';
+    dims(op, { rows, dim });
+    const s = `[rows=${rows},dim=${dim}]`;
+    need(op, 'x', x, rows * dim, s);
+    need(op, 'out', out, rows, s, true);
+    this.backend.argmaxRows(x, out, rows, dim);
+  }
+
   logSoftmax(x: F32, out: F32, rows: number, dim: number): void {
     this.rowwise('logSoftmax', x, out, rows, dim);
     this.backend.logSoftmax(x, out, rows, dim);
@@ -459,6 +468,27 @@ export class Engine implements Kernels {
   allFinite(x: F32, n: number): boolean {
     this.elementwise('allFinite', { x }, n);
     return this.backend.allFinite(x, n);
+  }
+
+  copyRows(
+    src: F32,
+    srcOffset: number,
+    srcLd: number,
+    dst: F32,
+    dstOffset: number,
+    dstLd: number,
+    rows: number,
+    cols: number,
+  ): void {
+    const op = 'copyRows';
+    dims(op, { srcOffset, srcLd, dstOffset, dstLd, rows, cols });
+    if (rows > 1 && (srcLd < cols || dstLd < cols))
+      fail(op, `srcLd ${srcLd} and dstLd ${dstLd} must be at least cols ${cols}`);
+    const extent = (offset: number, ld: number): number => (rows > 0 ? offset + (rows - 1) * ld + cols : 0);
+    const s = `${rows} rows of ${cols}`;
+    need(op, 'src', src, extent(srcOffset, srcLd), `${s} from offset ${srcOffset}, ld ${srcLd}`);
+    need(op, 'dst', dst, extent(dstOffset, dstLd), `${s} from offset ${dstOffset}, ld ${dstLd}`);
+    this.backend.copyRows(src, srcOffset, srcLd, dst, dstOffset, dstLd, rows, cols);
   }
 
   embedding(table: F32, ids: I32, out: F32, rows: number, dim: number): void {

@@ -107,6 +107,11 @@ export interface Kernels {
 
   /** Row-wise softmax of x into out ([rows,dim]); out may be x. */
   softmax(x: F32, out: F32, rows: number, dim: number): void;
+  /**
+   * out[r] = the first index of row r's largest value of x ([rows,dim]): what a scan keeping the first strictly
+   * larger element finds, so NaN never wins (a row starting with NaN gives 0). Greedy decoding's pick.
+   */
+  argmaxRows(x: F32, out: I32, rows: number, dim: number): void;
   /** Row-wise log-softmax of x into out; out may be x. */
   logSoftmax(x: F32, out: F32, rows: number, dim: number): void;
   /**
@@ -231,6 +236,21 @@ export interface Kernels {
   sumSquares(x: F32, n: number): number;
   /** True when no element of x[0..n) is NaN or ±Infinity. */
   allFinite(x: F32, n: number): boolean;
+  /**
+   * dst[dstOffset + r·dstLd + c] = src[srcOffset + r·srcLd + c] for r < rows, c < cols: a strided block copy (the
+   * decode step's q/k/v split and its key/value cache writes, one call each instead of one per row). src and dst
+   * must not overlap.
+   */
+  copyRows(
+    src: F32,
+    srcOffset: number,
+    srcLd: number,
+    dst: F32,
+    dstOffset: number,
+    dstLd: number,
+    rows: number,
+    cols: number,
+  ): void;
   /** out[r,:] = table[ids[r],:] for r < rows (an embedding lookup); ids must be in [0, tableRows). */
   embedding(table: F32, ids: I32, out: F32, rows: number, dim: number): void;
   /** dTable[ids[r],:] += dOut[r,:] (accumulated; ids may repeat). */

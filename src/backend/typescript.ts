@@ -290,6 +290,14 @@ const logSoftmax: Kernels['logSoftmax'] = (x, out, rows, dim) => {
   }
 };
 
+const argmaxRows: Kernels['argmaxRows'] = (x, out, rows, dim) => {
+  for (let r = 0, o = 0; r < rows; r++, o += dim) {
+    let best = 0;
+    for (let j = 1; j < dim; j++) if (x[o + j] > x[o + best]) best = j;
+    out[r] = best;
+  }
+};
+
 const gatherLogProbs: Kernels['gatherLogProbs'] = (logits, targets, logProb, lse, rows, vocab, entropy) => {
   for (let r = 0, o = 0; r < rows; r++, o += vocab) {
     const mx = rowMax(logits, o, vocab);
@@ -614,6 +622,11 @@ const allFinite: Kernels['allFinite'] = (x, n) => {
   return s === 0;
 };
 
+const copyRows: Kernels['copyRows'] = (src, srcOffset, srcLd, dst, dstOffset, dstLd, rows, cols) => {
+  for (let r = 0; r < rows; r++)
+    dst.set(src.subarray(srcOffset + r * srcLd, srcOffset + r * srcLd + cols), dstOffset + r * dstLd);
+};
+
 const embedding: Kernels['embedding'] = (table, ids, out, rows, dim) => {
   for (let r = 0; r < rows; r++) out.set(table.subarray(ids[r] * dim, ids[r] * dim + dim), r * dim);
 };
@@ -636,6 +649,7 @@ export const typescriptKernels: Kernels = {
   layerNorm,
   layerNormBackward,
   softmax,
+  argmaxRows,
   logSoftmax,
   gatherLogProbs,
   gatherLogProbsBackward,
@@ -656,6 +670,7 @@ export const typescriptKernels: Kernels = {
   scale,
   sumSquares,
   allFinite,
+  copyRows,
   embedding,
   embeddingBackward,
 };

@@ -155,8 +155,9 @@ function argmax(row: Float32Array): number {
 }
 
 /**
- * One token for every active row of logits [rows, vocab]; inactive rows get -1. Without truncation the softmax of all
- * rows runs in one native kernel call and each row costs one linear scan; top-k/top-p fall back to sampleToken.
+ * One token for every active row of logits [rows, vocab]; inactive rows get -1. Greedy picks are one argmaxRows
+ * kernel call; without truncation the softmax of all rows runs in one kernel call and each row costs one linear scan;
+ * top-k/top-p fall back to sampleToken.
  * Draws exactly one random number per active row, whatever the path, so runs stay reproducible across settings.
  */
 export function sampleRows(
@@ -166,17 +167,24 @@ export function sampleRows(
   active: readonly boolean[],
   o: Knobs,
   rng: Rng,
+  /** Room for rows·vocab probabilities of the untruncated path (the logits stay intact); default: allocated. */
+  scratch?: Float32Array,
 ): Int32Array {
   const rows = active.length;
   const tokens = new Int32Array(rows).fill(-1);
-  const rowOf = (b: number): Float32Array => logits.subarray(b * vocab, (b + 1) * vocab);
-  if (o.temperature === 0 || o.topK > 0 || o.topP < 1) {
-    for (let b = 0; b < rows; b++)
-      if (active[b]) tokens[b] = o.temperature === 0 ? argmax(rowOf(b)) : sampleToken(rowOf(b), o, rng);
+  if (o.temperature === 0) {
+    k.argmaxRows(logits, tokens, rows, vocab);
+    for (let b = 0; b < rows; b++) if (!active[b]) tokens[b] = -1;
     return tokens;
   }
-  const probs = logits.slice(0, rows * vocab);
-  k.scale(probs, 1 / o.temperature, probs.length);
+  const rowOf = (b: number): Float32Array => logits.subarray(b * vocab, (b + 1) * vocab);
+  if (o.topK > 0 || o.topP < 1) {
+    for (let b = 0; b < rows; b++) if (active[b]) tokens[b] = sampleToken(rowOf(b), o, rng);
+    return tokens;
+  }
+  const probs = scratch ?? new Float32Array(rows * vocab);
+  probs.set(logits.subarray(0, rows * vocab));
+  k.scale(probs, 1 / o.temperature, rows * vocab);
   k.softmax(probs, probs, rows, vocab);
   for (let b = 0; b < rows; b++) {
     if (!active[b]) continue;
@@ -251,16 +259,18 @@ function generateWith(
   for (let b = 0; b < batch; b++)
     lastRows.set(hidden.data.subarray(((b + 1) * promptLen - 1) * dim, (b + 1) * promptLen * dim), b * dim);
   arena.release();
-  let logits = model.logits(k, lastRows, batch);
+  const vocab = model.cfg.vocabSize;
+  // One logits array (and one for untruncated sampling's probabilities) reused by every step.
+  const logits = model.logits(k, lastRows, batch, cache.buffer('logits', batch * vocab));
+  const probs = o.temperature > 0 && o.topK === 0 && o.topP === 1 ? cache.buffer('probs', batch * vocab) : undefined;
 
   const out: Generation[] = prompts.map(() => ({ ids: [], logProbs: [], text: '', finishReason: 'length' }));
   const running = new Array<boolean>(batch).fill(true);
-  const vocab = model.cfg.vocabSize;
   const next = new Int32Array(batch);
   const logProb = new Float32Array(batch);
   const lse = new Float32Array(batch);
   for (let step = 0; step < maxNew; step++) {
-    const tokens = sampleRows(k, logits, vocab, running, o, rng);
+    const tokens = sampleRows(k, logits, vocab, running, o, rng, probs);
     k.gatherLogProbs(logits, tokens, logProb, lse, batch, vocab);
     for (let b = 0; b < batch; b++) {
       if (!running[b]) continue;
@@ -282,7 +292,7 @@ function generateWith(
     }
     if (!running.includes(true) || step === maxNew - 1) break;
     // Finished sequences keep feeding their last token so the batch stays aligned; their outputs are ignored.
-    logits = model.logits(k, model.decodeStep(k, next, cache), batch);
+    model.logits(k, model.decodeStep(k, next, cache), batch, logits);
   }
   if (options.decode)
     for (const g of out) {

@@ -1,3 +1,5 @@
+import type { Kernels } from '../backend/kernels.js';
+
 /**
  * Keys and values of every layer for a batch of sequences being decoded, laid out [B, Hkv, S, D] per layer so one
  * head's keys are contiguous for the decode kernel. All sequences share one length (left padding aligns them).
@@ -28,29 +30,47 @@ export class KVCache {
   }
 
   /** Stores keys and values of whole sequences (rows [B·T, Hkv·D]) at positions 0..T-1 of `layer` (prefill). */
-  writeSequence(layer: number, keys: Float32Array, values: Float32Array, seqLen: number): void {
+  writeSequence(k: Kernels, layer: number, keys: Float32Array, values: Float32Array, seqLen: number): void {
     if (seqLen > this.capacity) throw new Error(`KV cache: ${seqLen} positions exceed its capacity ${this.capacity}`);
-    this.scatter(layer, keys, values, seqLen, 0);
+    this.scatter(k, layer, keys, values, seqLen, 0);
   }
 
   /** Stores one new position's keys and values (rows [B, Hkv·D]) at the current length. */
-  writeStep(layer: number, keys: Float32Array, values: Float32Array): void {
+  writeStep(k: Kernels, layer: number, keys: Float32Array, values: Float32Array): void {
     if (this.length >= this.capacity) throw new Error(`KV cache full: capacity ${this.capacity} positions`);
-    this.scatter(layer, keys, values, 1, this.length);
+    this.scatter(k, layer, keys, values, 1, this.length);
   }
 
-  private scatter(layer: number, keys: Float32Array, values: Float32Array, steps: number, at: number): void {
+  /** Row (b·T + t)·Hkv + h of keys/values goes to position at + t of head h of sequence b. */
+  private scatter(
+    k: Kernels,
+    layer: number,
+    keys: Float32Array,
+    values: Float32Array,
+    steps: number,
+    at: number,
+  ): void {
     const { batch, kvHeads: heads, headDim: d, capacity } = this;
-    const kc = this.k[layer]!;
-    const vc = this.v[layer]!;
-    for (let b = 0; b < batch; b++)
-      for (let t = 0; t < steps; t++)
-        for (let h = 0; h < heads; h++) {
-          const src = ((b * steps + t) * heads + h) * d;
-          const dst = ((b * heads + h) * capacity + at + t) * d;
-          kc.set(keys.subarray(src, src + d), dst);
-          vc.set(values.subarray(src, src + d), dst);
-        }
+    for (const [src, dst] of [
+      [keys, this.k[layer]!],
+      [values, this.v[layer]!],
+    ] as const) {
+      // One step: the B·Hkv rows land capacity·D apart, one copy in all (a decode step makes two per layer).
+      if (steps === 1) k.copyRows(src, 0, d, dst, at * d, capacity * d, batch * heads, d);
+      else
+        for (let b = 0; b < batch; b++)
+          for (let h = 0; h < heads; h++)
+            k.copyRows(
+              src,
+              (b * steps * heads + h) * d,
+              heads * d,
+              dst,
+              ((b * heads + h) * capacity + at) * d,
+              d,
+              steps,
+              d,
+            );
+    }
   }
 
   /**

@@ -352,7 +352,7 @@ export class Transformer {
     const positions = batchPositions(batch, seqLen, b.keyStart);
     const shape = { batch, seqLen, queryHeads: this.cfg.heads, kvHeads: this.cfg.kvHeads, headDim: this.cfg.headDim };
     const hidden = this.hiddenStates(ctx, b.ids, positions, (layer, q, k, v) => {
-      cache?.writeSequence(layer, k.data, v.data, seqLen);
+      cache?.writeSequence(ctx.k, layer, k.data, v.data, seqLen);
       return attention(ctx, q, k, v, shape, b.keyStart);
     });
     cache?.setLength(seqLen);
@@ -367,10 +367,17 @@ export class Transformer {
     return lmHeadLogProbs(ctx, this.forward(ctx, b), this.head, targets, options);
   }
 
-  /** Logits [rows, V] of the given hidden rows (no gradient; sampling). */
-  logits(k: Kernels, hidden: Float32Array, rows: number): Float32Array {
+  /**
+   * Logits [rows, V] of the given hidden rows (no gradient; sampling), written into `out` (default: a new array; a
+   * decode loop passes the same buffer every step).
+   */
+  logits(
+    k: Kernels,
+    hidden: Float32Array,
+    rows: number,
+    out: Float32Array = new Float32Array(rows * this.cfg.vocabSize),
+  ): Float32Array {
     const { vocabSize: vocab, hidden: dim } = this.cfg;
-    const out = new Float32Array(rows * vocab);
     const headT = this.inference?.transposed.get(outerNames(this.cfg).head);
     if (headT) k.gemm({ m: rows, n: vocab, k: dim, a: { data: hidden }, b: { data: headT }, c: { data: out } });
     else
@@ -388,7 +395,8 @@ export class Transformer {
 
   /**
    * One decoding step: each sequence's next token `ids[b]` at the cache's current length; appends its keys and
-   * values to the cache and returns the final hidden states [B, hidden]. No gradients.
+   * values to the cache and returns the final hidden states [B, hidden] (on the fused path one of the cache's work
+   * buffers, overwritten by the next step). No gradients.
    */
   decodeStep(k: Kernels, ids: Int32Array, cache: KVCache): Float32Array {
     const fast = this.decodeStepFused(k, ids, cache);
@@ -398,7 +406,7 @@ export class Transformer {
     const positions = Int32Array.from(ids, (_, b) => t - (cache.keyStart?.[b] ?? 0));
     const { heads, kvHeads, headDim } = this.cfg;
     const x = this.hiddenStates(ctx, ids, positions, (layer, q, kk, v) => {
-      cache.writeStep(layer, kk.data, v.data);
+      cache.writeStep(k, layer, kk.data, v.data);
       const out = new Float32Array(q.size);
       k.attentionDecode(
         q.data,
@@ -459,12 +467,9 @@ export class Transformer {
       k.gemm({ m: batch, n: width, k: dim, a: { data: h }, b: { data: qkv.weight }, c: { data: fusedQkv } });
       if (qkv.bias) k.addBias(fusedQkv, qkv.bias, fusedQkv, batch, width);
       const [wq, wk] = qkv.widths;
-      for (let b = 0; b < batch; b++) {
-        const row = fusedQkv.subarray(b * width, (b + 1) * width);
-        q.set(row.subarray(0, wq), b * wq);
-        kk.set(row.subarray(wq, wq + wk), b * wk);
-        v.set(row.subarray(wq + wk), b * wk);
-      }
+      k.copyRows(fusedQkv, 0, width, q, 0, wq, batch, wq);
+      k.copyRows(fusedQkv, wq, width, kk, 0, wk, batch, wk);
+      k.copyRows(fusedQkv, wq + wk, width, v, 0, wk, batch, wk);
       let qr = q;
       let kr = kk;
       if (n.qNorm) {
@@ -475,7 +480,7 @@ export class Transformer {
       }
       k.rope(qr, positions, cos, sin, batch, heads, d, false);
       k.rope(kr, positions, cos, sin, batch, kvHeads, d, false);
-      cache.writeStep(i, kr, v);
+      cache.writeStep(k, i, kr, v);
       k.attentionDecode(
         qr,
         cache.k[i]!,
@@ -515,7 +520,7 @@ export class Transformer {
       k.swiglu(gate, up, act, width2);
       this.projectAdd(k, act, downT, this.optional(`${n.down}.bias`), proj, x, batch, gateUp.width, dim);
     }
-    const out = new Float32Array(batch * dim);
+    const out = buf('out', batch * dim);
     k.rmsNorm(x, this.p(`${outerNames(cfg).finalNorm}.weight`).data, out, inv, batch, dim, norm.eps);
     cache.advance();
     return out;
