@@ -10,6 +10,7 @@ import {
   type Move,
   MOVE_LIST_ACTION,
   drawGrid,
+  formatMoveList,
   gridPath,
   isFloor,
   manhattan,
@@ -234,5 +235,5 @@ export function planPathProgramOutput(code: string): string | null {
   const [a, g] = [find('A'), find('G')];
   if (a.length !== 1 || g.length !== 1) return null;
   const path = gridPath({ rows }, a[0]!, g[0]!);
-  return path === null ? null : `${JSON.stringify(path)}\n`;
+  return path === null ? null : `${formatMoveList(path)}\n`;
 }
