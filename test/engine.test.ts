@@ -1,6 +1,9 @@
 // Bad input reaches no kernel: the checked engine and the addon itself raise errors naming the op and the shapes.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { Engine, KernelInputError } from '../src/backend/engine.js';
 import { availableBackends, nativeBackend } from '../src/backend/select.js';
@@ -110,6 +113,19 @@ describe('backend selection', () => {
     const r = cli({ HACRL_ADDON_PATH: '/nonexistent/hacrl_native.node' });
     assert.equal(r.status, 0, r.stderr);
     assert.equal((r.stderr.match(/native addon unavailable/g) ?? []).length, 1, r.stderr);
+    assert.equal((JSON.parse(r.stdout.trim().split('\n').pop()!) as { backend: string }).backend, 'typescript');
+  });
+  test('an addon older than the code (a kernel missing) is refused by name, not met mid-run', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hacrl-addon-'));
+    const stale = join(dir, 'stale-addon.cjs');
+    writeFileSync(stale, "module.exports = { init: () => 'openblas', gemmRaw: () => {} };\n");
+    const r = cli({ HACRL_ADDON_PATH: stale });
+    rmSync(dir, { recursive: true, force: true });
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(
+      r.stderr,
+      /stale-addon\.cjs is older than the code \(no [^)]*rmsNorm[^)]*\); rebuild with `npm run build:native`/,
+    );
     assert.equal((JSON.parse(r.stdout.trim().split('\n').pop()!) as { backend: string }).backend, 'typescript');
   });
   test('a bad HACRL_BACKEND value is refused with the allowed values', () => {

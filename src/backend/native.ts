@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { backgroundCores, cpuTicks } from '../util/cpu-load.js';
 import { resolveGemm } from './gemm-args.js';
 import type { AttentionShape, F32, GemmArgs, I32, Kernels } from './kernels.js';
+import { typescriptKernels } from './typescript.js';
 
 /** Functions the addon exports beyond the Kernels contract: machine measurements and BLAS details. */
 export interface NativeExtras {
@@ -186,7 +187,16 @@ export function loadNative(): { kernels: NativeKernels } | { error: string } {
   try {
     const addon = withWaitPolicy(() => createRequire(import.meta.url)(path) as Addon);
     if (!addon.init || !addon.gemmRaw) return { error: 'the addon is incomplete; rebuild with `npm run build:native`' };
-    return { kernels: wrap(addon, addon.init() as string) };
+    const kernels = wrap(addon, addon.init() as string);
+    // An addon built before a kernel was added would otherwise fail mid-run with "x is not a function".
+    const missing = (Object.keys(typescriptKernels) as (keyof Kernels)[]).filter(
+      (name) => typeof typescriptKernels[name] === 'function' && typeof kernels[name] !== 'function',
+    );
+    if (missing.length > 0)
+      return {
+        error: `${path} is older than the code (no ${missing.join(', ')}); rebuild with \`npm run build:native\``,
+      };
+    return { kernels };
   } catch (e) {
     return { error: (e as Error).message };
   }
