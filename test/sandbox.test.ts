@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { runSandboxed } from '../src/sandbox/run-code.js';
@@ -27,6 +27,17 @@ describe('sandbox', () => {
     const r = await runSandboxed('throw new Error("boom")', SLOW_OK);
     assert.equal(r.outcome, 'error');
     assert.match(r.stderr, /boom/);
+  });
+
+  test('programs started together run at most one per core at a time, so the wall-time limit does not depend on load', async () => {
+    // Each program busy-waits 150 ms between two timestamps; without the limit all would overlap.
+    const program = 'const t = Date.now(); while (Date.now() - t < 150) {} console.log(t, Date.now());';
+    const runs = await Promise.all(
+      Array.from({ length: 3 * availableParallelism() }, () => runSandboxed(program, SLOW_OK)),
+    );
+    const spans = runs.map((r) => r.stdout.trim().split(' ').map(Number) as [number, number]);
+    const overlapping = spans.map(([start]) => spans.filter(([a, b]) => a <= start && start < b).length);
+    assert.ok(Math.max(...overlapping) <= availableParallelism(), `at most ${availableParallelism()}: ${overlapping}`);
   });
 
   test('an infinite loop is killed at the wall-time limit', async () => {
