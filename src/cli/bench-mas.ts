@@ -3,8 +3,9 @@
  * single agent (planner alone) warm-started on its own solver rows, untrained and trained with GRPO; the multi-agent
  * workflow warm-started on every role's solver rows, untrained and trained with AT-GRPO with a shared policy and with
  * per-role policies (both roles starting from the same weights). Both warm starts have the same size, steps and rows;
- * the trained arms generate the same number of responses per step (the single agent plays twice the instances, as it
- * has one role where the workflow has two). Each trained arm is paired with the others per seed and instance.
+ * the trained arms get the same rollout budget per step, instances × roles (the single agent plays twice the
+ * instances, as it has one role where the workflow has two); the responses they actually generate differ, since an
+ * episode ends when solved, and are reported. Each trained arm is paired with the others per seed and instance.
  */
 import { mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -75,7 +76,7 @@ const VERSUS = ['single-untrained', 'workflow-untrained', 'single-grpo'] as cons
  */
 export interface BenchMasResult {
   workflow: string;
-  /** Responses generated per training step by each trained arm (the equal rollout budget). */
+  /** Responses generated per training step by each trained arm, the mean over all steps and seeds. */
   responsesPerStep: Record<string, number>;
   arms: Record<Arm, { pooled: Estimate; perSeed: number[] }>;
   /** Per trained arm: its difference from each other arm named (success-rate points as fractions). */
@@ -95,7 +96,7 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
     const wf = buildWorkflow(section);
     // Per arm and seed: 1/0 per held-out instance.
     const successes = Object.fromEntries(ARMS.map((a) => [a, [] as number[][]])) as Record<Arm, number[][]>;
-    const budget: Record<string, number> = {};
+    const responses: Record<string, number[]> = {};
     const singleSection = { ...section, sampling: 'single', roles: {} };
     await rm(join(o.workDir, wf.name), { recursive: true, force: true });
     // Two warm starts per environment, same size, steps and rows: the workflow's (solver rows of every role) starts
@@ -181,10 +182,14 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
         if (Math.abs(rate - last) > 1e-9)
           throw new Error(`${arm} seed ${seed}: held-out success ${rate} differs from the run's validation ${last}`);
         successes[arm].push(vector);
-        // Responses generated per step, summed over the arm's policies (the same in every step's first row; row 0
-        // is the base models' validation).
-        const first = rows.find((r) => r['step'] === 1)!;
-        budget[arm] = agents.reduce((n, a) => n + (first[`agent/${a}/samples`] as number), 0);
+        // Responses generated per step, summed over the arm's policies, averaged over the steps (row 0 is the base
+        // models' validation and has no samples).
+        const stepRows = rows.filter((r) => (r['step'] as number) >= 1);
+        const generated = stepRows.reduce(
+          (n, r) => n + agents.reduce((m, a) => m + ((r[`agent/${a}/samples`] as number | undefined) ?? 0), 0),
+          0,
+        );
+        (responses[arm] ??= []).push(generated / stepRows.length);
         log(`${wf.name} seed ${seed} ${arm}: held-out success ${last.toFixed(3)}`);
       }
       if (!o.keep) await rm(dir, { recursive: true, force: true });
@@ -213,7 +218,10 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
     const paired = Object.fromEntries(
       TRAINED.map((a) => [a, Object.fromEntries(VERSUS.filter((b) => b !== a).map((b) => [b, versus(a, b)]))]),
     );
-    out.push({ workflow: wf.name, responsesPerStep: budget, arms, paired });
+    const responsesPerStep = Object.fromEntries(
+      Object.entries(responses).map(([a, v]) => [a, Math.round(v.reduce((x, y) => x + y, 0) / v.length)]),
+    );
+    out.push({ workflow: wf.name, responsesPerStep, arms, paired });
   }
   return out;
 }
