@@ -141,7 +141,7 @@ describe('AT-GRPO training', () => {
     );
   });
 
-  test('hacrl bench mas --tiny: four arms on held-out instances, responses per step stated for each trained arm', () => {
+  test('hacrl bench mas --tiny: four arms on held-out instances, responses per step stated for each trained arm', async () => {
     const r = hacrl(['bench', 'mas', '--tiny', '--seeds', '1', '--work-dir', join(root, 'bench')]);
     assert.equal(r.status, 0, r.stderr);
     const all = r.stdout.split('\n').filter((l) => l.startsWith('| plan-path |'));
@@ -168,6 +168,16 @@ describe('AT-GRPO training', () => {
     for (const c of paired) [3, 4].forEach((i) => assert.match(c[i]!, diff));
     assert.equal(paired[0]![5], '—');
     for (const c of paired.slice(1)) assert.match(c[5]!, diff);
+    // Each run's metrics stay in the working folder; its checkpoints and the warm starts do not.
+    const seedDir = join(root, 'bench', 'plan-path', 'seed-0');
+    for (const arm of ['single-grpo', 'at-grpo-shared', 'at-grpo-per-role']) {
+      assert.ok(
+        (await metricRows(join(seedDir, arm))).some((r) => r['step'] === 1),
+        arm,
+      );
+      assert.equal(existsSync(join(seedDir, arm, 'checkpoints')), false, arm);
+    }
+    assert.equal(existsSync(join(root, 'bench', 'plan-path', 'warm-workflow')), false);
   });
 
   test('steps whose every group the filter drops make no update and do not stop the run as non-finite', async () => {

@@ -7,7 +7,7 @@
  * instances, as it has one role where the workflow has two); the responses they actually generate differ, since an
  * episode ends when solved, and are reported. Each trained arm is paired with the others per seed and instance.
  */
-import { mkdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { ADVANTAGE_NORMALIZATIONS } from '../algorithms/advantages.js';
@@ -45,8 +45,9 @@ export const BenchMasSchema = z
     advantage: z.enum(ADVANTAGE_NORMALIZATIONS).default('group-std'),
     agent: AgentSpecSchema.prefault({}),
     warmStart: WarmStartSchema.prefault({}),
-    /** Working folder (agents and runs); removed at the end unless keep. */
+    /** Working folder (agents and runs); at the end only each run's metrics.jsonl and resolved config stay. */
     workDir: z.string().min(1),
+    /** Keep the warm starts, checkpoints and samples too; default false. */
     keep: z.boolean().default(false),
   })
   .strict();
@@ -191,10 +192,14 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
         );
         (responses[arm] ??= []).push(generated / stepRows.length);
         log(`${wf.name} seed ${seed} ${arm}: held-out success ${last.toFixed(3)}`);
+        // Each run's metrics (a few hundred kB) stay, so that a surprising arm can be traced step by step afterwards.
+        if (!o.keep)
+          for (const f of await readdir(runDir))
+            if (f !== 'metrics.jsonl' && f !== 'config.resolved.json')
+              await rm(join(runDir, f), { recursive: true, force: true });
       }
-      if (!o.keep) await rm(dir, { recursive: true, force: true });
     }
-    if (!o.keep) await rm(join(o.workDir, wf.name), { recursive: true, force: true });
+    if (!o.keep) for (const s of Object.values(starts)) await rm(s, { recursive: true, force: true });
     const rateOf = (v: readonly number[]) => v.reduce((x, y) => x + y, 0) / v.length;
     const arms = Object.fromEntries(
       ARMS.map((a) => {

@@ -223,7 +223,7 @@ bench
   .option('--fast', 'the ~20-minute version (smaller agents, fewer steps and held-out instances)', false)
   .option('--tiny', 'test-sized: seconds, proves the pipeline, not the claim', false)
   .option('--seeds <n>', 'seeds', num, 3)
-  .option('--work-dir <dir>', 'working folder', 'runs/bench-mas')
+  .option('--work-dir <dir>', "working folder; each run's metrics.jsonl stays in it", 'runs/bench-mas')
   .option('--json <file>', 'also write the results as JSON')
   .option('--steps <n>', "RL steps of each trained arm (default: the size's)", positiveInt)
   .option('--lr <x>', "learning rate of the RL arms (default: the size's)", num)
