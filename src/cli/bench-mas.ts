@@ -84,6 +84,9 @@ export interface BenchMasResult {
   paired: Record<string, Partial<Record<Arm, Difference & { seeds: number }>>>;
 }
 
+/** The arithmetic mean of a non-empty list. */
+const mean = (v: readonly number[]): number => v.reduce((x, y) => x + y, 0) / v.length;
+
 /** 1/0 per held-out instance, in instance order. */
 const successVector = (episodes: readonly { seed: number; success: boolean }[]): number[] =>
   [...episodes].sort((a, b) => a.seed - b.seed).map((e) => (e.success ? 1 : 0));
@@ -179,18 +182,16 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
           o.heldOut,
         );
         const vector = successVector(played.episodes);
-        const rate = vector.reduce((x, y) => x + y, 0) / o.heldOut;
+        const rate = mean(vector);
         if (Math.abs(rate - last) > 1e-9)
           throw new Error(`${arm} seed ${seed}: held-out success ${rate} differs from the run's validation ${last}`);
         successes[arm].push(vector);
         // Responses generated per step, summed over the arm's policies, averaged over the steps (row 0 is the base
         // models' validation and has no samples).
-        const stepRows = rows.filter((r) => (r['step'] as number) >= 1);
-        const generated = stepRows.reduce(
-          (n, r) => n + agents.reduce((m, a) => m + ((r[`agent/${a}/samples`] as number | undefined) ?? 0), 0),
-          0,
-        );
-        (responses[arm] ??= []).push(generated / stepRows.length);
+        const perStep = rows
+          .filter((r) => (r['step'] as number) >= 1)
+          .map((r) => agents.reduce((n, a) => n + ((r[`agent/${a}/samples`] as number | undefined) ?? 0), 0));
+        (responses[arm] ??= []).push(mean(perStep));
         log(`${wf.name} seed ${seed} ${arm}: held-out success ${last.toFixed(3)}`);
         // Each run's metrics (a few hundred kB) stay, so that a surprising arm can be traced step by step afterwards.
         if (!o.keep)
@@ -200,7 +201,6 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
       }
     }
     if (!o.keep) for (const s of Object.values(starts)) await rm(s, { recursive: true, force: true });
-    const rateOf = (v: readonly number[]) => v.reduce((x, y) => x + y, 0) / v.length;
     const arms = Object.fromEntries(
       ARMS.map((a) => {
         // An untrained arm is one evaluation repeated per seed: its interval is over the instances once.
@@ -213,7 +213,7 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
               all.reduce((x, y) => x + y, 0),
               all.length,
             ),
-            perSeed: successes[a].map(rateOf),
+            perSeed: successes[a].map(mean),
           },
         ];
       }),
@@ -223,9 +223,7 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
     const paired = Object.fromEntries(
       TRAINED.map((a) => [a, Object.fromEntries(VERSUS.filter((b) => b !== a).map((b) => [b, versus(a, b)]))]),
     );
-    const responsesPerStep = Object.fromEntries(
-      Object.entries(responses).map(([a, v]) => [a, Math.round(v.reduce((x, y) => x + y, 0) / v.length)]),
-    );
+    const responsesPerStep = Object.fromEntries(Object.entries(responses).map(([a, v]) => [a, Math.round(mean(v))]));
     out.push({ workflow: wf.name, responsesPerStep, arms, paired });
   }
   return out;
