@@ -8,7 +8,7 @@ import { after, describe, test } from 'node:test';
 import { benchPlan, METHODS, methodOf, planRuns } from '../src/bench/paper-matrix.js';
 import { chosenLr, heldOut } from '../src/bench/paper-run.js';
 import { pairedCell, type RunResult } from '../src/bench/paper-table.js';
-import { seedMean } from '../src/bench/stats.js';
+import { seedMean } from '../src/util/stats.js';
 import randomReward from '../src/bench/random-reward.js';
 import { hacrl } from './cli.js';
 

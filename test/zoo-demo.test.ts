@@ -5,7 +5,7 @@ import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { pairedDifference } from '../src/bench/stats.js';
+import { pairedDifference } from '../src/util/stats.js';
 import { agentDir, agentHash } from '../src/zoo/build.js';
 import { pairRecipe, ZOO } from '../src/zoo/recipes.js';
 import { hacrl, metricRows } from './cli.js';

@@ -4,7 +4,7 @@
  * mechanisms' statistics per run (foreign in-band fraction, P̂, ω), and the learning rate each method's sweep chose.
  */
 import { wilson } from '../eval/evaluate.js';
-import { seedMean, seedPairedDifference, type Difference } from './stats.js';
+import { seedMean, seedPairedDifference, type Difference } from '../util/stats.js';
 
 /** What a finished run leaves in `results/<id>.json`. */
 export interface RunResult {

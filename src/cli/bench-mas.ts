@@ -13,7 +13,7 @@ import { z } from 'zod';
 import { ADVANTAGE_NORMALIZATIONS } from '../algorithms/advantages.js';
 import { engine } from '../backend/engine.js';
 import { parseRunConfig } from '../config/load-config.js';
-import { formatDifference, seedPairedDifference, type Difference } from '../bench/stats.js';
+import { formatDifference, seedPairedDifference, type Difference } from '../util/stats.js';
 import { wilson, type Estimate } from '../eval/evaluate.js';
 import { loadPretrained, savePretrained } from '../model/pretrained.js';
 import { findLatestCheckpoint } from '../run/run-folder.js';

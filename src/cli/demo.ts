@@ -6,7 +6,7 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { pairedDifference, formatDifference, type Difference } from '../bench/stats.js';
+import { pairedDifference, formatDifference, type Difference } from '../util/stats.js';
 import { measureCheckpoint } from '../bench/measure.js';
 import { zooRunConfig } from '../bench/run-config.js';
 import type { Estimate } from '../eval/evaluate.js';

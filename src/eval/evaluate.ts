@@ -11,43 +11,9 @@ import { normalizeAnswer } from '../rewards/normalize.js';
 import type { Problem } from '../tasks/problem.js';
 import { renderPrompt, type PromptOptions } from '../tasks/prompt.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
+import { meanInterval, wilson, type Estimate } from '../util/stats.js';
 
-/** An accuracy with its 95% interval (Wilson for proportions, normal approximation for means of fractions). */
-export interface Estimate {
-  /** Point estimate in [0, 1]. */
-  value: number;
-  /** Lower end of the 95% interval. */
-  low: number;
-  /** Upper end of the 95% interval. */
-  high: number;
-  /** Problems it is computed over (problems with an unparseable gold are left out). */
-  n: number;
-}
-
-const Z95 = 1.959963984540054;
-
-/** Wilson score interval of `successes` out of `n` (sound near 0 and 1, unlike the normal approximation). */
-export function wilson(successes: number, n: number): Estimate {
-  if (n === 0) return { value: 0, low: 0, high: 1, n };
-  const p = successes / n;
-  const z2 = Z95 * Z95;
-  const centre = (p + z2 / (2 * n)) / (1 + z2 / n);
-  const half = (Z95 * Math.sqrt((p * (1 - p)) / n + z2 / (4 * n * n))) / (1 + z2 / n);
-  // At 0 or n successes the exact bound is 0 or 1; computing it leaves a rounding residue.
-  const low = successes === 0 ? 0 : Math.max(0, centre - half);
-  const high = successes === n ? 1 : Math.min(1, centre + half);
-  return { value: p, low, high, n };
-}
-
-/** Mean of per-problem fractions with a normal-approximation 95% interval, clamped to [0, 1]. */
-export function meanInterval(values: readonly number[]): Estimate {
-  const n = values.length;
-  if (n === 0) return { value: 0, low: 0, high: 1, n };
-  const mean = values.reduce((a, b) => a + b, 0) / n;
-  const variance = n > 1 ? values.reduce((a, b) => a + (b - mean) ** 2, 0) / (n - 1) : 0;
-  const half = Z95 * Math.sqrt(variance / n);
-  return { value: mean, low: Math.max(0, mean - half), high: Math.min(1, mean + half), n };
-}
+export { meanInterval, wilson, type Estimate };
 
 /** How to evaluate. */
 export interface EvalOptions {

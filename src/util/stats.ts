@@ -1,6 +1,60 @@
-/** Statistics of paired comparisons: the same problems (and seeds) measured under two conditions. */
+/**
+ * The project's statistics in one place: means, standard deviations, 95% intervals for proportions (Wilson) and
+ * means, and paired comparisons (the same problems and seeds measured under two conditions).
+ */
 
 const Z95 = 1.959963984540054;
+
+/** Arithmetic mean; NaN for an empty list (callers that want another value for "no data" say so where they call). */
+export function mean(xs: ArrayLike<number>): number {
+  let s = 0;
+  for (let i = 0; i < xs.length; i++) s += xs[i]!;
+  return xs.length ? s / xs.length : NaN;
+}
+
+/** Standard deviation; `ddof` 0 (population, default) or 1 (sample). NaN when fewer than ddof + 1 values. */
+export function std(xs: ArrayLike<number>, ddof: 0 | 1 = 0): number {
+  if (xs.length <= ddof) return NaN;
+  const m = mean(xs);
+  let s = 0;
+  for (let i = 0; i < xs.length; i++) s += (xs[i]! - m) ** 2;
+  return Math.sqrt(s / (xs.length - ddof));
+}
+
+/** An accuracy with its 95% interval (Wilson for proportions, normal approximation for means of fractions). */
+export interface Estimate {
+  /** Point estimate in [0, 1]. */
+  value: number;
+  /** Lower end of the 95% interval. */
+  low: number;
+  /** Upper end of the 95% interval. */
+  high: number;
+  /** Problems it is computed over (problems with an unparseable gold are left out). */
+  n: number;
+}
+
+/** Wilson score interval of `successes` out of `n` (sound near 0 and 1, unlike the normal approximation). */
+export function wilson(successes: number, n: number): Estimate {
+  if (n === 0) return { value: 0, low: 0, high: 1, n };
+  const p = successes / n;
+  const z2 = Z95 * Z95;
+  const centre = (p + z2 / (2 * n)) / (1 + z2 / n);
+  const half = (Z95 * Math.sqrt((p * (1 - p)) / n + z2 / (4 * n * n))) / (1 + z2 / n);
+  // At 0 or n successes the exact bound is 0 or 1; computing it leaves a rounding residue.
+  const low = successes === 0 ? 0 : Math.max(0, centre - half);
+  const high = successes === n ? 1 : Math.min(1, centre + half);
+  return { value: p, low, high, n };
+}
+
+/** Mean of per-problem fractions with a normal-approximation 95% interval, clamped to [0, 1]. */
+export function meanInterval(values: readonly number[]): Estimate {
+  const n = values.length;
+  if (n === 0) return { value: 0, low: 0, high: 1, n };
+  const m = values.reduce((a, b) => a + b, 0) / n;
+  const variance = n > 1 ? values.reduce((a, b) => a + (b - m) ** 2, 0) / (n - 1) : 0;
+  const half = Z95 * Math.sqrt(variance / n);
+  return { value: m, low: Math.max(0, m - half), high: Math.min(1, m + half), n };
+}
 
 /** A difference (in accuracy points as a fraction, e.g. 0.05 = +5 points) with its 95% interval. */
 export interface Difference {
