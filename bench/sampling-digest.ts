@@ -3,7 +3,7 @@
  * change to the decode path keeps the tokens. Five small models (Qwen3-style with head dims 64 and 32, a Llama with
  * biases, GPT-2) × four settings (temperature 1, greedy, top-k, top-p) × 64 left-padded prompts × 64 new tokens, at
  * seed 5; one line per case with the sha256 of the ids and of the log-probs, then one digest of all ids. Run it in two
- * builds (e.g. main's worktree and yours) and diff the outputs: the ids must match; the log-probs match too unless a
+ * builds (e.g. an older commit's worktree and yours) and diff the outputs: the ids must match; the log-probs match too unless a
  * change reorders a sum (then compare the log-probs against PyTorch instead).
  */
 import { createHash } from 'node:crypto';

@@ -60,7 +60,7 @@ function specialIds(tok: Tokenizer): Set<number> {
   return new Set([...tok.specialTokens.values(), tok.eosId]);
 }
 
-// Every property a cross-tokenizer response must have (brief + spec §6).
+// Every property a cross-tokenizer response must have (spec §6).
 function checkCross(
   generator: Tokenizer,
   learner: Tokenizer,

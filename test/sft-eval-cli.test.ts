@@ -1,4 +1,4 @@
-// `hacrl sft` and `hacrl eval` end to end on a very small agent (the full warm start is measured in the issue note).
+// `hacrl sft` and `hacrl eval` end to end on a very small agent.
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

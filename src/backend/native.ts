@@ -133,9 +133,9 @@ export function attentionScale(s: AttentionShape): number {
 /**
  * libgomp's idle threads spin about 300,000 pause loops (milliseconds) before they sleep. On an idle machine that
  * bridges the gaps between kernels; beside another busy process a spinning thread holds a core the other needs and
- * every barrier waits for a descheduled thread. Measured on the 2-core development machine at 2 threads
- * (docs/benchmarks.md, busy-machine section): beside a one-core busy loop, 10M decoding at batch 16 ran 1,756 tokens/s
- * spinning and 2,912 with OMP_WAIT_POLICY=PASSIVE; beside another developer's training, bench:rl steps took 16–19 s
+ * every barrier waits for a descheduled thread. Measured on a 2-core machine at 2 threads (docs/benchmarks.md,
+ * "OpenMP wait policy"): beside a one-core busy loop, 10M decoding at batch 16 ran 1,756 tokens/s
+ * spinning and 2,912 with OMP_WAIT_POLICY=PASSIVE; beside another training process, bench:rl steps took 16–19 s
  * spinning and 1.7 s passive; on the idle machine passive cost 23% (3,884 against 5,040 tokens/s). So the policy
  * follows the machine when the addon loads (libgomp reads it then, once): passive when other processes keep at least
  * PASSIVE_CORES cores busy over a SAMPLE_MS sample, else libgomp's default. A user's OMP_WAIT_POLICY or GOMP_SPINCOUNT
