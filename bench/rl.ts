@@ -31,9 +31,10 @@ import type { Agent } from '../src/rollout/rollout.js';
 import { DEFAULT_PLAIN_FORMAT, renderPrompt } from '../src/tasks/prompt.js';
 import { makeTaskDataset, presetSpec } from '../src/tasks/splits.js';
 import { AgentSpecSchema, buildModel, buildTokenizer } from '../src/zoo/agent-spec.js';
-import { learnerStep, type Learner, type UpdateRecipe } from '../src/train/learner-step.js';
+import type { Learner } from '../src/train/learners.js';
+import { teamStep, type UpdateRecipe } from '../src/train/learner-step.js';
 import { RolloutSource } from '../src/train/sample-sources.js';
-import { addLearnerTokens, learnerView, type SampleRecord } from '../src/train/sample-table.js';
+import { learnerView, type SampleRecord } from '../src/train/sample-table.js';
 import { memoryMetrics } from '../src/util/memory.js';
 import { Rng } from '../src/util/rng.js';
 import { matmulParams } from './flops.js';
@@ -68,6 +69,15 @@ const rollout = {
   prompt: { template: '{question}' },
   rewards: [{ name: 'math', fn: mathReward(), weight: 1 }],
   generationBatch: 64,
+};
+/** How the agents would be validated (this benchmark does not validate). */
+const validation = {
+  maxNewTokens: MAX_NEW,
+  template: '{question}',
+  system: undefined,
+  temperature: 1,
+  topP: 1,
+  topK: 0,
 };
 
 /** An agent from a spec (see AgentSpecSchema), its tokenizer fitted to the task's text. */
@@ -198,18 +208,25 @@ type LearnerKnobs = Pick<Learner, 'alpha' | 'stepwise' | 'order'>;
  */
 async function benchSetting(agents: Agent[], recipe: UpdateRecipe, knobs: LearnerKnobs, peak: number) {
   const shared = recipe.sharing !== 'none';
-  const source = new RolloutSource(
-    agents.map((policy, i) => ({ name: policy.name, policy, rollout, rng: new Rng(10 + i) })),
-  );
-  const team: Learner[] = agents.map((policy) => ({
+  const team: Learner[] = agents.map((policy, i) => ({
     policy,
     optimizer: new AdamW(policy.model.params, { lr: LR }),
     reference: null,
-    lr: LR,
+    rng: new Rng(10 + i),
+    capability: new CapabilityTracker(5),
+    lr: () => LR,
     ...knobs,
   }));
-  const trackers = agents.map(() => new CapabilityTracker(5));
-  const byName = new Map(agents.map((a) => [a.name, a]));
+  let drawn = 0;
+  const source = new RolloutSource(
+    team.map((l) => ({ name: l.policy.name, policy: l.policy, rollout, rng: l.rng, validation })),
+    {
+      train: { next: (n) => problems.slice(drawn, (drawn += n)) },
+      promptsPerStep: B,
+      validation: [],
+      samplesLogged: 0,
+    },
+  );
   const orderRng = new Rng(3);
   const samples: StepSample[] = [];
   const rss: number[] = [];
@@ -217,14 +234,8 @@ async function benchSetting(agents: Agent[], recipe: UpdateRecipe, knobs: Learne
   for (let step = 0; step <= STEPS; step++) {
     const t0 = performance.now();
     const table: SampleRecord[] = [];
-    const sampled = await source.collect({ problems: problems.slice(step * B, (step + 1) * B), k, step }, table);
-    if (shared)
-      agents.forEach((a, i) => {
-        addLearnerTokens(table, a, byName);
-        trackers[i]!.record(sampled.get(a.name)!.reward_mean!);
-      });
-    const capability = trackers.map((t) => t.estimate());
-    for (let i = 0; i < team.length; i++) learnerStep(table, team, i, recipe, capability, k, orderRng);
+    const sampled = await source.collect({ k, step }, table);
+    teamStep(table, team, recipe, k, orderRng, step);
     const seconds = (performance.now() - t0) / 1e3;
     const memory = memoryMetrics();
     rss.push(memory['mem/rss_mib']);

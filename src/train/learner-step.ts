@@ -4,6 +4,7 @@
  * mini-batches through the one policy loss (own responses: GRPO's or GSPO's surrogate; foreign ones: HACPO's).
  * A single-agent run is a team of one learner that does not share.
  */
+import { performance } from 'node:perf_hooks';
 import type { Kernels } from '../backend/kernels.js';
 import { groupAdvantages, zeroVarianceGroups, type AdvantageNormalization } from '../algorithms/advantages.js';
 import type { LossAggregation } from '../algorithms/aggregate.js';
@@ -17,7 +18,6 @@ import {
   RATIO_NORMALIZATIONS,
   responseCharacters,
   stepwiseLowerBound,
-  type RatioNormalization,
   type StepwiseClip,
 } from '../algorithms/hacpo/index.js';
 import type { KlEstimator } from '../algorithms/kl.js';
@@ -25,13 +25,18 @@ import { policyLoss, type ForeignObjective, type PolicyLossStats } from '../algo
 import type { Sharing, SurrogateKind } from '../algorithms/recipes.js';
 import type { PolicySequence } from '../algorithms/sequence.js';
 import { scoreResponses } from '../model/response-log-probs.js';
-import type { Transformer } from '../model/transformer.js';
-import type { AdamW } from '../optim/adamw.js';
-import type { Agent } from '../rollout/rollout.js';
 import type { Rng } from '../util/rng.js';
+import { mean } from '../util/stats.js';
+import type { Learner } from './learners.js';
 import { runUpdates, splitMiniBatches, summarizeUpdates } from './policy-updates.js';
 import type { StepMetrics } from './sample-sources.js';
-import { generatorOldNormalized, generatorSpanLogProbs, learnerView, type SampleRecord } from './sample-table.js';
+import {
+  addLearnerTokens,
+  generatorOldNormalized,
+  generatorSpanLogProbs,
+  learnerView,
+  type SampleRecord,
+} from './sample-table.js';
 
 /** The run-wide settings every learner's update follows (the algorithm's recipe with the config's overrides). */
 export interface UpdateRecipe {
@@ -60,23 +65,6 @@ export interface UpdateRecipe {
   capabilityBaseline: boolean;
   discrepancyCoefficient: boolean;
   foreign: ForeignObjective;
-}
-
-/** A policy being trained, with its optimizer, reference, this step's learning rate and its own HACPO knobs. */
-export interface Learner {
-  policy: Agent;
-  optimizer: AdamW;
-  /** The frozen reference for the KL penalty; null without one. */
-  reference: Transformer | null;
-  lr: number;
-  /** Exponential-IS α (Eq. 12). */
-  alpha: number;
-  /** δ and δ_step of its foreign clip band (Eqs. 13–14). */
-  stepwise: StepwiseClip;
-  /** Its cross-agent ratios per token (Eq. 11) or per character of the response (spec §7); default 'token'. */
-  ratioNormalization?: RatioNormalization;
-  /** Whether its mini-batches mix own and foreign samples or take its own first. */
-  order: 'shuffled' | 'own-first';
 }
 
 /** What one learner's update did. */
@@ -194,19 +182,48 @@ function inBandByForm(
 }
 
 /**
- * Updates learner `k` of `team` on its view of the step's `table`; `capability` holds every learner's P̂ (Eq. 9)
- * when the recipe shares rollouts. Mini-batch order is drawn from `rng`.
+ * Every learner's update at training step `step` on the step's complete `table`, in team order. When the recipe
+ * shares rollouts, each learner first gets its tokens of every foreign record and records this step's P_t (HACRL
+ * Eq. 9: the mean reward of its own records), so every learner sees the same P̂ of every agent.
+ */
+export function teamStep(
+  table: SampleRecord[],
+  team: readonly Learner[],
+  recipe: UpdateRecipe,
+  kernels: Kernels,
+  rng: Rng,
+  step: number,
+): (LearnerResult & { seconds: number })[] {
+  if (recipe.sharing !== 'none') {
+    const byName = new Map(team.map((l) => [l.policy.name, l.policy]));
+    for (const l of team) addLearnerTokens(table, l.policy, byName);
+    for (const l of team)
+      l.capability.record(mean(table.filter((r) => r.generator === l.policy.name).map((r) => r.reward)));
+  }
+  return team.map((_, k) => {
+    const t0 = performance.now();
+    const r = learnerStep(table, team, k, recipe, kernels, rng, step);
+    return { ...r, seconds: (performance.now() - t0) / 1e3 };
+  });
+}
+
+/**
+ * Updates learner `k` of `team` on its view of the step's `table` at training step `step` (its learning rate's);
+ * under shared rollouts every learner's P̂ (Eq. 9) is read from its capability tracker. Mini-batch order is drawn
+ * from `rng`.
  */
 export function learnerStep(
   table: SampleRecord[],
   team: readonly Learner[],
   k: number,
   recipe: UpdateRecipe,
-  capability: readonly number[],
   kernels: Kernels,
   rng: Rng,
+  step: number,
 ): LearnerResult {
   const l = team[k]!;
+  const capability = team.map((t) => t.capability.estimate());
+  const lr = l.lr(step);
   const name = l.policy.name;
   const shared = recipe.sharing !== 'none';
   const view = learnerView(table, name, shared);
@@ -274,7 +291,7 @@ export function learnerStep(
         Object.assign(stats, inBandByForm(table, batch, logProbs, name, l.stepwise, update));
       return { ...r, stats };
     },
-    { clip: recipe.gradClip, lr: l.lr },
+    { clip: recipe.gradClip, lr },
   );
   const sharingMetrics: StepMetrics = shared
     ? {
@@ -295,7 +312,7 @@ export function learnerStep(
             foreign_dropped: view.dropped,
           }
         : {}),
-      lr: l.lr,
+      lr,
       skipped_updates: updates.skippedUpdates,
       ...summarizeUpdates(updates.stats),
     },

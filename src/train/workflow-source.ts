@@ -14,9 +14,9 @@ import type { MasBatch, MasSample } from '../workflows/samples.js';
 import { rollout } from '../workflows/tree-sampling.js';
 import type { WorkflowConfig } from '../workflows/workflow-config.js';
 import type { Workflow } from '../workflows/workflow.js';
-import type { SampleSource, StepInputs, StepMetrics } from './sample-sources.js';
+import type { SampleLogRow, SampleSource, StepInputs, StepMetrics, Validation } from './sample-sources.js';
 import type { SampleRecord } from './sample-table.js';
-import type { ValidationMetrics } from './validation.js';
+import type { ValidationOptions } from './validation.js';
 
 /** A policy that learns: its weights and tokenizer (`agent`) and what generates its responses (normally the model). */
 export interface WorkflowPolicy {
@@ -239,16 +239,26 @@ export class WorkflowSource implements SampleSource {
     return out;
   }
 
-  /** Greedy success rate on `count` held-out instances, as `val/<workflow name>/greedy`. */
-  async validate(count: number): Promise<ValidationMetrics> {
-    return { [`val/${this.wf.name}/greedy`]: successRate(await playHeldOut(this.wf, this.generators, count)) };
+  /**
+   * The team's greedy success rate on `set.problems` held-out instances, as `val/<workflow name>/greedy`: it belongs
+   * to the team, so it is measured once and given to every policy.
+   */
+  async validate(set: ValidationOptions): Promise<Validation[]> {
+    const played = await playHeldOut(this.wf, this.generators, set.problems);
+    return [
+      {
+        label: 'workflow',
+        policies: [...this.policies.keys()],
+        metrics: { [`val/${this.wf.name}/greedy`]: successRate(played) },
+      },
+    ];
   }
 
   /**
    * The first `episodesLogged` episodes of the last step, turn by turn: each chosen response as one samples.jsonl
    * row with its role, turn, policy, reward parts and its group's rewards (tree sampling: the K candidates').
    */
-  transcript(step: number): Record<string, unknown>[] & { step: number }[] {
+  logRows(step: number): SampleLogRow[] {
     const batch = this.last;
     if (!batch) return [];
     const groupRewards = new Map<string, number[]>();
