@@ -106,7 +106,7 @@ function benchRecipe(r: Recipe): UpdateRecipe {
     capabilityBaseline: r.hacpo?.capabilityBaseline ?? false,
     discrepancyCoefficient: r.hacpo?.discrepancyCoefficient ?? false,
     // HACPO's stepwise foreign band (Eqs. 12–14); unused without sharing.
-    foreign: 'hacpo',
+    foreign: 'hacpo-foreign',
   };
 }
 

@@ -8,12 +8,13 @@ export { Tape, type Ctx } from './tensor/tape.js';
 export * as ops from './tensor/ops.js';
 export * from './algorithms/hacpo/index.js';
 export { type ClipRange, DAPO_CLIP, GSPO_CLIP, clippedSurrogate } from './algorithms/clipped-surrogate.js';
-export { groupAdvantages, zeroVarianceGroups } from './algorithms/advantages.js';
+export { ADVANTAGE_ESTIMATORS, groupAdvantages, zeroVarianceGroups } from './algorithms/advantages.js';
+export { SURROGATES, type Surrogate, type SurrogateName } from './algorithms/surrogates.js';
 export { gspoLogRatio, gspoSequenceLoss } from './algorithms/gspo.js';
 export { retokenizeResponse, sameTokenization, spanMean, UnencodableTextError } from './rollout/retokenize.js';
 export {
   policyLoss,
-  type ForeignObjective,
+  type PolicyObjective,
   type ForeignTerms,
   type PolicyLossOptions,
   type PolicyLossStats,

@@ -10,7 +10,7 @@
 import { mkdir, readFile, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { ADVANTAGE_NORMALIZATIONS } from '../algorithms/advantages.js';
+import { ADVANTAGE_ESTIMATOR_NAMES } from '../algorithms/advantages.js';
 import { engine } from '../backend/engine.js';
 import { parseRunConfig } from '../config/load-config.js';
 import { formatDifference, seedPairedDifference, type Difference } from '../util/stats.js';
@@ -43,7 +43,7 @@ export const BenchMasSchema = z
     /** Learning rate of the RL arms; default 1e-3. */
     lr: z.number().positive().default(1e-3),
     /** Advantage scaling of the RL arms (optim.advantage); default 'group-std', the spec's (r − mean)/(std + 1e-6). */
-    advantage: z.enum(ADVANTAGE_NORMALIZATIONS).default('group-std'),
+    advantage: z.enum(ADVANTAGE_ESTIMATOR_NAMES).default('group-std'),
     agent: AgentSpecSchema.prefault({}),
     warmStart: WarmStartSchema.prefault({}),
     /** Working folder (agents and runs); at the end only each run's metrics.jsonl and resolved config stay. */

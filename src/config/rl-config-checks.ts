@@ -4,7 +4,9 @@
  */
 import { basename, extname } from 'node:path';
 import type { z } from 'zod';
+import { stepwiseLowerBound } from '../algorithms/hacpo/stepwise-clip.js';
 import { VARIANT_RECIPES, sharesRollouts } from '../algorithms/recipes.js';
+import { SURROGATES } from '../algorithms/surrogates.js';
 import type { RunConfigFields } from './rl-config.js';
 
 /** A refused combination: where to look and what to change. */
@@ -178,13 +180,14 @@ const templatesHaveQuestion: Check = (c) => {
 };
 
 const stepwiseBandStaysOpen: Check = (c) => {
-  if (c.algorithm !== 'hacpo' || c.hacpo.foreignClip !== 'stepwise') return [];
+  if (c.algorithm !== 'hacpo' || !SURROGATES[c.hacpo.foreignSurrogate].stepwise) return [];
   const updates = c.optim.miniBatches * c.optim.epochs;
   return c.agents.flatMap((a, i) => {
     const delta = a.delta ?? c.hacpo.delta;
     const step = a.deltaStep ?? c.hacpo.deltaStep;
-    // Eq. 14's lower bound 1 − δ + m·δ_step reaches 1 at the last update m = M·E − 1: no foreign sample could pass.
-    if (1 - delta + (updates - 1) * step < 1 - 1e-12) return [];
+    if (!(updates >= 1 && delta > 0 && delta < 1 && step >= 0)) return []; // reported by the fields' own checks
+    // Eq. 14's lower bound reaches 1 at the last update m = M·E − 1: no foreign sample could pass.
+    if (stepwiseLowerBound({ delta, deltaStep: step }, updates - 1) < 1 - 1e-12) return [];
     const where = a.deltaStep === undefined ? 'hacpo.deltaStep' : `agents.${i}.deltaStep`;
     return issue(
       a.deltaStep === undefined ? ['hacpo', 'deltaStep'] : ['agents', i, 'deltaStep'],

@@ -6,14 +6,16 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { Kernels } from '../backend/kernels.js';
-import { groupAdvantages, zeroVarianceGroups, type AdvantageNormalization } from '../algorithms/advantages.js';
+import {
+  ADVANTAGE_ESTIMATORS,
+  zeroVarianceGroups,
+  type AdvantageEstimatorName,
+  type AdvantageOutput,
+} from '../algorithms/advantages.js';
 import type { LossAggregation } from '../algorithms/aggregate.js';
 import type { ClipRange } from '../algorithms/clipped-surrogate.js';
 import {
-  baselineRatios,
-  capabilityAwareBatchAdvantages,
   crossLogRatio,
-  discrepancyCoefficients,
   inBandFraction,
   RATIO_NORMALIZATIONS,
   responseCharacters,
@@ -21,8 +23,9 @@ import {
   type StepwiseClip,
 } from '../algorithms/hacpo/index.js';
 import type { KlEstimator } from '../algorithms/kl.js';
-import { policyLoss, type ForeignObjective, type PolicyLossStats } from '../algorithms/policy-loss.js';
-import type { Sharing, SurrogateKind } from '../algorithms/recipes.js';
+import { policyLoss, type PolicyLossStats } from '../algorithms/policy-loss.js';
+import type { Sharing } from '../algorithms/recipes.js';
+import { SURROGATES, type SurrogateName } from '../algorithms/surrogates.js';
 import type { PolicySequence } from '../algorithms/sequence.js';
 import { scoreResponses } from '../model/response-log-probs.js';
 import type { Rng } from '../util/rng.js';
@@ -40,15 +43,16 @@ import {
 
 /** The run-wide settings every learner's update follows (the algorithm's recipe with the config's overrides). */
 export interface UpdateRecipe {
-  surrogate: SurrogateKind;
+  /** The surrogate of own responses (SURROGATES). */
+  surrogate: SurrogateName;
   sharing: Sharing;
   /** Own-response clip range. */
   clip: ClipRange;
   /** GRPO's dual clip c (null: off). */
   dualClip: number | null;
   aggregation: LossAggregation;
-  /** Group-relative advantage scaling (sharing 'none'). */
-  advantage: AdvantageNormalization;
+  /** The advantage estimator (ADVANTAGE_ESTIMATORS). */
+  advantage: AdvantageEstimatorName;
   /** β·KL to the learner's reference on own responses; null: off. */
   kl: { coef: number; estimator: KlEstimator } | null;
   /** Entropy bonus β_H (0: off). */
@@ -64,7 +68,8 @@ export interface UpdateRecipe {
   /** HACPO switches (sharing 'hacpo' and 'naive'). */
   capabilityBaseline: boolean;
   discrepancyCoefficient: boolean;
-  foreign: ForeignObjective;
+  /** The surrogate of foreign responses (sharing 'hacpo' and 'naive'). */
+  foreign: SurrogateName;
 }
 
 /** What one learner's update did. */
@@ -89,7 +94,7 @@ export function groupsWithVariance(table: readonly SampleRecord[], pool: readonl
   return table.map((r) => keepGroup.get(r.group) ?? false);
 }
 
-/** Each table record's advantage for learner `k` (NaN outside `pool`), and the HACPO edge cases. */
+/** The estimator's advantages for learner `k` over `pool`, per table record (NaN outside the pool). */
 function advantages(
   table: readonly SampleRecord[],
   pool: readonly number[],
@@ -97,24 +102,21 @@ function advantages(
   k: number,
   recipe: UpdateRecipe,
   capability: readonly number[],
-): { values: Float64Array; fallbackGroups: number; omega: Float64Array | null } {
-  const rewards = pool.map((i) => table[i]!.reward);
-  const groups = pool.map((i) => table[i]!.group);
-  const values = new Float64Array(table.length).fill(NaN);
-  if (recipe.sharing === 'none') {
-    const a = groupAdvantages(rewards, { groupIds: groups }, { normalization: recipe.advantage });
-    pool.forEach((i, j) => (values[i] = a[j]!));
-    return { values, fallbackGroups: 0, omega: null };
-  }
+): AdvantageOutput & { values: Float64Array } {
   const index = new Map(team.map((l, j) => [l.policy.name, j]));
-  const generators = pool.map((i) => index.get(table[i]!.generator)!);
-  const omega = baselineRatios(capability, k);
-  // The baseline uses every response's reward, including foreign ones this learner cannot train on.
-  const a = capabilityAwareBatchAdvantages(rewards, generators, groups, k, omega, {
-    capabilityAware: recipe.capabilityBaseline,
+  // Under sharing the pool holds every agent's records: the baseline uses foreign rewards the learner cannot train on.
+  const out = ADVANTAGE_ESTIMATORS[recipe.advantage].estimate({
+    rewards: pool.map((i) => table[i]!.reward),
+    groups: pool.map((i) => table[i]!.group),
+    generators: pool.map((i) => index.get(table[i]!.generator)!),
+    learner: k,
+    capability,
+    capabilityBaseline: recipe.capabilityBaseline,
+    discrepancyCoefficient: recipe.discrepancyCoefficient,
   });
-  pool.forEach((i, j) => (values[i] = a.advantages[j]!));
-  return { values, fallbackGroups: a.fallbackGroups, omega };
+  const values = new Float64Array(table.length).fill(NaN);
+  pool.forEach((i, j) => (values[i] = out.advantages[j]!));
+  return { ...out, values };
 }
 
 /** The mini-batches of one learner (indices into its view): per epoch shuffled together, or its own ones first. */
@@ -230,7 +232,6 @@ export function learnerStep(
   const isOwn = (i: number): boolean => table[i]!.generator === name;
   const pool = table.filter((r) => shared || r.generator === name).map((r) => r.id);
   const adv = advantages(table, pool, team, k, recipe, capability);
-  const coefficients = shared ? discrepancyCoefficients(capability, k) : null;
   if (recipe.kl) {
     const own = view.records.filter(isOwn);
     const items = own.map((i) => ({
@@ -258,7 +259,7 @@ export function learnerStep(
       own: false,
       generatorOldMean: generatorOldNormalized(r, name, perChar ? 'char' : 'token'),
       ...(perChar ? { ratioCharacters: responseCharacters(r.text) } : {}),
-      coefficient: recipe.discrepancyCoefficient ? coefficients![j]! : 1,
+      coefficient: adv.coefficients ? adv.coefficients[j]! : 1,
     };
   };
   const items = table.map((r) =>
@@ -276,27 +277,31 @@ export function learnerStep(
         ...(entropy ? { entropy: entropy[j]! } : {}),
       }));
       const r = policyLoss(seqs, {
-        objective:
-          recipe.surrogate === 'token'
-            ? { kind: 'grpo', clip: recipe.clip, ...(recipe.dualClip ? { dualClip: recipe.dualClip } : {}) }
-            : { kind: 'gspo', clip: recipe.clip },
-        ...(shared ? { foreign: { objective: recipe.foreign, alpha: l.alpha, stepwise: l.stepwise, update } } : {}),
+        objective: {
+          surrogate: recipe.surrogate,
+          clip: recipe.clip,
+          ...(recipe.dualClip ? { dualClip: recipe.dualClip } : {}),
+        },
+        ...(shared ? { foreign: { surrogate: recipe.foreign, alpha: l.alpha, stepwise: l.stepwise, update } } : {}),
         aggregation: recipe.aggregation,
         maskTruncated: recipe.maskTruncated,
         ...(recipe.kl ? { kl: recipe.kl } : {}),
         entropyCoef: recipe.entropyCoef,
       });
       const stats = lossMetrics(r.stats, shared, recipe.kl !== null);
-      if (shared && recipe.foreign === 'hacpo')
+      if (shared && SURROGATES[recipe.foreign].stepwise)
         Object.assign(stats, inBandByForm(table, batch, logProbs, name, l.stepwise, update));
       return { ...r, stats };
     },
     { clip: recipe.gradClip, lr },
   );
+  const omega = adv.omega;
   const sharingMetrics: StepMetrics = shared
     ? {
         p_hat: capability[k]!,
-        ...Object.fromEntries(team.flatMap((o, j) => (j === k ? [] : [[`omega_${o.policy.name}`, adv.omega![j]!]]))),
+        ...(omega
+          ? Object.fromEntries(team.flatMap((o, j) => (j === k ? [] : [[`omega_${o.policy.name}`, omega[j]!]])))
+          : {}),
       }
     : {};
   const groupCount = new Set(pool.map((i) => table[i]!.group)).size;

@@ -23,16 +23,12 @@ import { StepLog } from './step-log.js';
 /** A sink for the run's console lines: one status line per step, and checkpoints, validations and warnings. */
 export type ProgressFn = (line: string) => void;
 
-/** How foreign responses enter the loss for each hacpo.foreignClip setting. */
-const FOREIGN_OBJECTIVE = { stepwise: 'hacpo', none: 'hacpo-unclipped', gspo: 'gspo' } as const;
-
 /** The update settings of every learner: the algorithm's recipe as the config resolved it. */
 export function updateRecipe(cfg: RunConfig): UpdateRecipe {
   const o = cfg.optim;
-  const recipe = ALGORITHM_RECIPES[cfg.algorithm];
   return {
-    surrogate: recipe.surrogate,
-    sharing: recipe.sharing,
+    surrogate: o.surrogate,
+    sharing: ALGORITHM_RECIPES[cfg.algorithm].sharing,
     clip: { low: o.clipLow, high: o.clipHigh },
     dualClip: o.dualClip,
     aggregation: o.lossAggregation,
@@ -46,7 +42,7 @@ export function updateRecipe(cfg: RunConfig): UpdateRecipe {
     gradClip: o.gradClip > 0 ? o.gradClip : Infinity,
     capabilityBaseline: cfg.hacpo.capabilityBaseline,
     discrepancyCoefficient: cfg.hacpo.discrepancyCoefficient,
-    foreign: FOREIGN_OBJECTIVE[cfg.hacpo.foreignClip],
+    foreign: cfg.hacpo.foreignSurrogate,
   };
 }
 
