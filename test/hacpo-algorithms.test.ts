@@ -23,10 +23,10 @@ import {
   discrepancyCoefficients,
   exponentialIs,
   foreignSequenceLoss,
-  meanOf,
   stepwiseLowerBound,
 } from '../src/algorithms/hacpo/index.js';
 import { Rng } from '../src/util/rng.js';
+import { mean as meanOf } from '../src/util/stats.js';
 import { assertGradientMatches, logProbFiniteDifferences, mulberry32, near, randn } from './helpers.js';
 
 const ln = Math.log;

@@ -10,7 +10,8 @@ import {
   ratioDivisor,
   responseCharacters,
 } from '../src/algorithms/hacpo/ratio-normalization.js';
-import { crossSequenceLogRatio, meanOf } from '../src/algorithms/hacpo/index.js';
+import { crossSequenceLogRatio } from '../src/algorithms/hacpo/index.js';
+import { mean as meanOf } from '../src/util/stats.js';
 import { policyLoss, type PolicyLossOptions } from '../src/algorithms/policy-loss.js';
 import type { PolicySequence } from '../src/algorithms/sequence.js';
 import { assertGradientMatches, logProbFiniteDifferences, mulberry32, near, randn } from './helpers.js';

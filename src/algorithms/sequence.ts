@@ -1,4 +1,5 @@
 /** One response of a policy-loss mini-batch, and which of its tokens the loss counts. */
+import { mean } from '../util/stats.js';
 
 /**
  * Per-token log-probs of one response in the learner's tokenization (all arrays the same length, one entry per
@@ -109,13 +110,11 @@ export function validateSequence(seq: PolicySequence, index: number): void {
     throw new Error(`sequence ${index}: ratioCharacters ${chars}; pass the response's characters (a positive integer)`);
   const old = seq.oldLogProbs;
   if (seq.own !== false && old !== undefined && seq.generatorOldMean !== undefined && n > 0) {
-    let sum = 0;
-    for (let t = 0; t < n; t++) sum += old[t]!;
-    const mean = sum / n;
-    if (Math.abs(mean - seq.generatorOldMean) > 1e-3 * Math.max(1, Math.abs(mean)))
+    const m = mean(old);
+    if (Math.abs(m - seq.generatorOldMean) > 1e-3 * Math.max(1, Math.abs(m)))
       throw new Error(
         `sequence ${index}: own response with generatorOldMean ${seq.generatorOldMean} but its oldLogProbs average ` +
-          `${mean}; for own responses pass the mean of the learner's old log-probs over the same tokens`,
+          `${m}; for own responses pass the mean of the learner's old log-probs over the same tokens`,
       );
   }
   const c = seq.coefficient;

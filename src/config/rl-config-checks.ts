@@ -74,10 +74,10 @@ const workflowMatchesAlgorithm: Check = (c) => {
       ['algorithm'],
       `a workflow section is trained by algorithm "at-grpo", not "${c.algorithm}": set algorithm: at-grpo`,
     );
-  if (atGrpo && c.workflow!.k < 2)
+  if (atGrpo && c.workflow!.groupSize < 2)
     return issue(
-      ['workflow', 'k'],
-      'workflow.k is 1: every (instance, agent, turn) group would hold one sample and every advantage would be 0; set it to 2 or more',
+      ['workflow', 'groupSize'],
+      'workflow.groupSize is 1: every (instance, agent, turn) group would hold one sample and every advantage would be 0; set it to 2 or more',
     );
   return [];
 };
@@ -108,7 +108,7 @@ const miniBatchesDivide: Check = (c) => {
 };
 
 const groupsHaveTwo: Check = (c) => {
-  if (c.workflow !== undefined) return []; // workflow.k is the group size (workflowMatchesAlgorithm)
+  if (c.workflow !== undefined) return []; // checked as workflow.groupSize (workflowMatchesAlgorithm)
   // A collaborative group holds every agent's responses to the prompt, so G = 1 per agent still gives a baseline.
   if (sharesRollouts(c.algorithm)) return [];
   return c.agents.flatMap((a, i) =>

@@ -10,8 +10,8 @@ import { formatReward, mathReward, type WeightedReward } from '../rewards/reward
 import type { DataCursor } from '../run/train-state.js';
 import { loadDataSpec } from '../tasks/data-spec.js';
 import { modelPolicy } from '../workflows/model-policy.js';
-import { buildWorkflow } from '../workflows/registry.js';
-import { parseWorkflowConfig } from '../workflows/workflow-config.js';
+import { workflowOf } from '../workflows/registry.js';
+import type { WorkflowConfig } from '../workflows/workflow-config.js';
 import type { Learner } from './learners.js';
 import { ProblemStream, RolloutSource, type RolloutOptions, type SampleSource } from './sample-sources.js';
 import { WorkflowSource, type WorkflowPolicy } from './workflow-source.js';
@@ -74,16 +74,15 @@ async function rolloutSource(cfg: RunConfig, team: readonly Learner[], cursor: D
   });
 }
 
-/** The workflow `section` names, each learner the policy of the roles mapped to it, instances drawn per step. */
-function workflowSource(cfg: RunConfig, section: unknown, team: readonly Learner[], k: Kernels): WorkflowSource {
-  const config = parseWorkflowConfig(section);
+/** The workflow `config` names, each learner the policy of the roles mapped to it, instances drawn per step. */
+function workflowSource(cfg: RunConfig, config: WorkflowConfig, team: readonly Learner[], k: Kernels): WorkflowSource {
   const policies = new Map<string, WorkflowPolicy>(
     team.map((l) => [
       l.policy.name,
       { agent: l.policy, policy: modelPolicy(l.policy.model, l.policy.tokenizer, k, l.rng) },
     ]),
   );
-  return new WorkflowSource(buildWorkflow(config), config, policies, {
+  return new WorkflowSource(workflowOf(config), config, policies, {
     instancesPerStep: cfg.rollout.promptsPerStep,
     seed: cfg.seed,
     episodesLogged: cfg.samplesPerStep,

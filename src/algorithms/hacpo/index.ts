@@ -19,7 +19,7 @@ export {
   capabilityAwareBatchAdvantages,
   capabilityBaseline,
 } from './advantage.js';
-export { type ExponentialIs, crossSequenceLogRatio, exponentialIs, meanOf, normalizedLogProb } from './ratio.js';
+export { type ExponentialIs, crossSequenceLogRatio, exponentialIs, normalizedLogProb } from './ratio.js';
 export {
   type RatioNormalization,
   RATIO_NORMALIZATIONS,
