@@ -31,7 +31,7 @@ import type { Agent } from '../src/rollout/rollout.js';
 import { DEFAULT_PLAIN_FORMAT, renderPrompt } from '../src/tasks/prompt.js';
 import { makeTaskDataset, presetSpec } from '../src/tasks/splits.js';
 import { AgentSpecSchema, buildModel, buildTokenizer } from '../src/zoo/agent-spec.js';
-import type { Learner } from '../src/train/learners.js';
+import type { TeamMember } from '../src/train/learners.js';
 import { teamStep, type UpdateRecipe } from '../src/train/learner-step.js';
 import { RolloutSource } from '../src/train/sample-sources.js';
 import { learnerView, type SampleRecord } from '../src/train/sample-table.js';
@@ -198,7 +198,7 @@ function summarize(
 }
 
 /** Each learner's own knobs besides its policy and optimizer (HACPO's α and stepwise band; unused without sharing). */
-type LearnerKnobs = Pick<Learner, 'alpha' | 'stepwise' | 'order'>;
+type LearnerKnobs = Pick<TeamMember, 'alpha' | 'stepwise' | 'order'>;
 
 /**
  * STEPS + 1 steps of the trainer's pipeline for `agents` under `recipe`, as `hacrl train` runs them: the source fills
@@ -208,7 +208,7 @@ type LearnerKnobs = Pick<Learner, 'alpha' | 'stepwise' | 'order'>;
  */
 async function benchSetting(agents: Agent[], recipe: UpdateRecipe, knobs: LearnerKnobs, peak: number) {
   const shared = recipe.sharing !== 'none';
-  const team: Learner[] = agents.map((policy, i) => ({
+  const team: TeamMember[] = agents.map((policy, i) => ({
     policy,
     optimizer: new AdamW(policy.model.params, { lr: LR }),
     reference: null,

@@ -21,8 +21,8 @@ export {
 } from './algorithms/policy-loss.js';
 export { type SampleRecord, type LearnerTokens, learnerView } from './train/sample-table.js';
 export { RolloutSource, type SampleSource, type StepInputs, type RolloutRole } from './train/sample-sources.js';
-export { learnerStep, teamStep, type UpdateRecipe } from './train/learner-step.js';
-export { buildLearners, type Learner } from './train/learners.js';
+export { learnerStep, teamStep, type Learner, type UpdateRecipe } from './train/learner-step.js';
+export { buildLearners, type TeamMember } from './train/learners.js';
 export { ALGORITHM_RECIPES, VARIANT_RECIPES, type Recipe } from './algorithms/recipes.js';
 export { trainRl } from './train/rl-trainer.js';
 export { createProgressDisplay, type ProgressDisplay, type StepProgress } from './train/progress.js';

@@ -8,7 +8,6 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { CapabilityTracker } from '../src/algorithms/hacpo/index.js';
 import { engine } from '../src/backend/engine.js';
 import { AdamW } from '../src/optim/adamw.js';
 import { buildReport } from '../src/report/build.js';
@@ -279,9 +278,7 @@ describe('AT-GRPO training', () => {
       policy: agent,
       optimizer,
       reference: null,
-      rng: new Rng(1),
-      capability: new CapabilityTracker(5),
-      lr: () => 1e-3,
+      lr: 1e-3,
       alpha: 0,
       stepwise: { delta: 0.2, deltaStep: 0 },
       order: 'shuffled' as const,
@@ -292,7 +289,7 @@ describe('AT-GRPO training', () => {
       const m = (await source.collect({ k, step }, table)).get('shared')!;
       for (const [key, v] of Object.entries(m))
         if (/^role\/tool\/sandbox_/.test(key)) outcomes[key] = (outcomes[key] ?? 0) + v;
-      const r = learnerStep(table, [learner], 0, recipe, k, new Rng(step), step);
+      const r = learnerStep(table, [learner], 0, recipe, [NaN], k, new Rng(step));
       assert.equal(r.skippedUpdates, 0);
       assert.ok(Number.isFinite(r.metrics.loss), 'a finite update after sandbox failures');
     }

@@ -20,6 +20,7 @@ import {
   RATIO_NORMALIZATIONS,
   responseCharacters,
   stepwiseLowerBound,
+  type RatioNormalization,
   type StepwiseClip,
 } from '../algorithms/hacpo/index.js';
 import type { KlEstimator } from '../algorithms/kl.js';
@@ -28,9 +29,12 @@ import type { Sharing } from '../algorithms/recipes.js';
 import { SURROGATES, type SurrogateName } from '../algorithms/surrogates.js';
 import type { PolicySequence } from '../algorithms/sequence.js';
 import { scoreResponses } from '../model/response-log-probs.js';
+import type { Transformer } from '../model/transformer.js';
+import type { AdamW } from '../optim/adamw.js';
+import type { Agent } from '../rollout/rollout.js';
 import type { Rng } from '../util/rng.js';
 import { mean } from '../util/stats.js';
-import type { Learner } from './learners.js';
+import type { TeamMember } from './learners.js';
 import { runUpdates, splitMiniBatches, summarizeUpdates } from './policy-updates.js';
 import type { StepMetrics } from './sample-sources.js';
 import {
@@ -70,6 +74,23 @@ export interface UpdateRecipe {
   discrepancyCoefficient: boolean;
   /** The surrogate of foreign responses (sharing 'hacpo' and 'naive'). */
   foreign: SurrogateName;
+}
+
+/** A policy being trained, with its optimizer, reference, this step's learning rate and its own HACPO knobs. */
+export interface Learner {
+  policy: Agent;
+  optimizer: AdamW;
+  /** The frozen reference for the KL penalty; null without one. */
+  reference: Transformer | null;
+  lr: number;
+  /** Exponential-IS α (Eq. 12). */
+  alpha: number;
+  /** δ and δ_step of its foreign clip band (Eqs. 13–14). */
+  stepwise: StepwiseClip;
+  /** Its cross-agent ratios per token (Eq. 11) or per character of the response (spec §7); default 'token'. */
+  ratioNormalization?: RatioNormalization;
+  /** Whether its mini-batches mix own and foreign samples or take its own first. */
+  order: 'shuffled' | 'own-first';
 }
 
 /** What one learner's update did. */
@@ -190,42 +211,42 @@ function inBandByForm(
  */
 export function teamStep(
   table: SampleRecord[],
-  team: readonly Learner[],
+  members: readonly TeamMember[],
   recipe: UpdateRecipe,
   kernels: Kernels,
   rng: Rng,
   step: number,
 ): (LearnerResult & { seconds: number })[] {
   if (recipe.sharing !== 'none') {
-    const byName = new Map(team.map((l) => [l.policy.name, l.policy]));
-    for (const l of team) addLearnerTokens(table, l.policy, byName);
-    for (const l of team)
+    const byName = new Map(members.map((l) => [l.policy.name, l.policy]));
+    for (const l of members) addLearnerTokens(table, l.policy, byName);
+    for (const l of members)
       l.capability.record(mean(table.filter((r) => r.generator === l.policy.name).map((r) => r.reward)));
   }
+  const capability = members.map((l) => l.capability.estimate());
+  const team: Learner[] = members.map((l) => ({ ...l, lr: l.lr(step) }));
   return team.map((_, k) => {
     const t0 = performance.now();
-    const r = learnerStep(table, team, k, recipe, kernels, rng, step);
+    const r = learnerStep(table, team, k, recipe, capability, kernels, rng);
     return { ...r, seconds: (performance.now() - t0) / 1e3 };
   });
 }
 
 /**
- * Updates learner `k` of `team` on its view of the step's `table` at training step `step` (its learning rate's);
- * under shared rollouts every learner's P̂ (Eq. 9) is read from its capability tracker. Mini-batch order is drawn
- * from `rng`.
+ * Updates learner `k` of `team` on its view of the step's `table`; `capability` holds every learner's P̂ (Eq. 9)
+ * when the recipe shares rollouts. Mini-batch order is drawn from `rng`.
  */
 export function learnerStep(
   table: SampleRecord[],
   team: readonly Learner[],
   k: number,
   recipe: UpdateRecipe,
+  capability: readonly number[],
   kernels: Kernels,
   rng: Rng,
-  step: number,
 ): LearnerResult {
   const l = team[k]!;
-  const capability = team.map((t) => t.capability.estimate());
-  const lr = l.lr(step);
+  const lr = l.lr;
   const name = l.policy.name;
   const shared = recipe.sharing !== 'none';
   const view = learnerView(table, name, shared);

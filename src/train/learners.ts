@@ -4,36 +4,26 @@
  * knobs and its learning-rate schedule. A fresh run starts them from their checkpoints, a resume from the run's
  * latest; `saveLearners` writes back what a checkpoint needs to continue bit for bit.
  */
-import { CapabilityTracker, type RatioNormalization, type StepwiseClip } from '../algorithms/hacpo/index.js';
+import { CapabilityTracker } from '../algorithms/hacpo/index.js';
 import { resolveAgents, type RunConfig } from '../config/rl-config.js';
 import { loadPretrained } from '../model/pretrained.js';
-import type { Transformer } from '../model/transformer.js';
 import { AdamW } from '../optim/adamw.js';
 import { learningRate } from '../optim/schedule.js';
-import type { Agent } from '../rollout/rollout.js';
 import type { TrainState } from '../run/train-state.js';
 import { Rng } from '../util/rng.js';
+import type { Learner } from './learner-step.js';
 
-/** A policy being trained, with everything it keeps from step to step. */
-export interface Learner {
-  policy: Agent;
-  optimizer: AdamW;
-  /** The frozen reference for the KL penalty; null without one. */
-  reference: Transformer | null;
+/**
+ * A learner of the run, with everything it keeps from step to step: what a step's update reads (Learner) with its
+ * learning-rate schedule in place of one step's rate, its sampling RNG and its capability tracker.
+ */
+export interface TeamMember extends Omit<Learner, 'lr'> {
+  /** Its learning rate at a training step (from 0): warm-up, then the configured decay. */
+  lr: (step: number) => number;
   /** The RNG its responses are sampled with. */
   rng: Rng;
   /** Its capability estimate P̂ over the last K steps (HACRL Eq. 9); read only when rollouts are shared. */
   capability: CapabilityTracker;
-  /** Its learning rate at a training step (from 0): warm-up, then the configured decay. */
-  lr: (step: number) => number;
-  /** Exponential-IS α (Eq. 12). */
-  alpha: number;
-  /** δ and δ_step of its foreign clip band (Eqs. 13–14). */
-  stepwise: StepwiseClip;
-  /** Its cross-agent ratios per token (Eq. 11) or per character of the response (spec §7); default 'token'. */
-  ratioNormalization?: RatioNormalization;
-  /** Whether its mini-batches mix own and foreign samples or take its own first. */
-  order: 'shuffled' | 'own-first';
 }
 
 /** A fresh state: the agents as their checkpoints hold them, new optimizers, RNGs from the seed. */
@@ -56,11 +46,11 @@ export async function initialState(cfg: RunConfig): Promise<TrainState> {
 }
 
 /** The run's learners, in config order, from `state` (fresh or resumed). */
-export async function buildLearners(cfg: RunConfig, state: TrainState): Promise<Learner[]> {
+export async function buildLearners(cfg: RunConfig, state: TrainState): Promise<TeamMember[]> {
   const o = cfg.optim;
   const saved = (state.extra.capability ?? {}) as Record<string, number[]>;
   return Promise.all(
-    resolveAgents(cfg).map(async (a, i): Promise<Learner> => {
+    resolveAgents(cfg).map(async (a, i): Promise<TeamMember> => {
       const s = state.agents[i]!;
       const optimizer = new AdamW(s.pretrained.model.params, { lr: o.lr, weightDecay: o.weightDecay });
       if (s.optimizer.step > 0) optimizer.load(s.optimizer);
@@ -82,7 +72,7 @@ export async function buildLearners(cfg: RunConfig, state: TrainState): Promise<
 }
 
 /** Writes the learners' optimizer and RNG states (and, when rollouts are shared, their capability history). */
-export function saveLearners(state: TrainState, team: readonly Learner[], shared: boolean): void {
+export function saveLearners(state: TrainState, team: readonly TeamMember[], shared: boolean): void {
   if (shared) state.extra.capability = Object.fromEntries(team.map((l) => [l.policy.name, l.capability.history()]));
   state.agents.forEach((a, i) => {
     a.optimizer = team[i]!.optimizer.state();

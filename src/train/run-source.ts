@@ -12,14 +12,14 @@ import { loadDataSpec } from '../tasks/data-spec.js';
 import { modelPolicy } from '../workflows/model-policy.js';
 import { workflowOf } from '../workflows/registry.js';
 import type { WorkflowConfig } from '../workflows/workflow-config.js';
-import type { Learner } from './learners.js';
+import type { TeamMember } from './learners.js';
 import { ProblemStream, RolloutSource, type RolloutOptions, type SampleSource } from './sample-sources.js';
 import { WorkflowSource, type WorkflowPolicy } from './workflow-source.js';
 
 /** The source of the run described by `cfg`, sampling from `team`'s policies with their RNGs. */
 export async function runSource(
   cfg: RunConfig,
-  team: readonly Learner[],
+  team: readonly TeamMember[],
   cursor: DataCursor,
   k: Kernels,
 ): Promise<SampleSource> {
@@ -54,7 +54,7 @@ function rolloutOptions(a: ResolvedAgent, rewards: WeightedReward[]): RolloutOpt
 }
 
 /** Every agent answering the training problems, one role each, validated on the validation sets. */
-async function rolloutSource(cfg: RunConfig, team: readonly Learner[], cursor: DataCursor): Promise<RolloutSource> {
+async function rolloutSource(cfg: RunConfig, team: readonly TeamMember[], cursor: DataCursor): Promise<RolloutSource> {
   const train = (await loadDataSpec(cfg.data.train)).problems;
   const validation = await Promise.all(cfg.data.validation.map(loadDataSpec));
   const rewards = await buildRewards(cfg);
@@ -75,7 +75,12 @@ async function rolloutSource(cfg: RunConfig, team: readonly Learner[], cursor: D
 }
 
 /** The workflow `config` names, each learner the policy of the roles mapped to it, instances drawn per step. */
-function workflowSource(cfg: RunConfig, config: WorkflowConfig, team: readonly Learner[], k: Kernels): WorkflowSource {
+function workflowSource(
+  cfg: RunConfig,
+  config: WorkflowConfig,
+  team: readonly TeamMember[],
+  k: Kernels,
+): WorkflowSource {
   const policies = new Map<string, WorkflowPolicy>(
     team.map((l) => [
       l.policy.name,

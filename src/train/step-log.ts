@@ -11,7 +11,7 @@ import type { RunFolder } from '../run/run-folder.js';
 import { readJsonl } from '../util/jsonl.js';
 import { memoryMetrics } from '../util/memory.js';
 import { healthWarnings, type HealthThresholds, type MetricRow } from './health-warnings.js';
-import type { Learner } from './learners.js';
+import type { TeamMember } from './learners.js';
 import type { LearnerResult } from './learner-step.js';
 import type { ProgressDisplay } from './progress.js';
 import type { SampleLogRow, StepMetrics, Validation } from './sample-sources.js';
@@ -41,7 +41,7 @@ export interface StepRecord {
 export class StepLog {
   private constructor(
     private readonly run: RunFolder,
-    private readonly team: readonly Learner[],
+    private readonly team: readonly TeamMember[],
     private readonly display: ProgressDisplay,
     private readonly thresholds: HealthThresholds[],
     private readonly history: Map<string, MetricRow[]>,
@@ -55,7 +55,7 @@ export class StepLog {
   static async open(
     run: RunFolder,
     cfg: RunConfig,
-    team: readonly Learner[],
+    team: readonly TeamMember[],
     display: ProgressDisplay,
     resume: boolean,
   ): Promise<StepLog> {
