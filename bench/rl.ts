@@ -31,9 +31,10 @@ import type { Agent } from '../src/rollout/rollout.js';
 import { DEFAULT_PLAIN_FORMAT, renderPrompt } from '../src/tasks/prompt.js';
 import { makeTaskDataset, presetSpec } from '../src/tasks/splits.js';
 import { AgentSpecSchema, buildModel, buildTokenizer } from '../src/zoo/agent-spec.js';
-import { learnerStep, type Learner, type UpdateRecipe } from '../src/train/learner-step.js';
+import type { TeamMember } from '../src/train/learners.js';
+import { teamStep, type UpdateRecipe } from '../src/train/learner-step.js';
 import { RolloutSource } from '../src/train/sample-sources.js';
-import { addLearnerTokens, learnerView, type SampleRecord } from '../src/train/sample-table.js';
+import { learnerView, type SampleRecord } from '../src/train/sample-table.js';
 import { memoryMetrics } from '../src/util/memory.js';
 import { Rng } from '../src/util/rng.js';
 import { matmulParams } from './flops.js';
@@ -69,6 +70,15 @@ const rollout = {
   rewards: [{ name: 'math', fn: mathReward(), weight: 1 }],
   generationBatch: 64,
 };
+/** How the agents would be validated (this benchmark does not validate). */
+const validation = {
+  maxNewTokens: MAX_NEW,
+  template: '{question}',
+  system: undefined,
+  temperature: 1,
+  topP: 1,
+  topK: 0,
+};
 
 /** An agent from a spec (see AgentSpecSchema), its tokenizer fitted to the task's text. */
 function makeAgent(name: string, spec: Record<string, unknown>): Agent {
@@ -96,7 +106,7 @@ function benchRecipe(r: Recipe): UpdateRecipe {
     capabilityBaseline: r.hacpo?.capabilityBaseline ?? false,
     discrepancyCoefficient: r.hacpo?.discrepancyCoefficient ?? false,
     // HACPO's stepwise foreign band (Eqs. 12–14); unused without sharing.
-    foreign: 'hacpo',
+    foreign: 'hacpo-foreign',
   };
 }
 
@@ -188,7 +198,7 @@ function summarize(
 }
 
 /** Each learner's own knobs besides its policy and optimizer (HACPO's α and stepwise band; unused without sharing). */
-type LearnerKnobs = Pick<Learner, 'alpha' | 'stepwise' | 'order'>;
+type LearnerKnobs = Pick<TeamMember, 'alpha' | 'stepwise' | 'order'>;
 
 /**
  * STEPS + 1 steps of the trainer's pipeline for `agents` under `recipe`, as `hacrl train` runs them: the source fills
@@ -198,18 +208,25 @@ type LearnerKnobs = Pick<Learner, 'alpha' | 'stepwise' | 'order'>;
  */
 async function benchSetting(agents: Agent[], recipe: UpdateRecipe, knobs: LearnerKnobs, peak: number) {
   const shared = recipe.sharing !== 'none';
-  const source = new RolloutSource(
-    agents.map((policy, i) => ({ name: policy.name, policy, rollout, rng: new Rng(10 + i) })),
-  );
-  const team: Learner[] = agents.map((policy) => ({
+  const team: TeamMember[] = agents.map((policy, i) => ({
     policy,
     optimizer: new AdamW(policy.model.params, { lr: LR }),
     reference: null,
-    lr: LR,
+    rng: new Rng(10 + i),
+    capability: new CapabilityTracker(5),
+    lr: () => LR,
     ...knobs,
   }));
-  const trackers = agents.map(() => new CapabilityTracker(5));
-  const byName = new Map(agents.map((a) => [a.name, a]));
+  let drawn = 0;
+  const source = new RolloutSource(
+    team.map((l) => ({ name: l.policy.name, policy: l.policy, rollout, rng: l.rng, validation })),
+    {
+      train: { next: (n) => problems.slice(drawn, (drawn += n)) },
+      promptsPerStep: B,
+      validation: [],
+      samplesLogged: 0,
+    },
+  );
   const orderRng = new Rng(3);
   const samples: StepSample[] = [];
   const rss: number[] = [];
@@ -217,14 +234,8 @@ async function benchSetting(agents: Agent[], recipe: UpdateRecipe, knobs: Learne
   for (let step = 0; step <= STEPS; step++) {
     const t0 = performance.now();
     const table: SampleRecord[] = [];
-    const sampled = await source.collect({ problems: problems.slice(step * B, (step + 1) * B), k, step }, table);
-    if (shared)
-      agents.forEach((a, i) => {
-        addLearnerTokens(table, a, byName);
-        trackers[i]!.record(sampled.get(a.name)!.reward_mean!);
-      });
-    const capability = trackers.map((t) => t.estimate());
-    for (let i = 0; i < team.length; i++) learnerStep(table, team, i, recipe, capability, k, orderRng);
+    const sampled = await source.collect({ k, step }, table);
+    teamStep(table, team, recipe, k, orderRng, step);
     const seconds = (performance.now() - t0) / 1e3;
     const memory = memoryMetrics();
     rss.push(memory['mem/rss_mib']);

@@ -8,19 +8,21 @@ export { Tape, type Ctx } from './tensor/tape.js';
 export * as ops from './tensor/ops.js';
 export * from './algorithms/hacpo/index.js';
 export { type ClipRange, DAPO_CLIP, GSPO_CLIP, clippedSurrogate } from './algorithms/clipped-surrogate.js';
-export { groupAdvantages, zeroVarianceGroups } from './algorithms/advantages.js';
+export { ADVANTAGE_ESTIMATORS, groupAdvantages, zeroVarianceGroups } from './algorithms/advantages.js';
+export { SURROGATES, type Surrogate, type SurrogateName } from './algorithms/surrogates.js';
 export { gspoLogRatio, gspoSequenceLoss } from './algorithms/gspo.js';
 export { retokenizeResponse, sameTokenization, spanMean, UnencodableTextError } from './rollout/retokenize.js';
 export {
   policyLoss,
-  type ForeignObjective,
+  type PolicyObjective,
   type ForeignTerms,
   type PolicyLossOptions,
   type PolicyLossStats,
 } from './algorithms/policy-loss.js';
 export { type SampleRecord, type LearnerTokens, learnerView } from './train/sample-table.js';
 export { RolloutSource, type SampleSource, type StepInputs, type RolloutRole } from './train/sample-sources.js';
-export { learnerStep, type Learner, type UpdateRecipe } from './train/learner-step.js';
+export { learnerStep, teamStep, type Learner, type UpdateRecipe } from './train/learner-step.js';
+export { buildLearners, type TeamMember } from './train/learners.js';
 export { ALGORITHM_RECIPES, VARIANT_RECIPES, type Recipe } from './algorithms/recipes.js';
 export { trainRl } from './train/rl-trainer.js';
 export { createProgressDisplay, type ProgressDisplay, type StepProgress } from './train/progress.js';

@@ -147,7 +147,7 @@ describe('GRPO token-level clip (DAPO ε_low 0.2 / ε_high 0.28)', () => {
   ];
   for (const [aggregation, loss, grads] of cases) {
     test(`two sequences under ${aggregation}`, () => {
-      const r = policyLoss(batch, { objective: { kind: 'grpo' }, aggregation });
+      const r = policyLoss(batch, { objective: { surrogate: 'token-clip' }, aggregation });
       near(r.loss, loss, 1e-12, 'loss');
       grads.forEach((g, i) => near(r.grad[i]!, g, 1e-7, `grad ${i}`));
       // one of 5 tokens clipped on each side; ratios 1.3, 0.7, 1.3, 0.7, 1 → mean 1.
@@ -160,14 +160,23 @@ describe('GRPO token-level clip (DAPO ε_low 0.2 / ε_high 0.28)', () => {
   test('the defaults are DAPO clip-higher and token-mean; bad options are errors', () => {
     assert.deepEqual(DAPO_CLIP, { low: 0.2, high: 0.28 });
     assert.deepEqual(GSPO_CLIP, { low: 3e-4, high: 4e-4 });
-    near(policyLoss(batch, { objective: { kind: 'grpo' } }).loss, 0.224, 1e-12);
-    assert.throws(() => policyLoss(batch, { objective: { kind: 'grpo', dualClip: 0.5 } }), /dual clip c must be ≥ 1/);
-    assert.throws(() => policyLoss(batch, { objective: { kind: 'grpo', clip: { low: 1, high: 0.2 } } }), /ε_low < 1/);
+    near(policyLoss(batch, { objective: { surrogate: 'token-clip' } }).loss, 0.224, 1e-12);
     assert.throws(
-      () => policyLoss([seq([0], 1, { oldLogProbs: [0, 0] })], { objective: { kind: 'grpo' } }),
+      () => policyLoss(batch, { objective: { surrogate: 'token-clip', dualClip: 0.5 } }),
+      /dual clip c must be ≥ 1/,
+    );
+    assert.throws(
+      () => policyLoss(batch, { objective: { surrogate: 'token-clip', clip: { low: 1, high: 0.2 } } }),
+      /ε_low < 1/,
+    );
+    assert.throws(
+      () => policyLoss([seq([0], 1, { oldLogProbs: [0, 0] })], { objective: { surrogate: 'token-clip' } }),
       /oldLogProbs/,
     );
-    assert.throws(() => policyLoss([seq([0], 1, { mask: [0.5] })], { objective: { kind: 'grpo' } }), /only 0 and 1/);
+    assert.throws(
+      () => policyLoss([seq([0], 1, { mask: [0.5] })], { objective: { surrogate: 'token-clip' } }),
+      /only 0 and 1/,
+    );
   });
 });
 
@@ -175,22 +184,22 @@ describe('GSPO sequence-level ratio (HACRL Eqs. 11, 47–49; ε 3e-4 / 4e-4)', (
   test('token log-ratios 0.1, 0, −0.4 → log s = −0.1, s = exp(−0.1) = 0.9048374', () => {
     // A = +1: min(s, clip(s) = 0.9997) = s unclipped → loss −0.9048374; every token's gradient is
     // −A·s/|y| = −0.9048374/3 = −0.3016125 (one sequence, seq-mean-token-mean).
-    const pos = policyLoss([seq([0.1, 0, -0.4], 1)], { objective: { kind: 'gspo' } });
+    const pos = policyLoss([seq([0.1, 0, -0.4], 1)], { objective: { surrogate: 'seq-clip' } });
     near(pos.loss, -0.9048374180359595, 1e-12);
     near(pos.grad[0]!, [-0.30161247267865315, -0.30161247267865315, -0.30161247267865315], 1e-7);
     near([pos.stats.ratioMean, pos.stats.clipFracLow, pos.stats.clipFracHigh], [0.9048374180359595, 0, 0], 1e-12);
     assert.equal(pos.stats.ratioLevel, 'sequence');
     // A = −1: s < 1 − 3e-4 → min(−0.9048, −0.9997) = −0.9997 clipped low: loss 0.9997, gradient 0.
-    const neg = policyLoss([seq([0.1, 0, -0.4], -1)], { objective: { kind: 'gspo' } });
+    const neg = policyLoss([seq([0.1, 0, -0.4], -1)], { objective: { surrogate: 'seq-clip' } });
     near(neg.loss, 0.9997, 1e-12);
     near(neg.grad[0]!, [0, 0, 0], 0);
     assert.equal(neg.stats.clipFracLow, 1);
   });
 
   test('the upper bound 1 + 4e-4: s = e^0.0003 = 1.0003 passes, s = e^0.001 = 1.0010 is clipped for A > 0', () => {
-    const inside = policyLoss([seq([0.0003, 0.0003], 1)], { objective: { kind: 'gspo' } });
+    const inside = policyLoss([seq([0.0003, 0.0003], 1)], { objective: { surrogate: 'seq-clip' } });
     near(inside.loss, -1.0003000450045003, 1e-12);
-    const outside = policyLoss([seq([0.001, 0.001], 1)], { objective: { kind: 'gspo' } });
+    const outside = policyLoss([seq([0.001, 0.001], 1)], { objective: { surrogate: 'seq-clip' } });
     near([outside.loss, outside.stats.clipFracHigh], [-1.0004, 1], 1e-12);
     near(outside.grad[0]!, [0, 0], 0);
   });
@@ -199,7 +208,7 @@ describe('GSPO sequence-level ratio (HACRL Eqs. 11, 47–49; ε 3e-4 / 4e-4)', (
     // seq 1: s = 0.9048374, A = 1, 3 tokens; seq 2: log-ratio 0, s = 1, A = 0.5, 1 token.
     // loss = (3·(−0.9048374) + 1·(−0.5))/4 = −0.8036281; gradients −0.9048374/4 = −0.2262094 and −0.5/4.
     const r = policyLoss([seq([0.1, 0, -0.4], 1), seq([0], 0.5)], {
-      objective: { kind: 'gspo' },
+      objective: { surrogate: 'seq-clip' },
       aggregation: 'token-mean',
     });
     near(r.loss, -0.8036280635269697, 1e-12);
@@ -220,7 +229,7 @@ describe('KL penalty to the reference', () => {
   test('β·k3 is added to the loss with the aggregation weights; kl stat is the token mean', () => {
     // A = 0 so the policy term is 0; one token: loss = 0.1·0.1065307, gradient 0.1·0.3934693.
     const r = policyLoss([{ logProbs: [-1], oldLogProbs: [-1], refLogProbs: [-1.5], advantage: 0 }], {
-      objective: { kind: 'grpo' },
+      objective: { surrogate: 'token-clip' },
       kl: { coef: 0.1 },
     });
     near(
@@ -230,10 +239,13 @@ describe('KL penalty to the reference', () => {
     );
     near(r.grad[0]!, [0.03934693402873666], 1e-8);
     assert.throws(
-      () => policyLoss([seq([0], 1)], { objective: { kind: 'grpo' }, kl: { coef: 0.1 } }),
+      () => policyLoss([seq([0], 1)], { objective: { surrogate: 'token-clip' }, kl: { coef: 0.1 } }),
       /no refLogProbs/,
     );
-    assert.ok(Number.isNaN(policyLoss([seq([0], 1)], { objective: { kind: 'grpo' } }).stats.kl), 'no reference: NaN');
+    assert.ok(
+      Number.isNaN(policyLoss([seq([0], 1)], { objective: { surrogate: 'token-clip' } }).stats.kl),
+      'no reference: NaN',
+    );
   });
 });
 
@@ -243,7 +255,7 @@ describe('entropy bonus', () => {
     // entropyLoss = −0.1·(0.25·2 + 0.5·2) = −0.15; the mean-entropy statistic is (1.5 + 0.5 + 2)/3.
     const a = seq([0, 0], 1, { entropy: [1.5, 0.5] });
     const b = seq([0], -1, { entropy: [2] });
-    const options: PolicyLossOptions = { objective: { kind: 'gspo' }, entropyCoef: 0.1 };
+    const options: PolicyLossOptions = { objective: { surrogate: 'seq-clip' }, entropyCoef: 0.1 };
     const r = policyLoss([a, b], options);
     near([r.stats.entropyLoss, r.stats.entropy], [-0.15, 4 / 3], 1e-12);
     near(r.loss, r.stats.policyLoss - 0.15, 1e-12);
@@ -260,7 +272,11 @@ describe('entropy bonus', () => {
     };
     near(r.entropyGrad![0]!, [fd(0, 0), fd(0, 1)], 1e-8);
     near(r.entropyGrad![1]!, [fd(1, 0)], 1e-8);
-    assert.equal(policyLoss([a, b], { objective: { kind: 'gspo' } }).entropyGrad, undefined, 'no bonus: no gradient');
+    assert.equal(
+      policyLoss([a, b], { objective: { surrogate: 'seq-clip' } }).entropyGrad,
+      undefined,
+      'no bonus: no gradient',
+    );
     assert.throws(() => policyLoss([seq([0], 1)], options), /no entropy but the entropy coefficient is 0\.1/);
   });
 });
@@ -270,7 +286,7 @@ describe('truncation, empty responses, token masks and micro-batches', () => {
   const b = seq([0.05, 0, 0.3], -0.5);
 
   test('a truncated sequence under maskTruncated leaves the loss and every denominator', () => {
-    for (const objective of [{ kind: 'grpo' }, { kind: 'gspo' }] as PolicyObjective[]) {
+    for (const objective of [{ surrogate: 'token-clip' }, { surrogate: 'seq-clip' }] as PolicyObjective[]) {
       const alone = policyLoss([a], { objective });
       const masked = policyLoss([a, { ...b, truncated: true }], { objective, maskTruncated: true });
       near(masked.loss, alone.loss, 1e-15);
@@ -288,14 +304,14 @@ describe('truncation, empty responses, token masks and micro-batches', () => {
     const empty: PolicySequence = { logProbs: [], oldLogProbs: [], advantage: 1 };
     const masked = seq([0.4, 0.4], 1, { mask: [0, 0] });
     for (const aggregation of ['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum'] as LossAggregation[]) {
-      const options: PolicyLossOptions = { objective: { kind: 'gspo', clip: DAPO_CLIP }, aggregation };
+      const options: PolicyLossOptions = { objective: { surrogate: 'seq-clip', clip: DAPO_CLIP }, aggregation };
       const r = policyLoss([a, empty, masked], options);
       near(r.loss, policyLoss([a], options).loss, 1e-15);
       assert.equal(r.grad[1]!.length, 0);
       assert.equal(r.stats.empty, 2);
     }
     // nothing to count at all: loss 0, no NaN in the loss or gradients.
-    const none = policyLoss([empty], { objective: { kind: 'grpo' } });
+    const none = policyLoss([empty], { objective: { surrogate: 'token-clip' } });
     assert.equal(none.loss, 0);
     assert.ok(Number.isNaN(none.stats.ratioMean));
   });
@@ -303,7 +319,7 @@ describe('truncation, empty responses, token masks and micro-batches', () => {
   test('a token mask leaves tokens out of the GSPO mean and out of token-mean', () => {
     // mask [1, 0, 1] on log-ratios [0.1, 9, −0.4]: log s = (0.1 − 0.4)/2 = −0.15, the 9 is ignored.
     const r = policyLoss([seq([0.1, 9, -0.4], 1, { mask: [1, 0, 1] })], {
-      objective: { kind: 'gspo', clip: DAPO_CLIP },
+      objective: { surrogate: 'seq-clip', clip: DAPO_CLIP },
     });
     near(r.stats.ratioMean, Math.exp(-0.15), 1e-12);
     near(r.grad[0]![1]!, 0, 0);
@@ -314,7 +330,7 @@ describe('truncation, empty responses, token masks and micro-batches', () => {
     const c = seq([-0.3], 2);
     for (const aggregation of ['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum'] as LossAggregation[]) {
       const options: PolicyLossOptions = {
-        objective: { kind: 'grpo' },
+        objective: { surrogate: 'token-clip' },
         aggregation,
         kl: { coef: 0.05, estimator: 'k1' },
       };
@@ -330,17 +346,20 @@ describe('truncation, empty responses, token masks and micro-batches', () => {
         0,
       );
     }
-    assert.throws(() => policyLoss([a, b], { objective: { kind: 'grpo' }, denominators: lossUnits([a]) }), /smaller/);
+    assert.throws(
+      () => policyLoss([a, b], { objective: { surrogate: 'token-clip' }, denominators: lossUnits([a]) }),
+      /smaller/,
+    );
   });
 });
 
 describe('gradients equal central finite differences of the loss (float64)', () => {
   const objectives: [string, PolicyObjective, number][] = [
     // log-ratio noise wide enough that both clips fire at ε 0.2 / 0.28 (and dual clip at c = 1.5).
-    ['grpo', { kind: 'grpo' }, 0.3],
-    ['grpo dual clip', { kind: 'grpo', dualClip: 1.5 }, 0.5],
-    ['gspo', { kind: 'gspo' }, 6e-4],
-    ['gspo wide clip', { kind: 'gspo', clip: DAPO_CLIP }, 0.3],
+    ['grpo', { surrogate: 'token-clip' }, 0.3],
+    ['grpo dual clip', { surrogate: 'token-clip', dualClip: 1.5 }, 0.5],
+    ['gspo', { surrogate: 'seq-clip' }, 6e-4],
+    ['gspo wide clip', { surrogate: 'seq-clip', clip: DAPO_CLIP }, 0.3],
   ];
   const aggregations: LossAggregation[] = ['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum'];
   const kls: (PolicyLossOptions['kl'] | undefined)[] = [undefined, { coef: 0.3, estimator: 'k1' }, { coef: 0.3 }];

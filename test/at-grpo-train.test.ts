@@ -32,8 +32,8 @@ const WORKFLOW = {
   name: 'plan-path',
   env: { height: 4, width: 4, wallProb: 0.1, maxShortest: 3 },
   maxTurns: 2,
-  k: 2,
-  roles: { tool: { policy: 'tool', maxTokens: 12 }, planner: { policy: 'planner', maxTokens: 12 } },
+  groupSize: 2,
+  roles: { tool: { policy: 'tool', maxNewTokens: 12 }, planner: { policy: 'planner', maxNewTokens: 12 } },
 };
 const TINY = ['--hidden', '32', '--layers', '1', '--heads', '2'];
 const agentDir = (name: string): string => join(root, 'agents', name);
@@ -180,11 +180,29 @@ describe('AT-GRPO training', () => {
     assert.equal(existsSync(join(root, 'bench', 'plan-path', 'warm-workflow')), false);
   });
 
+  test('workflow.teamBranches reaches training: later roles act in every branch, so the samples change', async () => {
+    const run = async (teamBranches: boolean, name: string) => {
+      const runDir = join(root, `team-branches-${name}`);
+      const workflow = `workflow=${JSON.stringify({ ...WORKFLOW, teamBranches })}`;
+      const args = runArgs(runDir, ['steps=1', 'samplesPerStep=2']).map((a) =>
+        a.startsWith('workflow=') ? workflow : a,
+      );
+      const r = hacrl(args);
+      assert.equal(r.status, 0, r.stderr);
+      return (await readFile(join(runDir, 'samples.jsonl'), 'utf8')).trim().split('\n');
+    };
+    const off = await run(false, 'off');
+    // The same run twice gives the same samples; with branches the planner also answers in every non-chosen tool
+    // branch (scoring the tool's team terms there), so what it samples afterwards differs.
+    assert.deepEqual(await run(false, 'off-again'), off);
+    assert.notDeepEqual(await run(true, 'on'), off);
+  });
+
   test('steps whose every group the filter drops make no update and do not stop the run as non-finite', async () => {
-    // The untrained GPT-2 agent plays both roles: no response parses, so every group's rewards are equal and
-    // `zeroVariance` drops them all; more such steps than maxNonFiniteSteps (3) must still finish.
+    // The untrained GPT-2 agent plays both roles: no response parses, so every group's rewards are equal and the
+    // learner's zero-variance filter drops them all; more such steps than maxNonFiniteSteps (3) must still finish.
     const runDir = join(root, 'all-filtered');
-    const wf = { ...WORKFLOW, groupFilter: { lowMeanRatio: 0, zeroVariance: true }, roles: {} };
+    const wf = { ...WORKFLOW, groupFilter: { lowMeanRatio: 0 }, roles: {} };
     const r = hacrl([
       'train',
       '--set',
@@ -193,6 +211,7 @@ describe('AT-GRPO training', () => {
       `agents.0.checkpoint=${agentDir('planner')}`,
       `workflow=${JSON.stringify(wf)}`,
       'rollout.promptsPerStep=2',
+      'optim.filterZeroVariance=true',
       'steps=4',
       'eval.every=0',
       'eval.problems=2',
@@ -201,8 +220,8 @@ describe('AT-GRPO training', () => {
     assert.equal(r.status, 0, r.stderr);
     const rows = (await metricRows(runDir)).filter((x) => x.step !== 0);
     assert.deepEqual(
-      rows.map((x) => [x.step, x.samples_trained, x.groups_dropped_zero_variance === x.groups]),
-      [1, 2, 3, 4].map((s) => [s, 0, true]),
+      rows.map((x) => [x.step, x.zero_var_groups_frac, x.samples_trained === x.samples, 'loss' in x]),
+      [1, 2, 3, 4].map((s) => [s, 1, true, false]),
     );
   });
 
@@ -222,10 +241,10 @@ describe('AT-GRPO training', () => {
       name: 'math-tool',
       env: {},
       maxTurns: 1,
-      k: 2,
+      groupSize: 2,
       sandbox: { timeoutMs: 1500, maxOutputBytes: 4096 },
       groupFilter: { lowMeanRatio: 0 },
-      roles: { reasoner: { maxTokens: 8 } },
+      roles: { reasoner: { maxNewTokens: 8 } },
     });
     const wf = buildWorkflow(config);
     const spec = AgentSpecSchema.parse({ hidden: 32, layers: 1, heads: 2 });
@@ -267,7 +286,7 @@ describe('AT-GRPO training', () => {
     const outcomes: Record<string, number> = {};
     for (let step = 0; step < 2; step++) {
       const table: SampleRecord[] = [];
-      const m = (await source.collect({ problems: [], k, step }, table)).get('shared')!;
+      const m = (await source.collect({ k, step }, table)).get('shared')!;
       for (const [key, v] of Object.entries(m))
         if (/^role\/tool\/sandbox_/.test(key)) outcomes[key] = (outcomes[key] ?? 0) + v;
       const r = learnerStep(table, [learner], 0, recipe, [NaN], k, new Rng(step));

@@ -1,4 +1,5 @@
-// The AT-GRPO group filter: the reference's lowest-mean fraction (default on, ratio 0.5) and zero-variance groups.
+// The AT-GRPO group filter: the reference's lowest-mean fraction (default on, ratio 0.5); zero-variance groups are
+// the learner's to leave out (optim.filterZeroVariance, learner-step.test.ts).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { DEFAULT_GROUP_FILTER, filterGroups } from '../src/algorithms/group-filter.js';
@@ -12,21 +13,9 @@ const groups = [
 
 describe('group filter', () => {
   test("default: the reference's filter drops the lowest-mean half, zero-variance groups stay", () => {
-    assert.deepEqual(DEFAULT_GROUP_FILTER, { lowMeanRatio: 0.5, zeroVariance: false });
-    assert.deepEqual(filterGroups(groups), { kept: ['b', 'd'], droppedLowMean: ['a', 'c'], droppedZeroVariance: [] });
-  });
-
-  test('zero-variance filter alone, and both together', () => {
-    assert.deepEqual(filterGroups(groups, { lowMeanRatio: 0, zeroVariance: true }), {
-      kept: ['a', 'd'],
-      droppedLowMean: [],
-      droppedZeroVariance: ['b', 'c'],
-    });
-    assert.deepEqual(filterGroups(groups, { zeroVariance: true }), {
-      kept: ['d'],
-      droppedLowMean: ['a', 'c'],
-      droppedZeroVariance: ['b'],
-    });
+    assert.deepEqual(DEFAULT_GROUP_FILTER, { lowMeanRatio: 0.5 });
+    assert.deepEqual(filterGroups(groups), { kept: ['b', 'd'], droppedLowMean: ['a', 'c'] });
+    assert.deepEqual(filterGroups(groups, { lowMeanRatio: 0 }), { kept: ['a', 'b', 'c', 'd'], droppedLowMean: [] });
   });
 
   test('floor(ratio · n) groups go; equal means drop the earlier group first; bad ratio refused', () => {

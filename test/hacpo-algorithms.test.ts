@@ -6,13 +6,14 @@ import { describe, test } from 'node:test';
 import type { LossAggregation } from '../src/algorithms/aggregate.js';
 import { DAPO_CLIP } from '../src/algorithms/clipped-surrogate.js';
 import { policyLoss } from '../src/algorithms/policy-loss.js';
-import type { PolicySequence } from '../src/algorithms/sequence.js';
+import { lossUnits, type LossUnits, type PolicySequence } from '../src/algorithms/sequence.js';
+import type { SurrogateName } from '../src/algorithms/surrogates.js';
+import type { StepwiseClip } from '../src/algorithms/hacpo/stepwise-clip.js';
+import type { ClipRange } from '../src/algorithms/clipped-surrogate.js';
 import {
   CAPABILITY_FLOOR,
   CapabilityTracker,
   DEFAULT_STEPWISE_CLIP,
-  type HacpoLossOptions,
-  type HacpoSequence,
   baselineRatios,
   capabilityAwareAdvantages,
   capabilityAwareBatchAdvantages,
@@ -22,15 +23,47 @@ import {
   discrepancyCoefficients,
   exponentialIs,
   foreignSequenceLoss,
-  hacpoLoss,
-  hacpoLossUnits,
-  meanOf,
   stepwiseLowerBound,
 } from '../src/algorithms/hacpo/index.js';
 import { Rng } from '../src/util/rng.js';
+import { mean as meanOf } from '../src/util/stats.js';
 import { assertGradientMatches, logProbFiniteDifferences, mulberry32, near, randn } from './helpers.js';
 
 const ln = Math.log;
+
+/** One response in a learner's mini-batch: its own (generatorOldMean = mean of its old log-probs) or a foreign one. */
+type HacpoSequence = PolicySequence & { generatorOldMean: number; own: boolean };
+
+/** HACPO's objective for one mini-batch, as the trainer runs it: the one policyLoss, GSPO on own responses. */
+interface HacpoLossOptions {
+  ownClip?: ClipRange | undefined;
+  foreign?: SurrogateName;
+  alpha?: number;
+  stepwise?: StepwiseClip;
+  update: number;
+  aggregation?: LossAggregation;
+  kl?: { coef: number } | undefined;
+  maskTruncated?: boolean;
+  denominators?: LossUnits;
+}
+
+/** policyLoss with 'seq-clip' on own responses and HACPO's foreign surrogate (default 'hacpo-foreign'). */
+function hacpoLoss(batch: readonly HacpoSequence[], o: HacpoLossOptions) {
+  return policyLoss(batch, {
+    objective: { surrogate: 'seq-clip', ...(o.ownClip ? { clip: o.ownClip } : {}) },
+    foreign: {
+      ...(o.foreign === undefined ? {} : { surrogate: o.foreign }),
+      ...(o.alpha === undefined ? {} : { alpha: o.alpha }),
+      ...(o.stepwise ? { stepwise: o.stepwise } : {}),
+      update: o.update,
+    },
+    ...(o.aggregation ? { aggregation: o.aggregation } : {}),
+    ...(o.kl ? { kl: o.kl } : {}),
+    ...(o.maskTruncated === undefined ? {} : { maskTruncated: o.maskTruncated }),
+    ...(o.denominators ? { denominators: o.denominators } : {}),
+  });
+}
+const hacpoLossUnits = lossUnits;
 
 describe('capability estimate and ratio (HACRL Eqs. 8–10)', () => {
   test('sliding window of K = 3: plain mean of the last 3 step accuracies, fewer before K steps', () => {
@@ -323,7 +356,7 @@ describe('HACPO mini-batch loss', () => {
     near(r.grad[1]!, [-0.10234134644269943, -0.10234134644269943, -0.10234134644269943], 1e-8);
     const s = r.stats;
     near(
-      [s.own.ratioMean, s.own.count, s.foreign.ratioMean, s.foreign.inBandFrac, s.foreign.count],
+      [s.ratioMean, s.ownCount, s.foreign.ratioMean, s.foreign.inBandFrac, s.foreign.count],
       [1, 1, 0.9048374180359595, 1, 1],
       1e-15,
     );
@@ -349,7 +382,7 @@ describe('HACPO mini-batch loss', () => {
     near([r.stats.foreign.inBandFrac, r.stats.foreign.clipFracLow, r.stats.lowerBound], [0, 1, 0.925], 1e-15);
   });
 
-  test("foreign 'gspo' with coefficient 1 equals policyLoss with a GSPO objective (naive sharing)", () => {
+  test("foreign 'seq-clip' with coefficient 1 equals policyLoss with a GSPO objective (naive sharing)", () => {
     const rng = mulberry32(42);
     for (const aggregation of ['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum'] as LossAggregation[]) {
       for (const noise of [3e-4, 0.2]) {
@@ -369,8 +402,8 @@ describe('HACPO mini-batch loss', () => {
         }));
         for (const maskTruncated of [false, true]) {
           const clip = noise > 0.01 ? DAPO_CLIP : undefined;
-          const want = policyLoss(plain, { objective: { kind: 'gspo', clip }, aggregation, maskTruncated });
-          const got = hacpoLoss(shared, { foreign: 'gspo', ownClip: clip, update: 3, aggregation, maskTruncated });
+          const want = policyLoss(plain, { objective: { surrogate: 'seq-clip', clip }, aggregation, maskTruncated });
+          const got = hacpoLoss(shared, { foreign: 'seq-clip', ownClip: clip, update: 3, aggregation, maskTruncated });
           near(got.loss, want.loss, 1e-12, `${aggregation} noise ${noise}`);
           near(
             got.grad.flatMap((g) => Array.from(g)),
@@ -478,7 +511,7 @@ describe('HACPO gradients equal finite differences of the loss (float64)', () =>
           bands.low += f.clipFracLow * f.count;
           bands.high += f.clipFracHigh * f.count;
           bands.none += f.inBandFrac * f.count;
-          bands.ownClipped += r.stats.own.clipFracLow + r.stats.own.clipFracHigh;
+          bands.ownClipped += r.stats.clipFracLow + r.stats.clipFracHigh;
           const fd = finiteDifferences(batch, options);
           assertGradientMatches(r.grad, fd, label);
         });

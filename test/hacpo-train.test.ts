@@ -165,7 +165,7 @@ describe('hacrl train: collaborative runs', () => {
       [
         'hacpo.capabilityBaseline=false',
         'hacpo.discrepancyCoefficient=false',
-        'hacpo.foreignClip=gspo',
+        'hacpo.foreignSurrogate=seq-clip',
         'hacpo.alpha=0',
       ],
       4,
@@ -180,7 +180,7 @@ describe('hacrl train: collaborative runs', () => {
   });
 
   test("the paper's no-Clip ablation is one config change: every foreign sample stays in the loss", async () => {
-    const rows = await twoSteps('noclip', ['base', 'state'], ['hacpo.foreignClip=none']);
+    const rows = await twoSteps('noclip', ['base', 'state'], ['hacpo.foreignSurrogate=hacpo-foreign-unclipped']);
     // null: a mini-batch of 4 that happened to draw no foreign sample.
     const fractions = rows.flatMap((row) => [0, 1, 2, 3].map((m) => row[`foreign_in_band_frac_m${m}`]));
     assert.ok(fractions.every((f) => f === 1 || f === null) && fractions.includes(1), JSON.stringify(fractions));

@@ -21,7 +21,7 @@ test('the HACPO equations are exported from the package entry point and work on 
   const loss = hacrl.foreignSequenceLoss(Math.log(0.9), 0.5, 1.5, 1, hacrl.DEFAULT_STEPWISE_CLIP, 1);
   assert.ok(Math.abs(loss.loss + 0.6075) < 1e-12);
   for (const name of [
-    'hacpoLoss',
+    'teamStep',
     'exponentialIs',
     'crossSequenceLogRatio',
     'stepwiseLowerBound',

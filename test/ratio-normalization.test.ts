@@ -10,7 +10,8 @@ import {
   ratioDivisor,
   responseCharacters,
 } from '../src/algorithms/hacpo/ratio-normalization.js';
-import { crossSequenceLogRatio, meanOf } from '../src/algorithms/hacpo/index.js';
+import { crossSequenceLogRatio } from '../src/algorithms/hacpo/index.js';
+import { mean as meanOf } from '../src/util/stats.js';
 import { policyLoss, type PolicyLossOptions } from '../src/algorithms/policy-loss.js';
 import type { PolicySequence } from '../src/algorithms/sequence.js';
 import { assertGradientMatches, logProbFiniteDifferences, mulberry32, near, randn } from './helpers.js';
@@ -97,7 +98,7 @@ describe("the policy loss with 'char' ratios (foreign responses carry ratioChara
     ...(perChar ? { ratioCharacters: 4 } : {}),
   });
   // α 0, band [1 − 0.2 + 0·0.025, 1] = [0.8, 1], one sequence: loss = −A·clip(s, 0.8, 1).
-  const options: PolicyLossOptions = { objective: { kind: 'gspo' }, foreign: { alpha: 0, update: 0 } };
+  const options: PolicyLossOptions = { objective: { surrogate: 'seq-clip' }, foreign: { alpha: 0, update: 0 } };
 
   test('hand-worked: char log s = −1.2/4 − (−0.8/4) = −0.1, in band; token −1.2/2 + 0.2 = −0.4, clipped out', () => {
     const c = policyLoss([foreign(true)], options);
@@ -129,10 +130,10 @@ describe("the policy loss with 'char' ratios (foreign responses carry ratioChara
       batch.push({ logProbs, own: false, generatorOldMean, ratioCharacters: chars, advantage: rng() - 0.5 });
     }
     for (const aggregation of ['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum'] as const)
-      for (const objective of ['hacpo', 'gspo'] as const) {
+      for (const surrogate of ['hacpo-foreign', 'seq-clip'] as const) {
         const o: PolicyLossOptions = {
-          objective: { kind: 'gspo', clip: { low: 0.5, high: 0.5 } },
-          foreign: { objective, alpha: 0, update: 0 }, // α 0: sg(s)^α would hide from finite differences
+          objective: { surrogate: 'seq-clip', clip: { low: 0.5, high: 0.5 } },
+          foreign: { surrogate, alpha: 0, update: 0 }, // α 0: sg(s)^α would hide from finite differences
           aggregation,
         };
         const r = policyLoss(batch, o);

@@ -46,6 +46,7 @@ test('a config with only an agent gets every default', async () => {
     stopStrings: [],
   });
   assert.deepEqual(c.optim, {
+    surrogate: 'token-clip',
     miniBatches: 1,
     epochs: 1,
     lossAggregation: 'token-mean',
@@ -152,7 +153,7 @@ test('recipe hacpo: `algorithm: hacpo` alone is HACPO with every mechanism and t
     algorithm: 'hacpo',
     clip: [3e-4, 4e-4],
     aggregation: 'seq-mean-token-mean',
-    advantage: 'group-std',
+    advantage: 'capability-aware',
     miniBatches: 4,
     groupSize: 8,
   });
@@ -160,7 +161,7 @@ test('recipe hacpo: `algorithm: hacpo` alone is HACPO with every mechanism and t
     capabilityWindow: 5,
     capabilityBaseline: true,
     discrepancyCoefficient: true,
-    foreignClip: 'stepwise',
+    foreignSurrogate: 'hacpo-foreign',
     alpha: 1,
     delta: 0.2,
     deltaStep: 0.025,
@@ -175,17 +176,17 @@ test('recipe naive: `algorithm: naive` alone is HACPO with every mechanism off',
     algorithm: 'naive',
     clip: [3e-4, 4e-4],
     aggregation: 'seq-mean-token-mean',
-    advantage: 'group-std',
+    advantage: 'capability-aware',
     miniBatches: 4,
     groupSize: 8,
   });
-  const { capabilityBaseline, discrepancyCoefficient, foreignClip, alpha } = c.hacpo;
+  const { capabilityBaseline, discrepancyCoefficient, foreignSurrogate, alpha } = c.hacpo;
   assert.deepEqual(
-    { capabilityBaseline, discrepancyCoefficient, foreignClip, alpha },
+    { capabilityBaseline, discrepancyCoefficient, foreignSurrogate, alpha },
     {
       capabilityBaseline: false,
       discrepancyCoefficient: false,
-      foreignClip: 'gspo',
+      foreignSurrogate: 'seq-clip',
       alpha: 0,
     },
   );
@@ -310,7 +311,7 @@ test('unknown keys and malformed overrides are refused, naming the closest valid
     ['optim.LR=1e-5', /did you mean "optim\.lr"\?/],
     [
       'groupSize=8',
-      /unknown key "groupSize" \(valid keys: algorithm, .*\); did you mean "agents\.N\.groupSize" or "rollout\.groupSize"\?/,
+      /unknown key "groupSize" \(valid keys: algorithm, .*\); did you mean "agents\.N\.groupSize" or "rollout\.groupSize" or "workflow\.groupSize"\?/,
     ],
     [
       'agents.0.learningRate=1',

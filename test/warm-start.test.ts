@@ -32,7 +32,7 @@ describe('warm-start rows', () => {
           }),
       };
       const seeds = [100, 101, 102, 103, 104, 105];
-      const { episodes } = await treeRollout(wf, { seeds, k: 1, policies: { shared: teacher } });
+      const { episodes } = await treeRollout(wf, { seeds, groupSize: 1, policies: { shared: teacher } });
       assert.deepEqual(
         episodes.map((e) => e.success),
         seeds.map(() => true),

@@ -51,7 +51,7 @@ describe('tree sampling', () => {
       tool: ['["R","R"]', 'no idea', '["D","D","R","R"]'],
       planner: ['["R"]', '["R"]', '["D","D","R","R"]'],
     });
-    const { samples, episodes } = await treeRollout(wf, { seeds: [0], k: 3, policies: { shared: policy } });
+    const { samples, episodes } = await treeRollout(wf, { seeds: [0], groupSize: 3, policies: { shared: policy } });
     assert.equal(samples.length, 6);
     assert.equal(calls.length, 2, 'one batch of K per role and turn');
     assert.equal(new Set(calls[0]!.prompts).size, 1, 'all K candidates see the same state');
@@ -93,7 +93,12 @@ describe('tree sampling', () => {
       // First the two non-chosen branches (one response each), then the chosen branch's K candidates.
       planner: ['["D","D"]', '["R"]', '["R"]', '["R"]', '["D","D","R","R"]'],
     });
-    const { samples } = await treeRollout(wf, { seeds: [0], k: 3, policies: { shared: policy }, teamBranches: true });
+    const { samples } = await treeRollout(wf, {
+      seeds: [0],
+      groupSize: 3,
+      policies: { shared: policy },
+      teamBranches: true,
+    });
     assert.deepEqual(
       calls.map((c) => [c.role, c.prompts.length]),
       [
@@ -114,7 +119,7 @@ describe('tree sampling', () => {
   test('ties go to the first candidate; the position carries over; a cut-off at maxTurns is not a success', async () => {
     const wf = handWorkflow({ maxTurns: 2, agents: ['planner'] });
     const { policy } = scripted({ planner: ['["R"]', '["R"]', '["L","L"]', '["L","L"]'] });
-    const { samples, episodes } = await treeRollout(wf, { seeds: [0], k: 2, policies: { shared: policy } });
+    const { samples, episodes } = await treeRollout(wf, { seeds: [0], groupSize: 2, policies: { shared: policy } });
     assert.deepEqual(
       samples.map((s) => s.chosen),
       [true, false, true, false],
@@ -128,26 +133,29 @@ describe('tree sampling', () => {
   });
 
   test('per-role policies and sampling settings route each role to its policy; a missing policy is named', async () => {
-    const wf = handWorkflow({ roles: { tool: { policy: 'coder', temperature: 0.7, stop: ['END'] } } });
+    const wf = handWorkflow({ roles: { tool: { policy: 'coder', temperature: 0.7, stopStrings: ['END'] } } });
     const tool = scripted({ tool: ['["D","D","R","R"]', '[]'] });
     const planner = scripted({ planner: ['["D","D","R","R"]', '[]'] });
     const { samples } = await treeRollout(wf, {
       seeds: [0],
-      k: 2,
+      groupSize: 2,
       policies: { coder: tool.policy, shared: planner.policy },
     });
     assert.deepEqual(
       samples.map((s) => s.policy),
       ['coder', 'coder', 'shared', 'shared'],
     );
-    assert.deepEqual(tool.calls[0]!.settings, { temperature: 0.7, topP: 0.95, maxTokens: 48, stop: ['END'] });
-    await assert.rejects(treeRollout(wf, { seeds: [0], k: 2, policies: { shared: planner.policy } }), /policy "coder"/);
+    assert.deepEqual(tool.calls[0]!.settings, { temperature: 0.7, topP: 0.95, maxNewTokens: 48, stopStrings: ['END'] });
+    await assert.rejects(
+      treeRollout(wf, { seeds: [0], groupSize: 2, policies: { shared: planner.policy } }),
+      /policy "coder"/,
+    );
   });
 
   test('a role skips the turns the config names: no samples, no prompt', async () => {
     const wf = handWorkflow({ maxTurns: 2, roles: { tool: { skipTurns: [1] } } });
     const { policy, calls } = scripted({ tool: ['[]', '[]'], planner: ['["R"]', '["R"]', '["U"]', '["U"]'] });
-    const { samples } = await treeRollout(wf, { seeds: [0], k: 2, policies: { shared: policy } });
+    const { samples } = await treeRollout(wf, { seeds: [0], groupSize: 2, policies: { shared: policy } });
     assert.deepEqual(
       calls.map((c) => c.role),
       ['tool', 'planner', 'planner'],
@@ -163,7 +171,11 @@ describe('no-tree and single-agent baselines', () => {
       tool: Array<string>(8).fill('[]'),
       planner: ['["R"]', '["D"]', '["L"]', '["R","D","D"]', '["D","R","R"]', '["U"]', '["R"]'],
     });
-    const { samples, episodes } = await independentRollout(wf, { seeds: [0], k: 3, policies: { shared: policy } });
+    const { samples, episodes } = await independentRollout(wf, {
+      seeds: [0],
+      groupSize: 3,
+      policies: { shared: policy },
+    });
     assert.deepEqual(
       episodes.map((e) => [e.turns, e.success]),
       [
@@ -201,14 +213,14 @@ describe('no-tree and single-agent baselines', () => {
   });
 
   test('single agent: the planner alone, K responses per instance in one group (ordinary GRPO at one turn)', async () => {
-    const config = parseWorkflowConfig({ sampling: 'single', maxTurns: 1, k: 4 });
+    const config = parseWorkflowConfig({ sampling: 'single', maxTurns: 1, groupSize: 4 });
     const wf = handWorkflow(config);
     assert.deepEqual(
       wf.roles.map((r) => r.name),
       ['planner'],
     );
     const { policy } = scripted({ planner: ['["R"]', '["D"]', 'x', '["D","D","R","R"]'] });
-    const { samples } = await rollout(wf, config.sampling, { seeds: [0], k: 4, policies: { shared: policy } });
+    const { samples } = await rollout(wf, config.sampling, { seeds: [0], groupSize: 4, policies: { shared: policy } });
     assert.deepEqual(
       samples.map((s) => s.group),
       Array(4).fill('plan-path:hand|planner|t>=0'),
@@ -225,7 +237,7 @@ describe('group validation', () => {
   test("a key merging instances (the reference's instance // K) is refused, naming the key", async () => {
     const wf = buildWorkflow({ name: 'plan-path', agents: ['planner'], maxTurns: 1, env: { height: 4, width: 4 } });
     const { policy, calls } = scripted({ planner: Array<string>(4).fill('["R"]') });
-    const { samples } = await treeRollout(wf, { seeds: [1, 2], k: 2, policies: { shared: policy } });
+    const { samples } = await treeRollout(wf, { seeds: [1, 2], groupSize: 2, policies: { shared: policy } });
     assert.deepEqual(
       calls.map((c) => c.prompts.length),
       [4],
@@ -242,7 +254,7 @@ describe('group validation', () => {
   test('a group of one when K > 1 is refused, naming the key; K = 1 is allowed', async () => {
     const wf = handWorkflow({ agents: ['planner'], maxTurns: 1 });
     const { policy } = scripted({ planner: ['["R"]', '["D"]'] });
-    const { samples } = await treeRollout(wf, { seeds: [0], k: 2, policies: { shared: policy } });
+    const { samples } = await treeRollout(wf, { seeds: [0], groupSize: 2, policies: { shared: policy } });
     assert.throws(
       () => groupSamples(samples.slice(1), 2),
       /group "plan-path:hand\|planner\|t0" has 1 sample but K = 2/,
@@ -262,14 +274,14 @@ describe('registry and config', () => {
   });
 
   test('bad config is refused naming the field; unknown roles are named', () => {
-    assert.throws(() => parseWorkflowConfig({ k: 0 }), /workflow\.k/);
+    assert.throws(() => parseWorkflowConfig({ groupSize: 0 }), /workflow\.groupSize/);
     assert.throws(() => parseWorkflowConfig({ roles: { planner: { temprature: 1 } } }), /workflow\.roles\.planner/);
     assert.throws(() => buildWorkflow({ agents: ['coder'] }), /no role "coder" \(workflow\.agents\)/);
     assert.throws(() => buildWorkflow({ name: 'sudoku', env: { blanks: 20 } }), /blanks/);
     const c = parseWorkflowConfig({});
     assert.deepEqual(
-      [c.name, c.sampling, c.k, c.maxTurns, c.teamBranches, c.groupFilter],
-      ['plan-path', 'tree', 4, 5, false, { lowMeanRatio: 0.5, zeroVariance: false }],
+      [c.name, c.sampling, c.groupSize, c.maxTurns, c.teamBranches, c.groupFilter],
+      ['plan-path', 'tree', 4, 5, false, { lowMeanRatio: 0.5 }],
     );
   });
 });
@@ -282,7 +294,7 @@ describe('math with a tool agent in the sandbox', () => {
       tool: [`\`\`\`js\nconsole.log(${answer})\n\`\`\``, 'const x = require("fs").readFileSync("/etc/passwd")'],
       reasoner: [`\\boxed{${answer}}`, 'not sure'],
     });
-    const { samples, episodes } = await treeRollout(wf, { seeds: [3], k: 2, policies: { shared: policy } });
+    const { samples, episodes } = await treeRollout(wf, { seeds: [3], groupSize: 2, policies: { shared: policy } });
     const [right, denied, good, none] = samples;
     assert.deepEqual([right!.sandbox, denied!.sandbox], ['ok', 'denied']);
     assert.deepEqual([right!.own, denied!.own], [1, -1]);
@@ -297,7 +309,7 @@ describe('math with a tool agent in the sandbox', () => {
     const { policy } = scripted({
       tool: ['console.log(JSON.stringify(["D","D","R","R"]))', 'require("fs").readdirSync("/")'],
     });
-    const { samples } = await treeRollout(wf, { seeds: [0], k: 2, policies: { shared: policy } });
+    const { samples } = await treeRollout(wf, { seeds: [0], groupSize: 2, policies: { shared: policy } });
     close(samples[0]!.own, 5.52);
     assert.deepEqual([samples[1]!.own, samples[1]!.sandbox], [-2, 'denied']);
   });

@@ -1,4 +1,10 @@
-/** Group-relative advantages of GRPO/GSPO (HACRL Eq. 5) and the zero-variance group filter. */
+/**
+ * Advantage estimators by name — one registry, like verl's: group-relative advantages of GRPO/GSPO (HACRL Eq. 5) with
+ * three scalings, and HACPO's capability-aware advantage (Eqs. 6–9) with the discrepancy coefficients of Eq. 10 beside
+ * it; and the zero-variance group filter.
+ */
+import { capabilityAwareBatchAdvantages } from './hacpo/advantage.js';
+import { baselineRatios, discrepancyCoefficients } from './hacpo/capability.js';
 import { type Grouping, groupIsConstant, groupMean, groupMembers, groupStd } from './grouping.js';
 
 /**
@@ -6,9 +12,7 @@ import { type Grouping, groupIsConstant, groupMean, groupMembers, groupStd } fro
  * 'batch-std' by the std of all rewards of the batch (TRL's scale_rewards='batch'); 'none' only centres (Dr. GRPO,
  * verl's norm_adv_by_std_in_grpo=false).
  */
-export const ADVANTAGE_NORMALIZATIONS = ['group-std', 'batch-std', 'none'] as const;
-/** One of ADVANTAGE_NORMALIZATIONS. */
-export type AdvantageNormalization = (typeof ADVANTAGE_NORMALIZATIONS)[number];
+export type AdvantageNormalization = 'group-std' | 'batch-std' | 'none';
 
 /** Options of groupAdvantages. */
 export interface AdvantageOptions {
@@ -70,3 +74,75 @@ export function zeroVarianceGroups(rewards: ArrayLike<number>, grouping: Groupin
   const fraction = groups.length === 0 ? 0 : zeroVariance.filter(Boolean).length / groups.length;
   return { zeroVariance, keep, fraction };
 }
+
+/** What an estimator gets: one learner's pool of responses (its own, and every agent's when rollouts are shared). */
+export interface AdvantageInput {
+  rewards: readonly number[];
+  /** The prompt group of each response. */
+  groups: readonly number[];
+  /** The agent (team index) that generated each response. */
+  generators: readonly number[];
+  /** The learner's team index. */
+  learner: number;
+  /** Every agent's capability estimate P̂ (HACRL Eq. 9; NaN before any step). */
+  capability: readonly number[];
+  /** HACPO's switches: the capability-aware baseline (Eqs. 6–8) and the discrepancy coefficient (Eq. 10). */
+  capabilityBaseline: boolean;
+  discrepancyCoefficient: boolean;
+}
+
+/** An estimator's output, in pool order. */
+export interface AdvantageOutput {
+  advantages: Float64Array;
+  /** Per agent ω^(k,j) of the baseline (Eq. 8); null for group-relative estimators. */
+  omega: Float64Array | null;
+  /** Per agent ω^(j,k), the factor on its responses' advantages in the loss (Eq. 10); null: 1 for all. */
+  coefficients: Float64Array | null;
+  /** Groups whose capability-aware baseline fell back to the learner's own mean. */
+  fallbackGroups: number;
+}
+
+/** An advantage estimator: its one-line summary and the function. */
+export interface AdvantageEstimator {
+  summary: string;
+  estimate(input: AdvantageInput): AdvantageOutput;
+}
+
+/** A group-relative estimator with `normalization`. */
+function groupRelative(normalization: AdvantageNormalization, summary: string): AdvantageEstimator {
+  return {
+    summary,
+    estimate: (x) => ({
+      advantages: groupAdvantages(x.rewards, { groupIds: x.groups }, { normalization }),
+      omega: null,
+      coefficients: null,
+      fallbackGroups: 0,
+    }),
+  };
+}
+
+/** Every advantage estimator, by the name recipes and the config (optim.advantage) use. */
+export const ADVANTAGE_ESTIMATORS = {
+  'group-std': groupRelative('group-std', "reward − group mean, over the group's std (GRPO, HACRL Eq. 5)"),
+  'batch-std': groupRelative('batch-std', "reward − group mean, over the step's std"),
+  none: groupRelative('none', 'reward − group mean, unscaled (Dr. GRPO)'),
+  'capability-aware': {
+    summary: "HACPO: every agent's responses against a capability-weighted baseline (HACRL Eqs. 6–10)",
+    estimate: (x) => {
+      const omega = baselineRatios(x.capability, x.learner);
+      const a = capabilityAwareBatchAdvantages(x.rewards, x.generators, x.groups, x.learner, omega, {
+        capabilityAware: x.capabilityBaseline,
+      });
+      const coefficients = x.discrepancyCoefficient ? discrepancyCoefficients(x.capability, x.learner) : null;
+      return { advantages: a.advantages, omega, coefficients, fallbackGroups: a.fallbackGroups };
+    },
+  },
+} as const satisfies Record<string, AdvantageEstimator>;
+
+/** An advantage estimator's name. */
+export type AdvantageEstimatorName = keyof typeof ADVANTAGE_ESTIMATORS;
+/** The estimators' names, in the order the config schema lists them. */
+export const ADVANTAGE_ESTIMATOR_NAMES = Object.keys(ADVANTAGE_ESTIMATORS) as [
+  AdvantageEstimatorName,
+  ...AdvantageEstimatorName[],
+];

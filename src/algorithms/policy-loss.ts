@@ -5,7 +5,7 @@
  * HACPO; aggregation, KL, entropy and statistics are here, once.
  */
 import { type LossAggregation, sequenceWeight } from './aggregate.js';
-import { type ClipRange, DAPO_CLIP, GSPO_CLIP, validateClip } from './clipped-surrogate.js';
+import { type ClipRange, validateClip } from './clipped-surrogate.js';
 import { DEFAULT_STEPWISE_CLIP, type StepwiseClip, stepwiseLowerBound } from './hacpo/stepwise-clip.js';
 import { type KlEstimator, addKlPenalty } from './kl.js';
 import { Mean, type RatioStats, RatioTally } from './loss-stats.js';
@@ -17,41 +17,29 @@ import {
   lossUnits,
   validateSequence,
 } from './sequence.js';
-import { type Surrogate, foreignSurrogate, sequenceSurrogate, tokenSurrogate } from './surrogates.js';
+import { type Surrogate, type SurrogateName, surrogateSpec } from './surrogates.js';
 
-/** GRPO: one importance ratio per token. */
-export interface GrpoObjective {
-  kind: 'grpo';
-  /** Clip range; default DAPO_CLIP (ε_low 0.2, ε_high 0.28). */
+/** The surrogate objective of own responses. */
+export interface PolicyObjective {
+  /** Its name in SURROGATES (surrogates.ts): 'token-clip' (GRPO), 'seq-clip' (GSPO), 'cispo', … */
+  surrogate: SurrogateName;
+  /** Clip range; default the surrogate's (token-clip: DAPO_CLIP ε 0.2/0.28; seq-clip: GSPO_CLIP ε 3e-4/4e-4). */
   clip?: ClipRange;
-  /** Dual clip c ≥ 1 capping the loss of A < 0 tokens at −c·A; default off (verl applies c = 3). */
+  /** token-clip's dual clip c ≥ 1 capping the loss of A < 0 tokens at −c·A; default off (verl applies c = 3). */
   dualClip?: number;
 }
 
-/** GSPO: one length-normalised importance ratio per sequence. */
-export interface GspoObjective {
-  kind: 'gspo';
-  /** Clip range; default GSPO_CLIP (ε_low 3e-4, ε_high 4e-4). */
-  clip?: ClipRange;
-}
-
-/** The surrogate objective of own responses. */
-export type PolicyObjective = GrpoObjective | GspoObjective;
-
-/**
- * How foreign responses enter the loss. 'hacpo': HACRL Eqs. 12–14 (exponential IS, stepwise asymmetric clip, no
- * min). 'hacpo-unclipped': the same without any band (Figure 4's "no Clip"). 'gspo': like own responses under the
- * GSPO objective — the naive-sharing baseline (the coefficient still multiplies A; pass 1 for naive sharing).
- */
-export type ForeignObjective = 'hacpo' | 'hacpo-unclipped' | 'gspo';
-
 /** The foreign-response terms of a HACPO mini-batch. */
 export interface ForeignTerms {
-  /** Default 'hacpo'. */
-  objective?: ForeignObjective;
-  /** Exponential IS exponent α ≥ 0 (HACRL Eq. 12) under 'hacpo'/'hacpo-unclipped'; default 1; 0 = off. */
+  /**
+   * How foreign responses enter the loss: a foreign surrogate of SURROGATES; default 'hacpo-foreign' (HACRL
+   * Eqs. 12–14); 'hacpo-foreign-unclipped' drops the band (Figure 4's "no Clip"); 'seq-clip' treats them like own
+   * responses under GSPO (naive sharing).
+   */
+  surrogate?: SurrogateName;
+  /** Exponential IS exponent α ≥ 0 (HACRL Eq. 12) of the HACPO surrogates; default 1; 0 = off. */
   alpha?: number;
-  /** The band of HACRL Eq. 14 under 'hacpo'; default δ 0.2, δ_step 0.025. */
+  /** The band of HACRL Eq. 14 under 'hacpo-foreign'; default δ 0.2, δ_step 0.025. */
   stepwise?: StepwiseClip;
   /** m: the 0-based optimizer update within the current step (sets the band's lower bound); required. */
   update: number;
@@ -71,7 +59,7 @@ export interface PolicyLossOptions {
   objective: PolicyObjective;
   /** How foreign responses (own: false) enter; required when the batch holds any. */
   foreign?: ForeignTerms;
-  /** Default 'token-mean' for GRPO (DAPO), 'seq-mean-token-mean' for GSPO (the GSPO paper and verl's recipe). */
+  /** Default the own surrogate's: 'token-mean' for token-clip (DAPO), 'seq-mean-token-mean' for seq-clip (GSPO). */
   aggregation?: LossAggregation;
   /** KL penalty to the frozen reference on own responses; default none. Own sequences then need refLogProbs. */
   kl?: KlPenalty;
@@ -115,7 +103,7 @@ export interface PolicyLossStats extends RatioStats {
   ownCount: number;
   /** Foreign responses' ratios. */
   foreign: ForeignRatioStats;
-  /** This update's stepwise lower bound 1 − δ + m·δ_step under the 'hacpo' foreign objective; NaN otherwise. */
+  /** This update's stepwise lower bound 1 − δ + m·δ_step under the 'hacpo-foreign' surrogate; NaN otherwise. */
   lowerBound: number;
   /** Counted sequences of this batch. */
   sequences: number;
@@ -140,6 +128,7 @@ export interface PolicyLossResult {
 /** The surrogates of own and foreign responses, and the options with defaults filled in. */
 interface Resolved {
   own: Surrogate;
+  ownLevel: 'token' | 'sequence';
   foreign: Surrogate | null;
   lowerBound: number;
   aggregation: LossAggregation;
@@ -149,41 +138,33 @@ interface Resolved {
   maskTruncated: boolean;
 }
 
-/** Fills in defaults, validates, and picks each kind of response's surrogate. */
+/** Fills in defaults, validates, and builds each kind of response's surrogate from the registry. */
 function resolve(options: PolicyLossOptions): Resolved {
   const { objective: obj, foreign: f } = options;
-  const grpo = obj.kind === 'grpo';
-  const clip = obj.clip ?? (grpo ? DAPO_CLIP : GSPO_CLIP);
+  const spec = surrogateSpec(obj.surrogate, 'own');
+  const clip = obj.clip ?? spec.clip;
   validateClip(clip);
-  const dualClip = obj.kind === 'grpo' ? obj.dualClip : undefined;
+  const dualClip = obj.dualClip;
   if (dualClip !== undefined && !(dualClip >= 1)) throw new Error(`dual clip c must be ≥ 1, got ${dualClip}`);
   const klCoef = options.kl?.coef ?? 0;
   if (!(klCoef >= 0)) throw new Error(`KL coefficient must be ≥ 0, got ${klCoef}`);
   const entropyCoef = options.entropyCoef ?? 0;
   if (!(entropyCoef >= 0)) throw new Error(`entropy coefficient must be ≥ 0, got ${entropyCoef}`);
-  const r: Resolved = {
-    own: grpo ? tokenSurrogate(clip, dualClip) : sequenceSurrogate(clip),
-    foreign: null,
-    lowerBound: NaN,
-    aggregation: options.aggregation ?? (grpo ? 'token-mean' : 'seq-mean-token-mean'),
+  const alpha = f?.alpha ?? 1;
+  if (!(alpha >= 0 && Number.isFinite(alpha))) throw new Error(`α must be finite and ≥ 0, got ${alpha}`);
+  const band = f?.stepwise ?? DEFAULT_STEPWISE_CLIP;
+  const params = { clip, dualClip, alpha, band, update: f?.update ?? 0 };
+  const foreign = f === undefined ? null : surrogateSpec(f.surrogate ?? 'hacpo-foreign', 'foreign');
+  return {
+    own: spec.build(params),
+    ownLevel: spec.ratioLevel,
+    foreign: foreign?.build(params) ?? null,
+    lowerBound: foreign?.stepwise ? stepwiseLowerBound(band, f!.update) : NaN,
+    aggregation: options.aggregation ?? spec.aggregation,
     klCoef,
     estimator: options.kl?.estimator ?? 'k3',
     entropyCoef,
     maskTruncated: options.maskTruncated ?? false,
-  };
-  if (f === undefined) return r;
-  const kind = f.objective ?? 'hacpo';
-  if (!['hacpo', 'hacpo-unclipped', 'gspo'].includes(kind))
-    throw new Error(`foreign objective must be 'hacpo', 'hacpo-unclipped' or 'gspo', got '${String(kind)}'`);
-  const alpha = f.alpha ?? 1;
-  if (!(alpha >= 0 && Number.isFinite(alpha))) throw new Error(`α must be finite and ≥ 0, got ${alpha}`);
-  const band = f.stepwise ?? DEFAULT_STEPWISE_CLIP;
-  const lowerBound = stepwiseLowerBound(band, f.update);
-  if (kind === 'gspo') return { ...r, foreign: sequenceSurrogate(clip) };
-  return {
-    ...r,
-    foreign: foreignSurrogate(alpha, kind === 'hacpo' ? band : null, f.update),
-    lowerBound: kind === 'hacpo' ? lowerBound : NaN,
   };
 }
 
@@ -198,7 +179,7 @@ export function policyLoss(batch: readonly PolicySequence[], options: PolicyLoss
   batch.forEach(validateSequence);
   const counts = lossUnits(batch, o.maskTruncated);
   const units = checkedDenominators(options.denominators, counts, 'lossUnits');
-  const ownTally = new RatioTally(options.objective.kind === 'grpo' ? 'token' : 'sequence');
+  const ownTally = new RatioTally(o.ownLevel);
   const foreignTally = new RatioTally('sequence');
   const [klMean, moved, entropy] = [new Mean(), new Mean(), new Mean()];
   let [policy, klLoss, entropyLoss, ownCount, foreignCount, inBand, truncatedDropped, empty] = [0, 0, 0, 0, 0, 0, 0, 0];
@@ -217,7 +198,9 @@ export function policyLoss(batch: readonly PolicySequence[], options: PolicyLoss
     const w = sequenceWeight(tokens.length, o.aggregation, units);
     const own = seq.own !== false;
     if (!own && o.foreign === null) throw new Error(`sequence ${i} is foreign but options.foreign is not set`);
-    const term = (own ? o.own : o.foreign!)(seq, tokens, w, g);
+    // HACRL Eq. 10: a foreign response's advantage enters every surrogate scaled by its coefficient ω^(j,k).
+    const scaled = seq.coefficient === undefined ? seq : { ...seq, advantage: seq.advantage * seq.coefficient };
+    const term = (own ? o.own : o.foreign!)(scaled, tokens, w, g);
     policy += term.loss;
     for (const r of term.ratios) (own ? ownTally : foreignTally).add(r.ratio, r.clipped);
     if (own) ownCount++;

@@ -1,14 +1,13 @@
 /**
- * Every algorithm's recipe: the surrogate it optimises, whether its agents share rollouts, and the settings it was
- * published with. A config names an algorithm (or a named variant) and states only what it changes; the config layer
- * turns a recipe into defaults (src/config/recipe-defaults.ts), so `algorithm: gspo` alone is GSPO.
+ * Every algorithm's recipe: the surrogate it optimises and its advantage estimator (by their registry names,
+ * surrogates.ts and advantages.ts), whether its agents share rollouts, and the settings it was published with. A
+ * config names an algorithm (or a named variant) and states only what it changes; the config layer turns a recipe
+ * into defaults (src/config/recipe-defaults.ts), so `algorithm: gspo` alone is GSPO.
  */
-import type { AdvantageNormalization } from './advantages.js';
+import type { AdvantageEstimatorName } from './advantages.js';
 import type { LossAggregation } from './aggregate.js';
 import { type ClipRange, DAPO_CLIP, GSPO_CLIP } from './clipped-surrogate.js';
-
-/** The per-sequence surrogate of own responses: GRPO's token ratio or GSPO's sequence ratio (HACRL Eq. 11). */
-export type SurrogateKind = 'token' | 'sequence';
+import type { SurrogateName } from './surrogates.js';
 
 /**
  * How agents use each other's rollouts: 'none' (each learns alone), 'hacpo' (HACRL Eqs. 6–14, each mechanism a
@@ -16,17 +15,14 @@ export type SurrogateKind = 'token' | 'sequence';
  */
 export type Sharing = 'none' | 'hacpo' | 'naive';
 
-/** How foreign ratios are clipped: Eqs. 13–14's stepwise band, none (Figure 4's ablation), or the own GSPO clip. */
-export const FOREIGN_CLIPS = ['stepwise', 'none', 'gspo'] as const;
-
 /** The HACPO mechanisms (the `hacpo` config section's switches). */
 export interface HacpoSwitches {
   /** Eqs. 6–8: the capability-aware baseline (false: the plain mean of all agents' rewards). */
   capabilityBaseline: boolean;
   /** Eq. 10: the discrepancy coefficient on foreign advantages. */
   discrepancyCoefficient: boolean;
-  /** Eqs. 12–14: 'stepwise' band, 'none' (no clip), 'gspo' (own GSPO clip, no exponential IS). */
-  foreignClip: (typeof FOREIGN_CLIPS)[number];
+  /** Eqs. 12–14 on foreign responses: a foreign surrogate ('hacpo-foreign', 'hacpo-foreign-unclipped', 'seq-clip'). */
+  foreignSurrogate: SurrogateName;
   /** Eq. 12's exponent α (0 = off). */
   alpha: number;
 }
@@ -37,12 +33,14 @@ export interface Recipe {
   algorithm: 'grpo' | 'gspo' | 'hacpo' | 'naive' | 'at-grpo';
   /** One line for `hacrl config schema`. */
   summary: string;
-  surrogate: SurrogateKind;
+  /** The surrogate of own responses (SURROGATES). */
+  surrogate: SurrogateName;
   sharing: Sharing;
   /** Own-response clip range [1 − ε_low, 1 + ε_high]. */
   clip: ClipRange;
   aggregation: LossAggregation;
-  advantage: AdvantageNormalization;
+  /** The advantage estimator (ADVANTAGE_ESTIMATORS). */
+  advantage: AdvantageEstimatorName;
   /** Optimizer updates per epoch (M). */
   miniBatches: number;
   /** Completions per prompt and agent (G); absent: the run-wide default. */
@@ -54,7 +52,7 @@ export interface Recipe {
 }
 
 const GSPO: Omit<Recipe, 'algorithm' | 'summary'> = {
-  surrogate: 'sequence',
+  surrogate: 'seq-clip',
   sharing: 'none',
   clip: GSPO_CLIP,
   aggregation: 'seq-mean-token-mean',
@@ -66,7 +64,7 @@ const GSPO: Omit<Recipe, 'algorithm' | 'summary'> = {
 const GRPO: Recipe = {
   algorithm: 'grpo',
   summary: 'GRPO with DAPO clip-higher (ε 0.2/0.28), token-mean loss, group z-score advantages',
-  surrogate: 'token',
+  surrogate: 'token-clip',
   sharing: 'none',
   clip: DAPO_CLIP,
   aggregation: 'token-mean',
@@ -84,23 +82,25 @@ export const ALGORITHM_RECIPES = {
     summary: 'HACPO (GSPO for own responses, Eqs. 6–14 for foreign ones, 4 updates)',
     ...GSPO,
     sharing: 'hacpo',
+    advantage: 'capability-aware',
     miniBatches: 4,
-    hacpo: { capabilityBaseline: true, discrepancyCoefficient: true, foreignClip: 'stepwise', alpha: 1 },
+    hacpo: { capabilityBaseline: true, discrepancyCoefficient: true, foreignSurrogate: 'hacpo-foreign', alpha: 1 },
   },
   naive: {
     algorithm: 'naive',
     summary: 'naive sharing: HACPO with every mechanism off (plain GSPO on all responses)',
     ...GSPO,
     sharing: 'naive',
+    advantage: 'capability-aware',
     miniBatches: 4,
-    hacpo: { capabilityBaseline: false, discrepancyCoefficient: false, foreignClip: 'gspo', alpha: 0 },
+    hacpo: { capabilityBaseline: false, discrepancyCoefficient: false, foreignSurrogate: 'seq-clip', alpha: 0 },
   },
   // AT-GRPO (spec "Update"): (r − mean)/(std + 1e-6) within (instance, agent, turn) groups, PPO clip ε 0.2,
   // token-mean, no KL, several mini-batches per batch; the run's `workflow` section supplies the groups.
   'at-grpo': {
     algorithm: 'at-grpo',
     summary: 'AT-GRPO (multi-agent workflow; groups per instance, agent and turn; ε 0.2, token-mean, 4 updates)',
-    surrogate: 'token',
+    surrogate: 'token-clip',
     sharing: 'none',
     clip: { low: 0.2, high: 0.2 },
     aggregation: 'token-mean',
@@ -136,6 +136,8 @@ export const VARIANT_RECIPES = {
   },
   hacpo: ALGORITHM_RECIPES.hacpo,
   naive: ALGORITHM_RECIPES.naive,
+  // CISPO (MiniMax-M1, arXiv 2506.13585): GRPO's recipe with the clipped importance weight on log π per token.
+  cispo: { ...GRPO, summary: 'CISPO: clipped IS weight, every token keeps its gradient', surrogate: 'cispo' },
 } as const satisfies Record<string, Recipe>;
 
 /** A variant name. */

@@ -1,4 +1,5 @@
 /** One response of a policy-loss mini-batch, and which of its tokens the loss counts. */
+import { mean } from '../util/stats.js';
 
 /**
  * Per-token log-probs of one response in the learner's tokenization (all arrays the same length, one entry per
@@ -80,7 +81,8 @@ export function lossUnits(batch: readonly PolicySequence[], maskTruncated = fals
 
 /**
  * Throws, naming the sequence, when its arrays differ in length, its mask holds anything but 0 and 1, it lacks the
- * old log-probs its kind needs, or its coefficient is not finite and > 0 (or not 1 on an own response).
+ * old log-probs its kind needs, an own response's generatorOldMean disagrees with its oldLogProbs, or its coefficient
+ * is not finite and > 0 (or not 1 on an own response).
  */
 export function validateSequence(seq: PolicySequence, index: number): void {
   const n = seq.logProbs.length;
@@ -106,6 +108,15 @@ export function validateSequence(seq: PolicySequence, index: number): void {
     );
   if (chars !== undefined && !(Number.isInteger(chars) && chars > 0))
     throw new Error(`sequence ${index}: ratioCharacters ${chars}; pass the response's characters (a positive integer)`);
+  const old = seq.oldLogProbs;
+  if (seq.own !== false && old !== undefined && seq.generatorOldMean !== undefined && n > 0) {
+    const m = mean(old);
+    if (Math.abs(m - seq.generatorOldMean) > 1e-3 * Math.max(1, Math.abs(m)))
+      throw new Error(
+        `sequence ${index}: own response with generatorOldMean ${seq.generatorOldMean} but its oldLogProbs average ` +
+          `${m}; for own responses pass the mean of the learner's old log-probs over the same tokens`,
+      );
+  }
   const c = seq.coefficient;
   if (c !== undefined && !(Number.isFinite(c) && c > 0)) {
     throw new Error(`sequence ${index}: coefficient ${c}; ω^(j,k) must be finite and > 0`);

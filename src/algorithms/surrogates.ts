@@ -1,10 +1,12 @@
 /**
- * The per-sequence surrogates of the one policy loss (policy-loss.ts): each takes one counted response and adds its
- * weighted loss and ∂loss/∂(new log-prob) per token. The driver owns everything they share (aggregation weights, KL,
- * entropy, statistics); a new algorithm's objective is one more function here.
+ * The surrogates of the one policy loss (policy-loss.ts), by name — one registry, like verl's policy losses: each
+ * takes one counted response and adds its weighted loss and ∂loss/∂(new log-prob) per token. The driver owns
+ * everything they share (aggregation weights, KL, entropy, statistics, Eq. 10's coefficient); a new objective is one
+ * function and one entry of SURROGATES here, and a recipe row that names it (recipes.ts).
  */
-import { type ClipRange, type ClipSide } from './clipped-surrogate.js';
-import { grpoTokenLoss } from './grpo.js';
+import type { LossAggregation } from './aggregate.js';
+import { type ClipRange, type ClipSide, DAPO_CLIP, GSPO_CLIP } from './clipped-surrogate.js';
+import { MAX_TOKEN_LOG_RATIO, grpoTokenLoss } from './grpo.js';
 import { gspoLogRatio, gspoSequenceLoss } from './gspo.js';
 import { crossSequenceLogRatio } from './hacpo/ratio.js';
 import { learnerLogRatioGradient } from './hacpo/ratio-normalization.js';
@@ -54,11 +56,11 @@ export function sequenceLogRatio(seq: PolicySequence, tokens: readonly number[])
   };
 }
 
-/** GSPO: one clipped length-normalised ratio per sequence (HACRL Eqs. 47–49), advantage × coefficient (Eq. 10). */
+/** GSPO: one clipped length-normalised ratio per sequence (HACRL Eqs. 47–49). */
 export function sequenceSurrogate(clip: ClipRange): Surrogate {
   return (seq, tokens, w, g) => {
     const { logRatio, scale } = sequenceLogRatio(seq, tokens);
-    const r = gspoSequenceLoss(logRatio, seq.advantage * (seq.coefficient ?? 1), clip);
+    const r = gspoSequenceLoss(logRatio, seq.advantage, clip);
     for (const t of tokens) g[t] += w * r.dLogRatio * scale;
     const inBand = r.ratio >= 1 - clip.low && r.ratio <= 1 + clip.high;
     return { loss: w * tokens.length * r.loss, ratios: [{ ratio: r.ratio, clipped: r.clipped, inBand }] };
@@ -67,13 +69,137 @@ export function sequenceSurrogate(clip: ClipRange): Surrogate {
 
 /**
  * HACPO's foreign-response surrogate (HACRL Eqs. 12–14): exponential IS sg(s)^α, the stepwise band
- * [1 − δ + m·δ_step, 1] (null: no band), no min with the unclipped term, advantage × ω^(j,k) (Eq. 10).
+ * [1 − δ + m·δ_step, 1] (null: no band), no min with the unclipped term; the advantage arrives scaled by Eq. 10.
  */
 export function foreignSurrogate(alpha: number, band: StepwiseClip | null, update: number): Surrogate {
   return (seq, tokens, w, g) => {
     const { logRatio, scale } = sequenceLogRatio(seq, tokens);
-    const r = foreignSequenceLoss(logRatio, seq.advantage, seq.coefficient ?? 1, alpha, band, update);
+    const r = foreignSequenceLoss(logRatio, seq.advantage, 1, alpha, band, update);
     for (const t of tokens) g[t] += w * r.dLogRatio * scale;
     return { loss: w * tokens.length * r.loss, ratios: [{ ratio: r.ratio, clipped: r.clipped, inBand: r.inBand }] };
   };
+}
+
+/**
+ * CISPO (MiniMax-M1, arXiv 2506.13585, Eq. 4): ℓ_t = −sg(r̂_t)·A·log π_θ(y_t) with r̂_t the token ratio clipped to
+ * [1 − ε_low, 1 + ε_high]. The clip bounds the importance weight instead of the update, so every token keeps its
+ * gradient −r̂_t·A (PPO's clip zeroes it for tokens past the bound).
+ */
+export function cispoSurrogate(clip: ClipRange): Surrogate {
+  return (seq, tokens, w, g) => {
+    let loss = 0;
+    const ratios: SurrogateTerm['ratios'] = [];
+    for (const t of tokens) {
+      const logRatio = Math.max(
+        -MAX_TOKEN_LOG_RATIO,
+        Math.min(MAX_TOKEN_LOG_RATIO, seq.logProbs[t]! - seq.oldLogProbs![t]!),
+      );
+      const ratio = Math.exp(logRatio);
+      const weight = Math.min(1 + clip.high, Math.max(1 - clip.low, ratio));
+      const clipped = ratio > 1 + clip.high ? 'high' : ratio < 1 - clip.low ? 'low' : 'none';
+      ratios.push({ ratio, clipped, inBand: clipped === 'none' });
+      g[t] += -w * weight * seq.advantage;
+      loss += -w * weight * seq.advantage * seq.logProbs[t]!;
+    }
+    return { loss, ratios };
+  };
+}
+
+/** What a surrogate is built from: the run's clip range and, for foreign responses, HACPO's knobs. */
+export interface SurrogateParams {
+  /** The own-response clip range [1 − ε_low, 1 + ε_high]. */
+  clip: ClipRange;
+  /** GRPO's dual clip c ≥ 1; undefined: off. */
+  dualClip: number | undefined;
+  /** Exponential-IS α ≥ 0 (HACRL Eq. 12). */
+  alpha: number;
+  /** The foreign band of Eqs. 13–14. */
+  band: StepwiseClip;
+  /** m: the optimizer update within the step (0-based). */
+  update: number;
+}
+
+/** A surrogate by name: what it is, which responses it is for, its defaults, and how it is built. */
+export interface SurrogateSpec {
+  /** One line for `hacrl config schema`. */
+  summary: string;
+  /** Own responses, foreign ones (HACPO), or both. */
+  responses: 'own' | 'foreign' | 'both';
+  /** One importance ratio per token or per sequence (what the ratio statistics count). */
+  ratioLevel: 'token' | 'sequence';
+  /** Clip range when the caller gives none. */
+  clip: ClipRange;
+  /** Aggregation when the caller gives none. */
+  aggregation: LossAggregation;
+  /** Whether it clips to Eq. 14's stepwise band (its lower bound is then reported). */
+  stepwise: boolean;
+  build(p: SurrogateParams): Surrogate;
+}
+
+/** Every surrogate, by the name recipes and the config use. */
+export const SURROGATES = {
+  'token-clip': {
+    summary: "GRPO/PPO: one clipped ratio per token (DAPO's clip-higher, optional dual clip)",
+    responses: 'own',
+    ratioLevel: 'token',
+    clip: DAPO_CLIP,
+    aggregation: 'token-mean',
+    stepwise: false,
+    build: (p) => tokenSurrogate(p.clip, p.dualClip),
+  },
+  'seq-clip': {
+    summary: 'GSPO: one clipped length-normalised ratio per sequence (HACRL Eqs. 11, 47–49)',
+    responses: 'both',
+    ratioLevel: 'sequence',
+    clip: GSPO_CLIP,
+    aggregation: 'seq-mean-token-mean',
+    stepwise: false,
+    build: (p) => sequenceSurrogate(p.clip),
+  },
+  'hacpo-foreign': {
+    summary: 'HACPO on foreign responses: exponential IS, stepwise band [1 − δ + m·δ_step, 1] (HACRL Eqs. 12–14)',
+    responses: 'foreign',
+    ratioLevel: 'sequence',
+    clip: GSPO_CLIP,
+    aggregation: 'seq-mean-token-mean',
+    stepwise: true,
+    build: (p) => foreignSurrogate(p.alpha, p.band, p.update),
+  },
+  'hacpo-foreign-unclipped': {
+    summary: 'HACPO on foreign responses without the band (the paper\'s Figure 4 "no Clip" ablation)',
+    responses: 'foreign',
+    ratioLevel: 'sequence',
+    clip: GSPO_CLIP,
+    aggregation: 'seq-mean-token-mean',
+    stepwise: false,
+    build: (p) => foreignSurrogate(p.alpha, null, p.update),
+  },
+  cispo: {
+    summary: 'CISPO: clipped, stop-gradient importance weight on log π per token (MiniMax-M1)',
+    responses: 'own',
+    ratioLevel: 'token',
+    clip: DAPO_CLIP,
+    aggregation: 'token-mean',
+    stepwise: false,
+    build: (p) => cispoSurrogate(p.clip),
+  },
+} as const satisfies Record<string, SurrogateSpec>;
+
+/** A surrogate's name. */
+export type SurrogateName = keyof typeof SURROGATES;
+
+const named = (ok: (s: SurrogateSpec) => boolean) =>
+  (Object.keys(SURROGATES) as SurrogateName[]).filter((n) => ok(SURROGATES[n])) as [SurrogateName, ...SurrogateName[]];
+
+/** The surrogates of own responses (the config's optim.surrogate). */
+export const OWN_SURROGATES = named((s) => s.responses !== 'foreign');
+/** The surrogates of foreign responses (the config's hacpo.foreignSurrogate). */
+export const FOREIGN_SURROGATES = named((s) => s.responses !== 'own');
+
+/** The spec of surrogate `name` for `responses`; throws naming the choices when there is none. */
+export function surrogateSpec(name: string, responses: 'own' | 'foreign'): SurrogateSpec {
+  const choices: readonly string[] = responses === 'own' ? OWN_SURROGATES : FOREIGN_SURROGATES;
+  if (!choices.includes(name))
+    throw new Error(`no ${responses}-response surrogate "${name}": choose one of ${choices.join(', ')}`);
+  return SURROGATES[name as SurrogateName];
 }

@@ -61,7 +61,7 @@ export const METHODS: readonly Method[] = [
   hacpo('hacpo-alpha2', { alpha: 2 }),
   hacpo('hacpo-alpha3', { alpha: 3 }),
   hacpo('hacpo-no-stepwise', { deltaStep: 0 }),
-  hacpo('hacpo-no-clip', { foreignClip: 'none' }),
+  hacpo('hacpo-no-clip', { foreignSurrogate: 'hacpo-foreign-unclipped' }),
   hacpo('hacpo-char-ratio', { ratioNormalization: 'char' }),
   {
     ...hacpo('hacpo-random-reward', {}),

@@ -6,11 +6,11 @@ const PLAN_PATH = {
   name: 'plan-path',
   env: { height: 4, width: 4, wallProb: 0.1, maxShortest: 3 },
   maxTurns: 2,
-  k: 4,
+  groupSize: 4,
 };
 /** Short answers: a move list or a 4×4 grid needs fewer than 24 tokens. */
-const SHORT = { tool: { maxTokens: 24 }, planner: { maxTokens: 24 } };
-const SUDOKU = { name: 'sudoku', env: { blanks: 3 }, maxTurns: 2, k: 4 };
+const SHORT = { tool: { maxNewTokens: 24 }, planner: { maxNewTokens: 24 } };
+const SUDOKU = { name: 'sudoku', env: { blanks: 3 }, maxTurns: 2, groupSize: 4 };
 
 /** Plan-Path 5×5 for the full size: a 3,000-step warm start leaves the code workflow at 50% greedy, room for RL. */
 const PLAN_PATH_5 = {
@@ -59,7 +59,7 @@ export const BENCH_FAST: Omit<BenchMasOptions, 'workDir'> = {
 
 /** --tiny: seconds; checks the pipeline end to end. */
 export const BENCH_TINY: Omit<BenchMasOptions, 'workDir'> = {
-  workflows: [{ ...PLAN_PATH, k: 2 }],
+  workflows: [{ ...PLAN_PATH, groupSize: 2 }],
   steps: 1,
   instancesPerStep: 1,
   heldOut: 3,

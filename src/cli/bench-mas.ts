@@ -10,7 +10,7 @@
 import { mkdir, readFile, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { ADVANTAGE_NORMALIZATIONS } from '../algorithms/advantages.js';
+import { ADVANTAGE_ESTIMATOR_NAMES } from '../algorithms/advantages.js';
 import { engine } from '../backend/engine.js';
 import { parseRunConfig } from '../config/load-config.js';
 import { formatDifference, seedPairedDifference, type Difference } from '../util/stats.js';
@@ -20,6 +20,7 @@ import { findLatestCheckpoint } from '../run/run-folder.js';
 import { AgentSpecSchema } from '../zoo/agent-spec.js';
 import { trainRl } from '../train/rl-trainer.js';
 import { WarmStartSchema, workflowAgent } from '../train/workflow-agent.js';
+import { agentKey } from '../run/metric-names.js';
 import { playHeldOut, successRate } from '../train/workflow-source.js';
 import { parseWith } from '../util/json-file.js';
 import { Rng } from '../util/rng.js';
@@ -42,7 +43,7 @@ export const BenchMasSchema = z
     /** Learning rate of the RL arms; default 1e-3. */
     lr: z.number().positive().default(1e-3),
     /** Advantage scaling of the RL arms (optim.advantage); default 'group-std', the spec's (r − mean)/(std + 1e-6). */
-    advantage: z.enum(ADVANTAGE_NORMALIZATIONS).default('group-std'),
+    advantage: z.enum(ADVANTAGE_ESTIMATOR_NAMES).default('group-std'),
     agent: AgentSpecSchema.prefault({}),
     warmStart: WarmStartSchema.prefault({}),
     /** Working folder (agents and runs); at the end only each run's metrics.jsonl and resolved config stay. */
@@ -162,7 +163,7 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
           .split('\n')
           .map((l) => JSON.parse(l) as Record<string, unknown>);
         const final = rows.at(-1)!;
-        const last = final[`agent/${agents[0]!}/val/${wf.name}/greedy`] as number;
+        const last = final[agentKey(agents[0]!, `val/${wf.name}/greedy`)] as number;
         // The trained policies again on the held-out instances, for per-instance pairing; the run's own validation
         // played the same greedy episodes, so the two rates must agree.
         const ckpt = await findLatestCheckpoint(runDir);
@@ -190,7 +191,7 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
         // models' validation and has no samples).
         const perStep = rows
           .filter((r) => (r['step'] as number) >= 1)
-          .map((r) => agents.reduce((n, a) => n + ((r[`agent/${a}/samples`] as number | undefined) ?? 0), 0));
+          .map((r) => agents.reduce((n, a) => n + ((r[agentKey(a, 'samples')] as number | undefined) ?? 0), 0));
         (responses[arm] ??= []).push(mean(perStep));
         log(`${wf.name} seed ${seed} ${arm}: held-out success ${last.toFixed(3)}`);
         // Each run's metrics (a few hundred kB) stay, so that a surprising arm can be traced step by step afterwards.

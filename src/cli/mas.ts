@@ -14,12 +14,12 @@ import { AgentSpecSchema } from '../zoo/agent-spec.js';
 import { WarmStartSchema, workflowAgent } from '../train/workflow-agent.js';
 import { parseWith } from '../util/json-file.js';
 import { Rng } from '../util/rng.js';
-import { groupSamples } from '../workflows/groups.js';
+import { mean } from '../util/stats.js';
 import { modelPolicy } from '../workflows/model-policy.js';
 import type { Policy } from '../workflows/policy.js';
-import { buildWorkflow } from '../workflows/registry.js';
+import { workflowOf } from '../workflows/registry.js';
 import type { MasBatch } from '../workflows/samples.js';
-import { rollout } from '../workflows/tree-sampling.js';
+import { playStep } from '../workflows/tree-sampling.js';
 import { parseWorkflowConfig } from '../workflows/workflow-config.js';
 
 /** Options of `hacrl mas rollout`. */
@@ -51,7 +51,8 @@ export type MasRolloutOptions = z.input<typeof MasRolloutSchema>;
 export interface MasRolloutSummary {
   workflow: string;
   sampling: string;
-  k: number;
+  /** The group size K. */
+  groupSize: number;
   samples: number;
   episodes: number;
   /** Episodes solved / episodes (a cut-off at maxTurns is not a success). */
@@ -63,14 +64,14 @@ export interface MasRolloutSummary {
   >;
   groups: number;
   /** Groups kept and dropped by the configured group filter. */
-  filter: { kept: number; droppedLowMean: number; droppedZeroVariance: number };
+  filter: { kept: number; droppedLowMean: number };
 }
 
 /** Runs one rollout batch and returns its summary (and the batch itself). */
 export async function runMasRollout(raw: MasRolloutOptions): Promise<{ summary: MasRolloutSummary; batch: MasBatch }> {
   const o = parseWith(MasRolloutSchema, raw, 'mas rollout options');
   const config = parseWorkflowConfig(o.workflow);
-  const wf = buildWorkflow(config);
+  const wf = workflowOf(config);
   const k = engine();
   const rng = new Rng(o.seed);
   const policies: Record<string, Policy> = {};
@@ -85,20 +86,19 @@ export async function runMasRollout(raw: MasRolloutOptions): Promise<{ summary: 
     } else throw new Error(`no checkpoint for policy "${name}": pass --model ${name}=DIR`);
   }
   const seeds = Array.from({ length: o.instances }, (_, i) => o.seed + i);
-  const batch = await rollout(wf, config.sampling, { seeds, k: config.k, policies, teamBranches: config.teamBranches });
-  const groups = groupSamples(batch.samples, config.k);
+  const { batch, groups } = await playStep(wf, config, policies, seeds);
   const filtered = filterGroups(
     groups.map((g) => ({ key: g.key, rewards: g.members.map((i) => batch.samples[i]!.reward) })),
     config.groupFilter,
   );
   if (o.out) await writeFile(o.out, batch.samples.map((s) => JSON.stringify(s)).join('\n') + '\n');
-  return { summary: summarize(wf.name, config.sampling, config.k, batch, groups.length, filtered), batch };
+  return { summary: summarize(wf.name, config.sampling, config.groupSize, batch, groups.length, filtered), batch };
 }
 
 /** A fresh agent whose character vocabulary covers the workflow's prompts (from solver episodes) and printable ASCII. */
 async function freshPolicy(
   o: z.output<typeof MasRolloutSchema>,
-  wf: ReturnType<typeof buildWorkflow>,
+  wf: ReturnType<typeof workflowOf>,
   k: ReturnType<typeof engine>,
   rng: Rng,
 ): Promise<Policy> {
@@ -110,13 +110,12 @@ async function freshPolicy(
 function summarize(
   workflow: string,
   sampling: string,
-  k: number,
+  groupSize: number,
   batch: MasBatch,
   groups: number,
   f: ReturnType<typeof filterGroups>,
 ): MasRolloutSummary {
   const roles: MasRolloutSummary['roles'] = {};
-  const mean = (xs: number[]): number => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
   for (const name of [...new Set(batch.samples.map((s) => s.role))]) {
     const mine = batch.samples.filter((s) => s.role === name);
     const sandbox: Record<string, number> = {};
@@ -133,17 +132,13 @@ function summarize(
   return {
     workflow,
     sampling,
-    k,
+    groupSize,
     samples: batch.samples.length,
     episodes: batch.episodes.length,
     successRate: mean(batch.episodes.map((e) => (e.success ? 1 : 0))),
     roles,
     groups,
-    filter: {
-      kept: f.kept.length,
-      droppedLowMean: f.droppedLowMean.length,
-      droppedZeroVariance: f.droppedZeroVariance.length,
-    },
+    filter: { kept: f.kept.length, droppedLowMean: f.droppedLowMean.length },
   };
 }
 
@@ -186,7 +181,7 @@ export function masCommand(print: (line: string) => void = console.log): Command
       try {
         workflow = JSON.parse(String(o['workflow']));
       } catch (e) {
-        throw new Error(`--workflow must be JSON, e.g. '{"name":"sokoban","k":4}': ${(e as Error).message}`);
+        throw new Error(`--workflow must be JSON, e.g. '{"name":"sokoban","groupSize":4}': ${(e as Error).message}`);
       }
       const { summary } = await runMasRollout({
         workflow: workflow as Record<string, unknown>,

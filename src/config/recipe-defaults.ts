@@ -18,6 +18,7 @@ export function recipeValues(r: Recipe): Record<string, unknown> {
     algorithm: r.algorithm,
     ...(r.groupSize === undefined ? {} : { rollout: { groupSize: r.groupSize } }),
     optim: {
+      surrogate: r.surrogate,
       clipLow: r.clip.low,
       clipHigh: r.clip.high,
       lossAggregation: r.aggregation,

@@ -4,7 +4,9 @@
  */
 import { basename, extname } from 'node:path';
 import type { z } from 'zod';
+import { stepwiseLowerBound } from '../algorithms/hacpo/stepwise-clip.js';
 import { VARIANT_RECIPES, sharesRollouts } from '../algorithms/recipes.js';
+import { SURROGATES } from '../algorithms/surrogates.js';
 import type { RunConfigFields } from './rl-config.js';
 
 /** A refused combination: where to look and what to change. */
@@ -72,10 +74,10 @@ const workflowMatchesAlgorithm: Check = (c) => {
       ['algorithm'],
       `a workflow section is trained by algorithm "at-grpo", not "${c.algorithm}": set algorithm: at-grpo`,
     );
-  if (atGrpo && c.workflow!.k < 2)
+  if (atGrpo && c.workflow!.groupSize < 2)
     return issue(
-      ['workflow', 'k'],
-      'workflow.k is 1: every (instance, agent, turn) group would hold one sample and every advantage would be 0; set it to 2 or more',
+      ['workflow', 'groupSize'],
+      'workflow.groupSize is 1: every (instance, agent, turn) group would hold one sample and every advantage would be 0; set it to 2 or more',
     );
   return [];
 };
@@ -106,7 +108,7 @@ const miniBatchesDivide: Check = (c) => {
 };
 
 const groupsHaveTwo: Check = (c) => {
-  if (c.workflow !== undefined) return []; // workflow.k is the group size (workflowMatchesAlgorithm)
+  if (c.workflow !== undefined) return []; // checked as workflow.groupSize (workflowMatchesAlgorithm)
   // A collaborative group holds every agent's responses to the prompt, so G = 1 per agent still gives a baseline.
   if (sharesRollouts(c.algorithm)) return [];
   return c.agents.flatMap((a, i) =>
@@ -178,13 +180,14 @@ const templatesHaveQuestion: Check = (c) => {
 };
 
 const stepwiseBandStaysOpen: Check = (c) => {
-  if (c.algorithm !== 'hacpo' || c.hacpo.foreignClip !== 'stepwise') return [];
+  if (c.algorithm !== 'hacpo' || !SURROGATES[c.hacpo.foreignSurrogate].stepwise) return [];
   const updates = c.optim.miniBatches * c.optim.epochs;
   return c.agents.flatMap((a, i) => {
     const delta = a.delta ?? c.hacpo.delta;
     const step = a.deltaStep ?? c.hacpo.deltaStep;
-    // Eq. 14's lower bound 1 − δ + m·δ_step reaches 1 at the last update m = M·E − 1: no foreign sample could pass.
-    if (1 - delta + (updates - 1) * step < 1 - 1e-12) return [];
+    if (!(updates >= 1 && delta > 0 && delta < 1 && step >= 0)) return []; // reported by the fields' own checks
+    // Eq. 14's lower bound reaches 1 at the last update m = M·E − 1: no foreign sample could pass.
+    if (stepwiseLowerBound({ delta, deltaStep: step }, updates - 1) < 1 - 1e-12) return [];
     const where = a.deltaStep === undefined ? 'hacpo.deltaStep' : `agents.${i}.deltaStep`;
     return issue(
       a.deltaStep === undefined ? ['hacpo', 'deltaStep'] : ['agents', i, 'deltaStep'],

@@ -7,10 +7,11 @@ import { z } from 'zod';
 import { DEFAULT_QUESTION_TEMPLATE } from '../tasks/prompt.js';
 import { DEFAULT_STEPWISE_CLIP } from '../algorithms/hacpo/stepwise-clip.js';
 import { RATIO_NORMALIZATIONS } from '../algorithms/hacpo/ratio-normalization.js';
-import { ADVANTAGE_NORMALIZATIONS } from '../algorithms/advantages.js';
+import { ADVANTAGE_ESTIMATORS, ADVANTAGE_ESTIMATOR_NAMES } from '../algorithms/advantages.js';
 import { LOSS_AGGREGATIONS } from '../algorithms/aggregate.js';
 import { KL_ESTIMATORS } from '../algorithms/kl.js';
-import { ALGORITHM_RECIPES, ALGORITHMS, FOREIGN_CLIPS, VARIANTS, type Recipe } from '../algorithms/recipes.js';
+import { ALGORITHM_RECIPES, ALGORITHMS, VARIANTS, type Recipe } from '../algorithms/recipes.js';
+import { FOREIGN_SURROGATES, OWN_SURROGATES, SURROGATES } from '../algorithms/surrogates.js';
 import { WorkflowConfigSchema } from '../workflows/workflow-config.js';
 import { defaultsByAlgorithm, describeVariants } from './recipe-defaults.js';
 import { checkRunConfig } from './rl-config-checks.js';
@@ -71,6 +72,10 @@ function section<S extends z.ZodRawShape>(shape: S, doc: string) {
   // Every field of a section is defaulted or optional, so {} is valid input; TypeScript cannot see that generically.
   return obj.prefault({} as z.input<typeof obj>).describe(doc);
 }
+
+/** "a: what a is; b: …" for a registry's names (the docs of a field whose values are registry names). */
+const describe = (names: readonly string[], registry: Record<string, { summary: string }>): string =>
+  names.map((n) => `${n}: ${registry[n]!.summary}`).join('; ');
 
 /** A fraction in [0, 1]. */
 const unitInterval = z.number().min(0).max(1);
@@ -212,6 +217,11 @@ const RunConfigObject = z.strictObject({
   ),
   optim: section(
     defaults({
+      surrogate: recipeField(
+        z.enum(OWN_SURROGATES),
+        (r) => r.surrogate,
+        `Surrogate objective of own responses — ${describe(OWN_SURROGATES, SURROGATES)}`,
+      ),
       miniBatches: recipeField(
         count(1),
         (r) => r.miniBatches,
@@ -238,9 +248,9 @@ const RunConfigObject = z.strictObject({
         'Entropy bonus β_H: the loss subtracts β_H × the mean entropy (nats) of the policy over own response tokens',
       ),
       advantage: recipeField(
-        z.enum(ADVANTAGE_NORMALIZATIONS),
+        z.enum(ADVANTAGE_ESTIMATOR_NAMES),
         (r) => r.advantage,
-        "Advantage = reward − group mean, divided by the group's std, the step's std, or nothing",
+        `Advantage estimator — ${describe(ADVANTAGE_ESTIMATOR_NAMES, ADVANTAGE_ESTIMATORS)}`,
       ),
       filterZeroVariance: field(z.boolean(), false, 'Leave groups whose rewards are all equal out of the loss'),
       maskTruncated: field(z.boolean(), false, 'Leave completions cut at maxNewTokens out of the loss'),
@@ -266,11 +276,10 @@ const RunConfigObject = z.strictObject({
         (r) => r.hacpo?.discrepancyCoefficient,
         'Scale the advantage of a foreign response by ω = P̂_generator / P̂_learner (Eq. 10)',
       ),
-      foreignClip: recipeField(
-        z.enum(FOREIGN_CLIPS),
-        (r) => r.hacpo?.foreignClip,
-        'Foreign ratios: clipped to [1 − δ + m·δ_step, 1] with no gradient outside (Eqs. 13–14; δ_step 0 = not ' +
-          "stepwise), 'none' (no clip: the paper's Figure 4 ablation), or 'gspo' (the own GSPO clip, no exponential IS)",
+      foreignSurrogate: recipeField(
+        z.enum(FOREIGN_SURROGATES),
+        (r) => r.hacpo?.foreignSurrogate,
+        `Surrogate of foreign responses — ${describe(FOREIGN_SURROGATES, SURROGATES)}`,
       ),
       ...HACPO_PER_AGENT,
     }),

@@ -4,6 +4,10 @@ import { basename, join, resolve, sep } from 'node:path';
 import { z } from 'zod';
 import { pathExists, readJsonFile } from '../util/json-file.js';
 import { readJsonl } from '../util/jsonl.js';
+import { rowsPerAgent } from '../run/metric-names.js';
+
+/** The split of a namespaced row, re-exported for the report's readers (the protocol lives in run/metric-names.ts). */
+export { rowsPerAgent };
 
 // Only step and agent are fixed: the trainer adds and drops metric fields over time, and the report plots whatever
 // numeric fields a row carries, so everything else passes through untouched.
@@ -13,27 +17,6 @@ const MetricRowSchema = z.looseObject({
 });
 /** One line of metrics.jsonl: a step, an optional agent, and any metric fields. */
 export type MetricRow = z.output<typeof MetricRowSchema>;
-
-const NAMESPACED = /^agent\/([^/]+)\/(.+)$/;
-
-/**
- * One row per agent from a row whose fields are namespaced per agent (`agent/NAME/metric`, what the trainer writes):
- * {step, agent: NAME, metric, …}, plus a row without an agent for any fields not namespaced. A row that is not
- * namespaced (older runs, or logged with an `agent` field) is returned as it is.
- */
-export function rowsPerAgent(row: MetricRow): MetricRow[] {
-  const byAgent = new Map<string | undefined, MetricRow>();
-  for (const [key, value] of Object.entries(row)) {
-    if (key === 'step') continue;
-    const m = NAMESPACED.exec(key);
-    const agent = m ? m[1] : row.agent;
-    if (!m && key === 'agent') continue;
-    const out = byAgent.get(agent) ?? { step: row.step, ...(agent === undefined ? {} : { agent }) };
-    out[m ? m[2]! : key] = value;
-    byAgent.set(agent, out);
-  }
-  return byAgent.size === 0 ? [row] : [...byAgent.values()];
-}
 
 const scalar = z.union([z.string(), z.number(), z.boolean(), z.null()]);
 const SampleRowSchema = z.looseObject({

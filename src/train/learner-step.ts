@@ -4,15 +4,18 @@
  * mini-batches through the one policy loss (own responses: GRPO's or GSPO's surrogate; foreign ones: HACPO's).
  * A single-agent run is a team of one learner that does not share.
  */
+import { performance } from 'node:perf_hooks';
 import type { Kernels } from '../backend/kernels.js';
-import { groupAdvantages, zeroVarianceGroups, type AdvantageNormalization } from '../algorithms/advantages.js';
+import {
+  ADVANTAGE_ESTIMATORS,
+  zeroVarianceGroups,
+  type AdvantageEstimatorName,
+  type AdvantageOutput,
+} from '../algorithms/advantages.js';
 import type { LossAggregation } from '../algorithms/aggregate.js';
 import type { ClipRange } from '../algorithms/clipped-surrogate.js';
 import {
-  baselineRatios,
-  capabilityAwareBatchAdvantages,
   crossLogRatio,
-  discrepancyCoefficients,
   inBandFraction,
   RATIO_NORMALIZATIONS,
   responseCharacters,
@@ -21,29 +24,39 @@ import {
   type StepwiseClip,
 } from '../algorithms/hacpo/index.js';
 import type { KlEstimator } from '../algorithms/kl.js';
-import { policyLoss, type ForeignObjective, type PolicyLossStats } from '../algorithms/policy-loss.js';
-import type { Sharing, SurrogateKind } from '../algorithms/recipes.js';
+import { policyLoss, type PolicyLossStats } from '../algorithms/policy-loss.js';
+import type { Sharing } from '../algorithms/recipes.js';
+import { SURROGATES, type SurrogateName } from '../algorithms/surrogates.js';
 import type { PolicySequence } from '../algorithms/sequence.js';
 import { scoreResponses } from '../model/response-log-probs.js';
 import type { Transformer } from '../model/transformer.js';
 import type { AdamW } from '../optim/adamw.js';
 import type { Agent } from '../rollout/rollout.js';
 import type { Rng } from '../util/rng.js';
+import { mean } from '../util/stats.js';
+import type { TeamMember } from './learners.js';
 import { runUpdates, splitMiniBatches, summarizeUpdates } from './policy-updates.js';
 import type { StepMetrics } from './sample-sources.js';
-import { generatorOldNormalized, generatorSpanLogProbs, learnerView, type SampleRecord } from './sample-table.js';
+import {
+  addLearnerTokens,
+  generatorOldNormalized,
+  generatorSpanLogProbs,
+  learnerView,
+  type SampleRecord,
+} from './sample-table.js';
 
 /** The run-wide settings every learner's update follows (the algorithm's recipe with the config's overrides). */
 export interface UpdateRecipe {
-  surrogate: SurrogateKind;
+  /** The surrogate of own responses (SURROGATES). */
+  surrogate: SurrogateName;
   sharing: Sharing;
   /** Own-response clip range. */
   clip: ClipRange;
   /** GRPO's dual clip c (null: off). */
   dualClip: number | null;
   aggregation: LossAggregation;
-  /** Group-relative advantage scaling (sharing 'none'). */
-  advantage: AdvantageNormalization;
+  /** The advantage estimator (ADVANTAGE_ESTIMATORS). */
+  advantage: AdvantageEstimatorName;
   /** β·KL to the learner's reference on own responses; null: off. */
   kl: { coef: number; estimator: KlEstimator } | null;
   /** Entropy bonus β_H (0: off). */
@@ -59,7 +72,8 @@ export interface UpdateRecipe {
   /** HACPO switches (sharing 'hacpo' and 'naive'). */
   capabilityBaseline: boolean;
   discrepancyCoefficient: boolean;
-  foreign: ForeignObjective;
+  /** The surrogate of foreign responses (sharing 'hacpo' and 'naive'). */
+  foreign: SurrogateName;
 }
 
 /** A policy being trained, with its optimizer, reference, this step's learning rate and its own HACPO knobs. */
@@ -101,7 +115,7 @@ export function groupsWithVariance(table: readonly SampleRecord[], pool: readonl
   return table.map((r) => keepGroup.get(r.group) ?? false);
 }
 
-/** Each table record's advantage for learner `k` (NaN outside `pool`), and the HACPO edge cases. */
+/** The estimator's advantages for learner `k` over `pool`, per table record (NaN outside the pool). */
 function advantages(
   table: readonly SampleRecord[],
   pool: readonly number[],
@@ -109,24 +123,21 @@ function advantages(
   k: number,
   recipe: UpdateRecipe,
   capability: readonly number[],
-): { values: Float64Array; fallbackGroups: number; omega: Float64Array | null } {
-  const rewards = pool.map((i) => table[i]!.reward);
-  const groups = pool.map((i) => table[i]!.group);
-  const values = new Float64Array(table.length).fill(NaN);
-  if (recipe.sharing === 'none') {
-    const a = groupAdvantages(rewards, { groupIds: groups }, { normalization: recipe.advantage });
-    pool.forEach((i, j) => (values[i] = a[j]!));
-    return { values, fallbackGroups: 0, omega: null };
-  }
+): AdvantageOutput & { values: Float64Array } {
   const index = new Map(team.map((l, j) => [l.policy.name, j]));
-  const generators = pool.map((i) => index.get(table[i]!.generator)!);
-  const omega = baselineRatios(capability, k);
-  // The baseline uses every response's reward, including foreign ones this learner cannot train on.
-  const a = capabilityAwareBatchAdvantages(rewards, generators, groups, k, omega, {
-    capabilityAware: recipe.capabilityBaseline,
+  // Under sharing the pool holds every agent's records: the baseline uses foreign rewards the learner cannot train on.
+  const out = ADVANTAGE_ESTIMATORS[recipe.advantage].estimate({
+    rewards: pool.map((i) => table[i]!.reward),
+    groups: pool.map((i) => table[i]!.group),
+    generators: pool.map((i) => index.get(table[i]!.generator)!),
+    learner: k,
+    capability,
+    capabilityBaseline: recipe.capabilityBaseline,
+    discrepancyCoefficient: recipe.discrepancyCoefficient,
   });
-  pool.forEach((i, j) => (values[i] = a.advantages[j]!));
-  return { values, fallbackGroups: a.fallbackGroups, omega };
+  const values = new Float64Array(table.length).fill(NaN);
+  pool.forEach((i, j) => (values[i] = out.advantages[j]!));
+  return { ...out, values };
 }
 
 /** The mini-batches of one learner (indices into its view): per epoch shuffled together, or its own ones first. */
@@ -194,6 +205,34 @@ function inBandByForm(
 }
 
 /**
+ * Every learner's update at training step `step` on the step's complete `table`, in team order. When the recipe
+ * shares rollouts, each learner first gets its tokens of every foreign record and records this step's P_t (HACRL
+ * Eq. 9: the mean reward of its own records), so every learner sees the same P̂ of every agent.
+ */
+export function teamStep(
+  table: SampleRecord[],
+  members: readonly TeamMember[],
+  recipe: UpdateRecipe,
+  kernels: Kernels,
+  rng: Rng,
+  step: number,
+): (LearnerResult & { seconds: number })[] {
+  if (recipe.sharing !== 'none') {
+    const byName = new Map(members.map((l) => [l.policy.name, l.policy]));
+    for (const l of members) addLearnerTokens(table, l.policy, byName);
+    for (const l of members)
+      l.capability.record(mean(table.filter((r) => r.generator === l.policy.name).map((r) => r.reward)));
+  }
+  const capability = members.map((l) => l.capability.estimate());
+  const team: Learner[] = members.map((l) => ({ ...l, lr: l.lr(step) }));
+  return team.map((_, k) => {
+    const t0 = performance.now();
+    const r = learnerStep(table, team, k, recipe, capability, kernels, rng);
+    return { ...r, seconds: (performance.now() - t0) / 1e3 };
+  });
+}
+
+/**
  * Updates learner `k` of `team` on its view of the step's `table`; `capability` holds every learner's P̂ (Eq. 9)
  * when the recipe shares rollouts. Mini-batch order is drawn from `rng`.
  */
@@ -207,13 +246,13 @@ export function learnerStep(
   rng: Rng,
 ): LearnerResult {
   const l = team[k]!;
+  const lr = l.lr;
   const name = l.policy.name;
   const shared = recipe.sharing !== 'none';
   const view = learnerView(table, name, shared);
   const isOwn = (i: number): boolean => table[i]!.generator === name;
   const pool = table.filter((r) => shared || r.generator === name).map((r) => r.id);
   const adv = advantages(table, pool, team, k, recipe, capability);
-  const coefficients = shared ? discrepancyCoefficients(capability, k) : null;
   if (recipe.kl) {
     const own = view.records.filter(isOwn);
     const items = own.map((i) => ({
@@ -241,7 +280,7 @@ export function learnerStep(
       own: false,
       generatorOldMean: generatorOldNormalized(r, name, perChar ? 'char' : 'token'),
       ...(perChar ? { ratioCharacters: responseCharacters(r.text) } : {}),
-      coefficient: recipe.discrepancyCoefficient ? coefficients![j]! : 1,
+      coefficient: adv.coefficients ? adv.coefficients[j]! : 1,
     };
   };
   const items = table.map((r) =>
@@ -259,27 +298,31 @@ export function learnerStep(
         ...(entropy ? { entropy: entropy[j]! } : {}),
       }));
       const r = policyLoss(seqs, {
-        objective:
-          recipe.surrogate === 'token'
-            ? { kind: 'grpo', clip: recipe.clip, ...(recipe.dualClip ? { dualClip: recipe.dualClip } : {}) }
-            : { kind: 'gspo', clip: recipe.clip },
-        ...(shared ? { foreign: { objective: recipe.foreign, alpha: l.alpha, stepwise: l.stepwise, update } } : {}),
+        objective: {
+          surrogate: recipe.surrogate,
+          clip: recipe.clip,
+          ...(recipe.dualClip ? { dualClip: recipe.dualClip } : {}),
+        },
+        ...(shared ? { foreign: { surrogate: recipe.foreign, alpha: l.alpha, stepwise: l.stepwise, update } } : {}),
         aggregation: recipe.aggregation,
         maskTruncated: recipe.maskTruncated,
         ...(recipe.kl ? { kl: recipe.kl } : {}),
         entropyCoef: recipe.entropyCoef,
       });
       const stats = lossMetrics(r.stats, shared, recipe.kl !== null);
-      if (shared && recipe.foreign === 'hacpo')
+      if (shared && SURROGATES[recipe.foreign].stepwise)
         Object.assign(stats, inBandByForm(table, batch, logProbs, name, l.stepwise, update));
       return { ...r, stats };
     },
-    { clip: recipe.gradClip, lr: l.lr },
+    { clip: recipe.gradClip, lr },
   );
+  const omega = adv.omega;
   const sharingMetrics: StepMetrics = shared
     ? {
         p_hat: capability[k]!,
-        ...Object.fromEntries(team.flatMap((o, j) => (j === k ? [] : [[`omega_${o.policy.name}`, adv.omega![j]!]]))),
+        ...(omega
+          ? Object.fromEntries(team.flatMap((o, j) => (j === k ? [] : [[`omega_${o.policy.name}`, omega[j]!]])))
+          : {}),
       }
     : {};
   const groupCount = new Set(pool.map((i) => table[i]!.group)).size;
@@ -295,7 +338,7 @@ export function learnerStep(
             foreign_dropped: view.dropped,
           }
         : {}),
-      lr: l.lr,
+      lr,
       skipped_updates: updates.skippedUpdates,
       ...summarizeUpdates(updates.stats),
     },

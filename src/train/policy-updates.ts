@@ -9,9 +9,8 @@ import type { Transformer } from '../model/transformer.js';
 import type { AdamW } from '../optim/adamw.js';
 import { clipGradNorm } from '../optim/grad-clip.js';
 import { Tape } from '../tensor/tape.js';
+import { mean } from '../util/stats.js';
 import type { StepMetrics } from './sample-sources.js';
-
-const mean = (xs: readonly number[]): number => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
 
 /**
  * One mini-batch's loss over its sequences' current log-probs and entropies (one array per sequence, in `batch`

@@ -9,6 +9,7 @@
  * bar with its own wall-clock ETA and templates: more than one status line needs, and its ETA is not ours.
  */
 import { createLogUpdate } from 'log-update';
+import { mean } from '../util/stats.js';
 
 /** Where the display writes: process.stdout, or anything with `write` (a test's fake terminal). */
 export interface ProgressStream {
@@ -75,7 +76,7 @@ export function formatDuration(seconds: number): string {
 /** Seconds left: the mean of the measured step times times the steps remaining (NaN before any step). */
 export function etaSeconds(stepSeconds: readonly number[], remaining: number): number {
   if (stepSeconds.length === 0) return NaN;
-  return (stepSeconds.reduce((a, b) => a + b, 0) / stepSeconds.length) * remaining;
+  return mean(stepSeconds) * remaining;
 }
 
 /** The status line, e.g. `step 3/20  a reward 0.281 acc 75.0%  812 tok/s  96 MiB  ETA 1m15s`. */

@@ -1,113 +1,34 @@
 /**
- * The RLVR training loop for every algorithm: each step, the sources fill one table of samples (sample-table.ts), then
- * every learner updates on its view of it (learner-step.ts) — a single-agent run is a team of one that does not share.
- * Per-step metrics (namespaced per agent, `agent/NAME/metric`; the process's memory run-level, `mem/…`) and samples go
- * to the run folder, with validation (step 0 for the base models), health warnings, a live status line, atomic
- * checkpoints, and a resume that continues bit for bit.
+ * The RLVR training loop for every algorithm, as a loop over a source and a team of learners: each step the source
+ * fills one table of samples (sample-sources.ts, sample-table.ts), the rollout exchange may add other machines'
+ * records to it, then every learner updates on its view (learner-step.ts) — a single-agent run is a team of one that
+ * does not share, an AT-GRPO run's source plays a workflow. The step log (step-log.ts) writes metrics, samples,
+ * validations and warnings; checkpoints are atomic and a resume continues bit for bit.
  */
 import { performance } from 'node:perf_hooks';
-import { z } from 'zod';
 import { engine } from '../backend/engine.js';
-import { CapabilityTracker } from '../algorithms/hacpo/index.js';
 import { ALGORITHM_RECIPES } from '../algorithms/recipes.js';
 import type { RunConfig } from '../config/rl-config.js';
-import { resolveAgents, type ResolvedAgent } from '../config/rl-config.js';
-import { loadPretrained } from '../model/pretrained.js';
-import type { Transformer } from '../model/transformer.js';
-import { AdamW } from '../optim/adamw.js';
-import { learningRate } from '../optim/schedule.js';
-import { extractAnswer } from '../rewards/extract.js';
-import { loadRewardModule } from '../rewards/load-reward.js';
-import { formatReward, mathReward, type WeightedReward } from '../rewards/reward.js';
-import type { Agent } from '../rollout/rollout.js';
 import { RunFolder } from '../run/run-folder.js';
 import type { StopRequest } from '../run/interrupt.js';
-import { loadNewestValidState, saveTrainState, type DataCursor, type TrainState } from '../run/train-state.js';
-import { loadDataSpec } from '../tasks/data-spec.js';
-import type { Problem } from '../tasks/problem.js';
-import { readJsonl } from '../util/jsonl.js';
-import { memoryMetrics } from '../util/memory.js';
+import { loadNewestValidState, saveTrainState, type TrainState } from '../run/train-state.js';
 import { Rng } from '../util/rng.js';
-import { healthWarnings, type HealthThresholds, type HealthWarning, type MetricRow } from './health-warnings.js';
-import { learnerStep, type Learner, type UpdateRecipe } from './learner-step.js';
-import { RolloutSource, type RolloutOptions, type StepMetrics } from './sample-sources.js';
-import { addLearnerTokens, type SampleRecord } from './sample-table.js';
-import { createProgressDisplay, type ProgressDisplay, type StepProgress } from './progress.js';
-import { formatValidation, validateAgent, type ValidationMetrics } from './validation.js';
-import { workflowSourceOf } from './workflow-run.js';
+import { buildLearners, initialState, saveLearners } from './learners.js';
+import { teamStep, type UpdateRecipe } from './learner-step.js';
+import { createProgressDisplay, type ProgressDisplay } from './progress.js';
+import { runSource } from './run-source.js';
+import type { SampleRecord } from './sample-table.js';
+import { StepLog } from './step-log.js';
 
 /** A sink for the run's console lines: one status line per step, and checkpoints, validations and warnings. */
 export type ProgressFn = (line: string) => void;
 
-/** The rewards the config asks for. */
-async function buildRewards(cfg: RunConfig): Promise<WeightedReward[]> {
-  const out: WeightedReward[] = [];
-  if (cfg.reward.math !== 0) out.push({ name: 'math', fn: mathReward(), weight: cfg.reward.math });
-  if (cfg.reward.format !== 0) out.push({ name: 'format', fn: formatReward(), weight: cfg.reward.format });
-  for (const c of cfg.reward.custom)
-    out.push({ name: c.name ?? c.path, fn: await loadRewardModule(c.path), weight: c.weight });
-  return out;
-}
-
-/** The permutation of the training set used in `epoch`: a function of the seed alone, so a resume needs no state. */
-function epochOrder(n: number, seed: number, epoch: number): number[] {
-  return new Rng(seed * 1_000_003 + epoch).shuffle(Array.from({ length: n }, (_, i) => i));
-}
-
-/** The next `count` problems from the cursor (crossing into the next epoch when needed); advances the cursor. */
-function nextProblems(train: readonly Problem[], seed: number, cursor: DataCursor, count: number): Problem[] {
-  const out: Problem[] = [];
-  let order = epochOrder(train.length, seed, cursor.epoch);
-  while (out.length < count) {
-    if (cursor.position >= order.length) {
-      cursor.epoch++;
-      cursor.position = 0;
-      order = epochOrder(train.length, seed, cursor.epoch);
-    }
-    out.push(train[order[cursor.position++]!]!);
-  }
-  return out;
-}
-
-/** How one agent samples and is scored under the config. */
-function rolloutOptions(a: ResolvedAgent, rewards: WeightedReward[]): RolloutOptions {
-  return {
-    groupSize: a.groupSize,
-    sampling: {
-      temperature: a.temperature,
-      topP: a.topP,
-      topK: a.topK,
-      maxNewTokens: a.maxNewTokens,
-      stopStrings: a.stopStrings,
-    },
-    prompt: { template: a.template, ...(a.system === undefined ? {} : { system: a.system }) },
-    rewards,
-    generationBatch: 64,
-  };
-}
-
-/** The learning rate of `a` at `step` under the schedule. */
-function agentLr(cfg: RunConfig, a: ResolvedAgent, step: number): number {
-  const o = cfg.optim;
-  return learningRate(step, {
-    peak: a.lr,
-    warmupSteps: o.warmupSteps,
-    totalSteps: cfg.steps,
-    kind: o.schedule,
-    minRatio: o.minLrRatio,
-  });
-}
-
-/** How foreign responses enter the loss for each hacpo.foreignClip setting. */
-const FOREIGN_OBJECTIVE = { stepwise: 'hacpo', none: 'hacpo-unclipped', gspo: 'gspo' } as const;
-
 /** The update settings of every learner: the algorithm's recipe as the config resolved it. */
 export function updateRecipe(cfg: RunConfig): UpdateRecipe {
   const o = cfg.optim;
-  const recipe = ALGORITHM_RECIPES[cfg.algorithm];
   return {
-    surrogate: recipe.surrogate,
-    sharing: recipe.sharing,
+    surrogate: o.surrogate,
+    sharing: ALGORITHM_RECIPES[cfg.algorithm].sharing,
     clip: { low: o.clipLow, high: o.clipHigh },
     dualClip: o.dualClip,
     aggregation: o.lossAggregation,
@@ -121,42 +42,7 @@ export function updateRecipe(cfg: RunConfig): UpdateRecipe {
     gradClip: o.gradClip > 0 ? o.gradClip : Infinity,
     capabilityBaseline: cfg.hacpo.capabilityBaseline,
     discrepancyCoefficient: cfg.hacpo.discrepancyCoefficient,
-    foreign: FOREIGN_OBJECTIVE[cfg.hacpo.foreignClip],
-  };
-}
-
-/** The metric names of agent `name` in metrics.jsonl: one vocabulary, namespaced per agent. */
-export function namespaced(name: string, metrics: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(metrics).map(([k, v]) => [`agent/${name}/${k}`, v]));
-}
-
-/** Agent `name`'s metrics of a metrics.jsonl row, without their namespace (the inverse of `namespaced`). */
-function agentMetrics(name: string, row: MetricRow): MetricRow {
-  const prefix = `agent/${name}/`;
-  return Object.fromEntries(
-    Object.entries(row).flatMap(([k, v]) => (k.startsWith(prefix) ? [[k.slice(prefix.length), v]] : [])),
-  );
-}
-
-/** A fresh state: the agents as their checkpoints hold them, new optimizers, RNGs from the seed. */
-async function initialState(cfg: RunConfig, agents: ResolvedAgent[]): Promise<TrainState> {
-  return {
-    step: 0,
-    nonFiniteStreak: 0,
-    cursor: { epoch: 0, position: 0 },
-    rngs: { order: new Rng(cfg.seed * 7919 + 1).state() },
-    agents: await Promise.all(
-      agents.map(async (a, i) => {
-        const pretrained = await loadPretrained(a.checkpoint);
-        return {
-          name: a.name,
-          pretrained,
-          optimizer: { step: 0, m: new Map(), v: new Map() },
-          rngs: { sampling: new Rng(cfg.seed * 104729 + 17 * i + 2).state() },
-        };
-      }),
-    ),
-    extra: {},
+    foreign: cfg.hacpo.foreignSurrogate,
   };
 }
 
@@ -168,6 +54,12 @@ export interface TrainOptions {
   progress: ProgressFn | ProgressDisplay;
   /** Stops the loop after the current step, with a checkpoint (src/run/interrupt.ts); default: never. */
   stop?: StopRequest;
+  /**
+   * The rollout exchange: called once per step (from 0) with the step's table when the source has filled it and
+   * before any learner reads it, to send its records to agents on other machines and append theirs (ids continuing
+   * the numbering); default none (every agent in this process).
+   */
+  exchange?: (step: number, table: SampleRecord[]) => Promise<void>;
 }
 
 /** Runs (or resumes) the training described by `cfg`. */
@@ -175,170 +67,52 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
   const k = engine();
   const display = typeof options.progress === 'function' ? createProgressDisplay(options.progress) : options.progress;
   const run = new RunFolder(cfg.runDir);
-  const agentsCfg = resolveAgents(cfg);
-  let state: TrainState;
-  if (options.resume) {
-    const latest = await run.latestCheckpoint();
-    if (!latest)
-      throw new Error(`--resume: no complete checkpoint in ${cfg.runDir}/checkpoints; start without --resume`);
-    const saved = JSON.stringify(await run.readConfig());
-    if (saved !== JSON.stringify(cfg))
-      throw new Error(
-        `--resume: the configuration differs from the one ${cfg.runDir} was started with; resume with the same file and overrides`,
-      );
-    state = await loadNewestValidState(run.path('checkpoints'), (line) => display.message(line));
-    await run.truncateLogsAfter(state.step);
-    display.message(`resuming ${cfg.runDir} from step ${state.step}`);
-  } else {
-    if (await run.latestCheckpoint().catch(() => null))
-      throw new Error(`${cfg.runDir} already holds a run; pass --resume to continue it, or choose another runDir`);
-    state = await initialState(cfg, agentsCfg);
-    await run.init(cfg);
-    await run.truncateLogsAfter(-1);
-  }
-  const train = (await loadDataSpec(cfg.data.train)).problems;
-  const validation = await Promise.all(cfg.data.validation.map(loadDataSpec));
-  const rewards = await buildRewards(cfg);
-  const agents: Agent[] = state.agents.map((a) => ({
-    name: a.name,
-    model: a.pretrained.model,
-    tokenizer: a.pretrained.tokenizer,
-  }));
-  const optimizers = state.agents.map((a) => {
-    const opt = new AdamW(a.pretrained.model.params, { lr: cfg.optim.lr, weightDecay: cfg.optim.weightDecay });
-    if (a.optimizer.step > 0) opt.load(a.optimizer);
-    return opt;
-  });
-  const references: (Transformer | null)[] = await Promise.all(
-    agentsCfg.map(async (a) => (cfg.optim.klCoef > 0 ? (await loadPretrained(a.checkpoint)).model : null)),
-  );
-  const orderRng = Rng.fromState(state.rngs.order!);
-  const samplingRngs = state.agents.map((a) => Rng.fromState(a.rngs.sampling!));
-  const history = await metricHistory(run, agents, options.resume);
-  const { problems: valProblems, samplesPerProblem } = cfg.eval;
-  const validate = (i: number): Promise<ValidationMetrics> =>
-    validateAgent(agents[i]!, agentsCfg[i]!, validation, { problems: valProblems, samplesPerProblem, seed: cfg.seed });
-
+  const state = await openRun(run, cfg, options.resume, display);
+  const team = await buildLearners(cfg, state);
+  const source = await runSource(cfg, team, state.cursor, k);
+  const log = await StepLog.open(run, cfg, team, display, options.resume);
   const recipe = updateRecipe(cfg);
   const shared = recipe.sharing !== 'none';
-  const trackers = restoreTrackers(cfg, state);
-  // AT-GRPO: a workflow's episodes fill the table instead of single-turn rollouts.
-  const workflow = workflowSourceOf(cfg, agents, samplingRngs, k);
-  // A resume starts after a checkpoint (step ≥ 1), so the base models are validated once. A workflow's success
-  // belongs to the team: measured once and given to every policy.
-  let teamAtStart: Promise<ValidationMetrics> | null = null;
-  const validateBase = workflow ? () => (teamAtStart ??= workflow.validate(cfg.eval.problems)) : validate;
-  if (cfg.eval.atStart && state.step === 0 && (workflow !== null || validation.length > 0))
-    await validateAtStart(agents, validateBase, history, run, display);
-  const source =
-    workflow ??
-    new RolloutSource(
-      agents.map((policy, i) => ({
-        name: policy.name,
-        policy,
-        rollout: rolloutOptions(agentsCfg[i]!, rewards),
-        rng: samplingRngs[i]!,
-      })),
-    );
-  const byName = new Map(agents.map((a) => [a.name, a]));
-
+  const orderRng = Rng.fromState(state.rngs.order!);
+  const validation = { problems: cfg.eval.problems, samplesPerProblem: cfg.eval.samplesPerProblem, seed: cfg.seed };
+  // A resume starts after a checkpoint (step ≥ 1), so the base models are validated once.
+  if (cfg.eval.atStart && state.step === 0) await log.baseValidation(await source.validate(validation));
   for (let step = state.step; step < cfg.steps; step++) {
-    const stepStart = performance.now();
-    const problems = nextProblems(train, cfg.seed, state.cursor, cfg.rollout.promptsPerStep);
-    const t0 = performance.now();
+    const start = performance.now();
     const table: SampleRecord[] = [];
-    const sampled = await source.collect({ problems, k, step }, table);
-    if (shared) for (const a of agents) addLearnerTokens(table, a, byName);
-    // Eq. 9: this step's mean reward enters each agent's window before anyone updates.
-    if (shared) agents.forEach((a, i) => trackers[i]!.record(sampled.get(a.name)!.reward_mean!));
-    const capability = trackers.map((t) => t.estimate());
-    const tSampled = performance.now();
-    const team: Learner[] = agents.map((policy, i) => ({
-      policy,
-      optimizer: optimizers[i]!,
-      reference: references[i]!,
-      lr: agentLr(cfg, agentsCfg[i]!, step),
-      alpha: agentsCfg[i]!.alpha,
-      stepwise: { delta: agentsCfg[i]!.delta, deltaStep: agentsCfg[i]!.deltaStep },
-      ratioNormalization: agentsCfg[i]!.ratioNormalization,
-      order: agentsCfg[i]!.order,
-    }));
-    const row: Record<string, unknown> = { step: step + 1 };
+    const sampled = await source.collect({ k, step }, table);
+    await options.exchange?.(step, table);
+    const sampleSeconds = (performance.now() - start) / 1e3;
+    const learned = teamStep(table, team, recipe, k, orderRng, step);
     // Validation every eval.every steps and always after the last one (eval.every = 0: only then).
-    const evalNow = step + 1 === cfg.steps || (cfg.eval.every > 0 && (step + 1) % cfg.eval.every === 0);
+    const last = step + 1 === cfg.steps;
+    const evalNow = last || (cfg.eval.every > 0 && (step + 1) % cfg.eval.every === 0);
+    await log.step({
+      step: step + 1,
+      sampled,
+      learned,
+      sampleSeconds,
+      validations: evalNow ? await source.validate(validation) : [],
+      samples: source.logRows(step + 1),
+      seconds: (performance.now() - start) / 1e3,
+      capability: shared ? team.map((l) => l.capability.estimate()) : null,
+    });
     // A step with nothing to train on (every group filtered out) made no update: it is not a non-finite step.
-    let updates = 0;
-    let skipped = 0;
-    for (const [i, agent] of agents.entries()) {
-      const t1 = performance.now();
-      const r = learnerStep(table, team, i, recipe, capability, k, orderRng);
-      const t2 = performance.now();
-      updates += r.updates;
-      skipped += r.skippedUpdates;
-      const own = sampled.get(agent.name)!;
-      const metrics: StepMetrics = {
-        ...own,
-        ...r.metrics,
-        time_train_s: (t2 - t1) / 1e3,
-        tokens_per_s: own.tokens! / ((t2 - t1 + (tSampled - t0) / agents.length) / 1e3),
-      };
-      const val = !workflow && evalNow && validation.length > 0 ? await validate(i) : null;
-      const agentRow: Record<string, unknown> = { ...metrics, ...val };
-      const health = { ...cfg.logging, maxNewTokens: agentsCfg[i]!.maxNewTokens };
-      for (const w of recordHealth(history.get(agent.name)!, agentRow, health))
-        display.message(`warning at step ${step + 1} (${agent.name}): ${w.message}`);
-      Object.assign(row, namespaced(agent.name, agentRow));
-      await run.appendSamples(
-        table
-          .filter((s) => !workflow && s.generator === agent.name)
-          .slice(0, cfg.samplesPerStep)
-          .map((s) => ({
-            step: step + 1,
-            agent: agent.name,
-            prompt: s.prompt,
-            response: s.text,
-            answer: extractAnswer(s.text),
-            gold: s.gold,
-            reward: s.reward,
-            correct: s.reward > 0,
-          })),
-      );
-      if (val) display.message(`step ${step + 1} ${agent.name}  ${formatValidation(val)}`);
-    }
-    // Memory belongs to the process, not to an agent: run-level fields, measured once every learner has updated.
-    const memory = memoryMetrics();
-    Object.assign(row, memory);
-    if (workflow) {
-      await run.appendSamples(workflow.transcript(step + 1));
-      // The team's success needs every policy's update of this step, so it is validated after the last learner.
-      const val = evalNow ? await workflow.validate(cfg.eval.problems) : null;
-      if (val) {
-        for (const agent of agents) Object.assign(row, namespaced(agent.name, val));
-        display.message(`step ${step + 1} workflow  ${formatValidation(val)}`);
-      }
-    }
-    await run.appendMetrics(row as { step: number });
-    const seconds = (performance.now() - stepStart) / 1e3;
-    const progress = agentProgress(agents, sampled, shared ? capability : null, seconds);
-    display.step({ step: step + 1, total: cfg.steps, seconds, rssMiB: memory['mem/rss_mib'], ...progress });
-    state.nonFiniteStreak = updates > 0 && skipped === updates ? state.nonFiniteStreak + 1 : 0;
+    const updates = learned.reduce((n, r) => n + r.updates, 0);
+    const allSkipped = updates > 0 && learned.reduce((n, r) => n + r.skippedUpdates, 0) === updates;
+    state.nonFiniteStreak = allSkipped ? state.nonFiniteStreak + 1 : 0;
     if (state.nonFiniteStreak >= cfg.maxNonFiniteSteps) {
-      const last = await run.latestCheckpoint();
+      const ref = await run.latestCheckpoint();
       throw new Error(
         `stopping: ${state.nonFiniteStreak} consecutive steps had a non-finite loss or gradient (lower the learning ` +
-          `rate?); the last good checkpoint is ${last ? last.dir : 'none (no checkpoint was written yet)'}`,
+          `rate?); the last good checkpoint is ${ref ? ref.dir : 'none (no checkpoint was written yet)'}`,
       );
     }
     state.step = step + 1;
-    const last = step + 1 === cfg.steps;
     const stopping = options.stop?.requested === true;
     if (last || stopping || (cfg.checkpoint.every > 0 && (step + 1) % cfg.checkpoint.every === 0)) {
       state.rngs = { order: orderRng.state() };
-      if (shared) state.extra.capability = Object.fromEntries(agents.map((a, i) => [a.name, trackers[i]!.history()]));
-      state.agents.forEach((a, i) => {
-        a.optimizer = optimizers[i]!.state();
-        a.rngs = { sampling: samplingRngs[i]!.state() };
-      });
+      saveLearners(state, team, shared);
       const ref = await run.commitCheckpoint(step + 1, (dir) => saveTrainState(dir, state), cfg.checkpoint.keepLast);
       display.message(`checkpoint ${ref.dir}`);
       if (stopping && !last) throw options.stop!.interrupted(step + 1, ref.dir);
@@ -347,69 +121,28 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
   display.done();
 }
 
-/** Each agent's capability tracker, with the history a resumed run saved (empty for a fresh run). */
-function restoreTrackers(cfg: RunConfig, state: TrainState): CapabilityTracker[] {
-  const saved = (state.extra.capability ?? {}) as Record<string, number[]>;
-  return state.agents.map((a) => CapabilityTracker.fromHistory(cfg.hacpo.capabilityWindow, saved[a.name] ?? []));
-}
-
 /**
- * Each agent's metric rows so far, without their namespace: what the health warnings read. A resume reloads them
- * from metrics.jsonl (already cut back to the checkpoint), so it warns exactly as an uninterrupted run would.
+ * The state to start from: a fresh run's (refused when the run folder already holds one), or with `resume` the latest
+ * complete checkpoint of a run started with the same configuration (its logs cut back to that step).
  */
-async function metricHistory(
-  run: RunFolder,
-  agents: readonly Agent[],
-  resume: boolean,
-): Promise<Map<string, MetricRow[]>> {
-  const rows = resume ? await readJsonl(run.path('metrics'), z.looseObject({})) : [];
-  return new Map(agents.map((a) => [a.name, rows.map((row) => agentMetrics(a.name, row))]));
-}
-
-/** The base models' validation, logged as the row of step 0 so that every curve starts before the first update. */
-async function validateAtStart(
-  agents: readonly Agent[],
-  validate: (i: number) => Promise<ValidationMetrics>,
-  history: Map<string, MetricRow[]>,
-  run: RunFolder,
-  display: ProgressDisplay,
-): Promise<void> {
-  const row: Record<string, unknown> = { step: 0 };
-  for (const [i, agent] of agents.entries()) {
-    const val = await validate(i);
-    Object.assign(row, namespaced(agent.name, val));
-    history.get(agent.name)!.push(val);
-    display.message(`step 0 ${agent.name}  ${formatValidation(val)}`);
+async function openRun(run: RunFolder, cfg: RunConfig, resume: boolean, display: ProgressDisplay): Promise<TrainState> {
+  if (!resume) {
+    if (await run.latestCheckpoint().catch(() => null))
+      throw new Error(`${cfg.runDir} already holds a run; pass --resume to continue it, or choose another runDir`);
+    const state = await initialState(cfg);
+    await run.init(cfg);
+    await run.truncateLogsAfter(-1);
+    return state;
   }
-  await run.appendMetrics(row as { step: number });
-}
-
-/**
- * Adds `warn/<kind>` = 1 to an agent's `metrics` of this step for every health warning they raise after `history`,
- * and appends them to it; returns the warnings raised for the first time (the ones to print).
- */
-function recordHealth(history: MetricRow[], metrics: Record<string, unknown>, t: HealthThresholds): HealthWarning[] {
-  const warnings = healthWarnings([...history, metrics], t);
-  for (const w of warnings) metrics[w.metric] = 1;
-  history.push(metrics);
-  return warnings.filter((w) => w.first);
-}
-
-/** The status line's agent part after a step of `seconds`: each one's reward and accuracy (P̂ when shared), tokens/s. */
-function agentProgress(
-  agents: readonly Agent[],
-  sampled: ReadonlyMap<string, StepMetrics>,
-  pHats: readonly number[] | null,
-  seconds: number,
-): Pick<StepProgress, 'agents' | 'tokensPerS'> {
-  const own = agents.map((a) => sampled.get(a.name)!);
-  return {
-    agents: agents.map((a, i) => ({
-      name: a.name,
-      reward: own[i]!.reward_mean!,
-      accuracy: own[i]!.accuracy!,
-      ...(pHats ? { pHat: pHats[i]! } : {}),
-    })),
-    tokensPerS: own.reduce((n, m) => n + m.tokens!, 0) / seconds,
-  };
+  const latest = await run.latestCheckpoint();
+  if (!latest) throw new Error(`--resume: no complete checkpoint in ${cfg.runDir}/checkpoints; start without --resume`);
+  const saved = JSON.stringify(await run.readConfig());
+  if (saved !== JSON.stringify(cfg))
+    throw new Error(
+      `--resume: the configuration differs from the one ${cfg.runDir} was started with; resume with the same file and overrides`,
+    );
+  const state = await loadNewestValidState(run.path('checkpoints'), (line) => display.message(line));
+  await run.truncateLogsAfter(state.step);
+  display.message(`resuming ${cfg.runDir} from step ${state.step}`);
+  return state;
 }

@@ -1,8 +1,9 @@
 /**
- * Sources of samples: each fills the step's table (sample-table.ts) with records. `RolloutSource` samples G
- * single-turn responses per prompt from each role's policy, scores them and takes the generator's pre-update log-probs
- * — before any learner updates, so every learner sees the same snapshot. Other sources (multi-turn workflows) append
- * records the same way, with their own roles and episodes.
+ * Sources of samples: each fills the step's table (sample-table.ts) with records, validates the policies it samples
+ * from, and gives the rows of samples.jsonl. `RolloutSource` samples G single-turn responses per prompt from each
+ * role's policy, scores them and takes the generator's pre-update log-probs — before any learner updates, so every
+ * learner sees the same snapshot. A multi-turn workflow (workflow-source.ts) is the other source, with its own roles
+ * and episodes; the trainer sees only this interface.
  */
 import { performance } from 'node:perf_hooks';
 import type { Kernels } from '../backend/kernels.js';
@@ -12,21 +13,39 @@ import { scoreSamples, type WeightedReward } from '../rewards/reward.js';
 import { sampleRollouts, type Agent } from '../rollout/rollout.js';
 import type { Problem } from '../tasks/problem.js';
 import type { PromptOptions } from '../tasks/prompt.js';
-import type { Rng } from '../util/rng.js';
+import { extractAnswer } from '../rewards/extract.js';
+import type { DataCursor } from '../run/train-state.js';
+import { Rng } from '../util/rng.js';
+import { mean, std } from '../util/stats.js';
 import { rewardPartMeans } from './reward-metrics.js';
 import type { SampleRecord } from './sample-table.js';
+import {
+  validateAgent,
+  type ValidationMetrics,
+  type ValidationOptions,
+  type ValidationSet,
+  type ValidationSettings,
+} from './validation.js';
 
 /** Metrics by name (the names the run log and the report use). */
 export type StepMetrics = Record<string, number>;
 
 /** What a source gets to produce one step's samples. */
 export interface StepInputs {
-  /** The step's B prompts. */
-  problems: readonly Problem[];
   k: Kernels;
-  /** The step's index (from 0): a workflow draws its instances from it. */
+  /** The step's index (from 0): what a source draws its prompts or instances for. */
   step: number;
 }
+
+/** One validation's metric fields, the policies they belong to, and the name the console shows them under. */
+export interface Validation {
+  label: string;
+  policies: string[];
+  metrics: ValidationMetrics;
+}
+
+/** One row of samples.jsonl. */
+export type SampleLogRow = { step: number } & Record<string, unknown>;
 
 /** A producer of records for the step's table. */
 export interface SampleSource {
@@ -35,6 +54,10 @@ export interface SampleSource {
    * metrics of what it produced per generating policy (rewards, accuracy, lengths, timings).
    */
   collect(step: StepInputs, table: SampleRecord[]): Promise<Map<string, StepMetrics>>;
+  /** Validates the policies as they are now on held-out data, `set` saying how much and how; [] when it has none. */
+  validate(set: ValidationOptions): Promise<Validation[]>;
+  /** The samples.jsonl rows of the last collected step, stamped `step` (1-based, as in metrics.jsonl). */
+  logRows(step: number): SampleLogRow[];
 }
 
 /** How a role samples its responses and how they are scored. */
@@ -55,9 +78,52 @@ export interface RolloutRole {
   policy: Agent;
   rollout: RolloutOptions;
   rng: Rng;
+  /** How the policy is prompted and sampled when validated. */
+  validation: ValidationSettings;
 }
 
-const mean = (xs: readonly number[]): number => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
+/** The permutation of the training set used in `epoch`: a function of the seed alone, so a resume needs no state. */
+function epochOrder(n: number, seed: number, epoch: number): number[] {
+  return new Rng(seed * 1_000_003 + epoch).shuffle(Array.from({ length: n }, (_, i) => i));
+}
+
+/** The training problems in a seeded order per epoch, read from a cursor that a checkpoint saves. */
+export class ProblemStream {
+  /** `cursor` is advanced in place (it is the train state's). */
+  constructor(
+    private readonly problems: readonly Problem[],
+    private readonly seed: number,
+    private readonly cursor: DataCursor,
+  ) {}
+
+  /** The next `count` problems (crossing into the next epoch when needed). */
+  next(count: number): Problem[] {
+    const out: Problem[] = [];
+    const c = this.cursor;
+    let order = epochOrder(this.problems.length, this.seed, c.epoch);
+    while (out.length < count) {
+      if (c.position >= order.length) {
+        c.epoch++;
+        c.position = 0;
+        order = epochOrder(this.problems.length, this.seed, c.epoch);
+      }
+      out.push(this.problems[order[c.position++]!]!);
+    }
+    return out;
+  }
+}
+
+/** What a single-turn run samples from and validates on. */
+export interface RolloutData {
+  /** The training problems (a ProblemStream, or any other supply of them). */
+  train: Pick<ProblemStream, 'next'>;
+  /** Prompts per step B. */
+  promptsPerStep: number;
+  /** The validation sets (none: no validation). */
+  validation: readonly ValidationSet[];
+  /** Responses per policy and step written to samples.jsonl. */
+  samplesLogged: number;
+}
 
 /** The metrics of one policy's records: rewards, accuracy, lengths. */
 export function recordMetrics(records: readonly SampleRecord[]): StepMetrics {
@@ -67,7 +133,7 @@ export function recordMetrics(records: readonly SampleRecord[]): StepMetrics {
   const correct = records.map((r) => r.rewardParts.math ?? r.reward);
   return {
     reward_mean: mean(rewards),
-    reward_std: Math.sqrt(mean(rewards.map((r) => (r - mean(rewards)) ** 2))),
+    reward_std: std(rewards),
     accuracy: mean(correct.map((c) => (c > 0 ? 1 : 0))),
     length_mean: mean(lengths),
     length_min: Math.min(...lengths),
@@ -79,19 +145,27 @@ export function recordMetrics(records: readonly SampleRecord[]): StepMetrics {
 
 /** Own rollouts: every role's policy answers each prompt G times. */
 export class RolloutSource implements SampleSource {
+  /** The last step's records per role. */
+  private last: SampleRecord[][] = [];
+
   /** `roles` in the order their records enter the table. */
-  constructor(private readonly roles: readonly RolloutRole[]) {}
+  constructor(
+    private readonly roles: readonly RolloutRole[],
+    private readonly data: RolloutData,
+  ) {}
 
   /** Samples, scores and takes old log-probs for every role, in order. */
   async collect(step: StepInputs, table: SampleRecord[]): Promise<Map<string, StepMetrics>> {
     const out = new Map<string, StepMetrics>();
+    const problems = this.data.train.next(this.data.promptsPerStep);
+    this.last = [];
     for (const role of this.roles) {
       const { policy, rollout: o } = role;
       const t0 = performance.now();
       const rollouts = sampleRollouts(
         policy,
         step.k,
-        step.problems,
+        problems,
         o.groupSize,
         o.sampling,
         role.rng,
@@ -134,6 +208,7 @@ export class RolloutSource implements SampleSource {
         };
       });
       table.push(...records);
+      this.last.push(records);
       out.set(policy.name, {
         ...recordMetrics(records),
         time_generate_s: (t1 - t0) / 1e3,
@@ -143,5 +218,34 @@ export class RolloutSource implements SampleSource {
       });
     }
     return out;
+  }
+
+  /** Each role's policy on every validation set (`val/<set>/…`), one after the other. */
+  async validate(set: ValidationOptions): Promise<Validation[]> {
+    if (this.data.validation.length === 0) return [];
+    const out: Validation[] = [];
+    for (const r of this.roles)
+      out.push({
+        label: r.policy.name,
+        policies: [r.policy.name],
+        metrics: await validateAgent(r.policy, r.validation, this.data.validation, set),
+      });
+    return out;
+  }
+
+  /** The first responses of each role in the last step, with their parsed and gold answers. */
+  logRows(step: number): SampleLogRow[] {
+    return this.last.flatMap((records) =>
+      records.slice(0, this.data.samplesLogged).map((s) => ({
+        step,
+        agent: s.generator,
+        prompt: s.prompt,
+        response: s.text,
+        answer: extractAnswer(s.text),
+        gold: s.gold,
+        reward: s.reward,
+        correct: s.reward > 0,
+      })),
+    );
   }
 }

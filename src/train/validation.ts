@@ -30,13 +30,19 @@ export interface ValidationOptions {
  */
 export type ValidationMetrics = Record<`val/${string}`, number>;
 
+/** How an agent is prompted and sampled when validated: its training prompt, length limit, temperature, top-p, top-k. */
+export type ValidationSettings = Pick<
+  ResolvedAgent,
+  'maxNewTokens' | 'template' | 'system' | 'temperature' | 'topP' | 'topK'
+>;
+
 /**
  * The metric fields of one validation of `agent` on every set (see ValidationMetrics), the k samples drawn with the
  * agent's training temperature, top-p and top-k.
  */
 export async function validateAgent(
   agent: Agent,
-  settings: ResolvedAgent,
+  settings: ValidationSettings,
   sets: readonly ValidationSet[],
   o: ValidationOptions,
 ): Promise<ValidationMetrics> {

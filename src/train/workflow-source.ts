@@ -1,22 +1,24 @@
 /**
- * AT-GRPO's source of samples: each step plays a multi-agent workflow on fresh instances (tree-sampled, no-tree or
- * single-agent episodes, src/workflows/tree-sampling.ts), validates the (instance, agent, turn) groups, applies the
- * group filter per policy, and appends the kept responses to the table — each record carrying its role, turn, group
- * key and the policy that generated it, so the learner step routes it to that policy alone.
+ * AT-GRPO's source of samples: each step plays a multi-agent workflow on fresh instances (playStep: tree-sampled,
+ * no-tree or single-agent episodes and their validated (instance, agent, turn) groups, src/workflows/tree-sampling.ts),
+ * applies the low-mean group filter per policy, and appends the kept responses to the table — each record carrying
+ * its role, turn, group key and the policy that generated it, so the learner step routes it to that policy alone.
+ * Zero-variance groups are the learner's to leave out, as for every source.
  */
 import type { Kernels } from '../backend/kernels.js';
 import { filterGroups, type GroupFilterResult } from '../algorithms/group-filter.js';
 import { scoreResponses } from '../model/response-log-probs.js';
 import type { Agent } from '../rollout/rollout.js';
-import { groupSamples, type SampleGroup } from '../workflows/groups.js';
+import type { SampleGroup } from '../workflows/groups.js';
 import type { Policy } from '../workflows/policy.js';
 import type { MasBatch, MasSample } from '../workflows/samples.js';
-import { rollout } from '../workflows/tree-sampling.js';
+import { playStep, rollout } from '../workflows/tree-sampling.js';
+import { mean, std } from '../util/stats.js';
 import type { WorkflowConfig } from '../workflows/workflow-config.js';
 import type { Workflow } from '../workflows/workflow.js';
-import type { SampleSource, StepInputs, StepMetrics } from './sample-sources.js';
+import type { SampleLogRow, SampleSource, StepInputs, StepMetrics, Validation } from './sample-sources.js';
 import type { SampleRecord } from './sample-table.js';
-import type { ValidationMetrics } from './validation.js';
+import type { ValidationOptions } from './validation.js';
 
 /** A policy that learns: its weights and tokenizer (`agent`) and what generates its responses (normally the model). */
 export interface WorkflowPolicy {
@@ -47,8 +49,6 @@ export function heldOutSeeds(count: number): number[] {
   return Array.from({ length: count }, (_, i) => HELD_OUT_SEED + i);
 }
 
-const mean = (xs: readonly number[]): number => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
-const std = (xs: readonly number[]): number => Math.sqrt(mean(xs.map((x) => (x - mean(xs)) ** 2)));
 const frac = (xs: readonly boolean[]): number => mean(xs.map((x) => (x ? 1 : 0)));
 
 /** Episode success rate: the fraction of `batch`'s episodes the environment called solved (a cut-off is not). */
@@ -67,7 +67,7 @@ export async function playHeldOut(
   policies: Readonly<Record<string, Policy>>,
   count: number,
 ): Promise<MasBatch> {
-  return rollout(greedy(wf), 'no-tree', { seeds: heldOutSeeds(count), k: 1, policies });
+  return rollout(greedy(wf), 'no-tree', { seeds: heldOutSeeds(count), groupSize: 1, policies });
 }
 
 /** Reward, success, parse, sandbox and group numbers of a set of samples (one role, or one role's turn). */
@@ -95,7 +95,6 @@ function groupMetrics(groups: readonly SampleGroup[], f: GroupFilterResult): Ste
     group_size_max: sizes.length ? Math.max(...sizes) : NaN,
     groups_kept: f.kept.length,
     groups_dropped_low_mean: f.droppedLowMean.length,
-    groups_dropped_zero_variance: f.droppedZeroVariance.length,
   };
 }
 
@@ -133,17 +132,15 @@ export class WorkflowSource implements SampleSource {
 
   /** Plays this step's instances, appends the records of the groups that survive the filter, returns metrics. */
   async collect(step: StepInputs, table: SampleRecord[]): Promise<Map<string, StepMetrics>> {
-    const c = this.config;
     const seeds = trainingSeeds(this.o.seed, step.step, this.o.instancesPerStep);
-    const batch = await rollout(this.wf, c.sampling, { seeds, k: c.k, policies: this.generators });
+    const { batch, groups } = await playStep(this.wf, this.config, this.generators, seeds);
     this.last = batch;
-    const groups = groupSamples(batch.samples, c.k);
     const out = new Map<string, StepMetrics>();
     for (const [name, p] of this.policies) {
       const mine = groups.filter((g) => batch.samples[g.members[0]!]!.policy === name);
       const filtered = filterGroups(
         mine.map((g) => ({ key: g.key, rewards: g.members.map((i) => batch.samples[i]!.reward) })),
-        c.groupFilter,
+        this.config.groupFilter,
       );
       const kept = new Set(filtered.kept);
       const records = this.records(batch, groups, (g) => kept.has(g.key), p.agent, step.k, table.length);
@@ -230,7 +227,6 @@ export class WorkflowSource implements SampleSource {
       const roleFilter: GroupFilterResult = {
         kept: f.kept.filter((k) => keys.has(k)),
         droppedLowMean: f.droppedLowMean.filter((k) => keys.has(k)),
-        droppedZeroVariance: f.droppedZeroVariance.filter((k) => keys.has(k)),
       };
       Object.assign(out, prefixed(`role/${role}`, { ...sampleMetrics(mine), ...groupMetrics(roleGroups, roleFilter) }));
       for (const turn of [...new Set(mine.map((s) => s.turn))].sort((a, b) => a - b))
@@ -239,16 +235,26 @@ export class WorkflowSource implements SampleSource {
     return out;
   }
 
-  /** Greedy success rate on `count` held-out instances, as `val/<workflow name>/greedy`. */
-  async validate(count: number): Promise<ValidationMetrics> {
-    return { [`val/${this.wf.name}/greedy`]: successRate(await playHeldOut(this.wf, this.generators, count)) };
+  /**
+   * The team's greedy success rate on `set.problems` held-out instances, as `val/<workflow name>/greedy`: it belongs
+   * to the team, so it is measured once and given to every policy.
+   */
+  async validate(set: ValidationOptions): Promise<Validation[]> {
+    const played = await playHeldOut(this.wf, this.generators, set.problems);
+    return [
+      {
+        label: 'workflow',
+        policies: [...this.policies.keys()],
+        metrics: { [`val/${this.wf.name}/greedy`]: successRate(played) },
+      },
+    ];
   }
 
   /**
    * The first `episodesLogged` episodes of the last step, turn by turn: each chosen response as one samples.jsonl
    * row with its role, turn, policy, reward parts and its group's rewards (tree sampling: the K candidates').
    */
-  transcript(step: number): Record<string, unknown>[] & { step: number }[] {
+  logRows(step: number): SampleLogRow[] {
     const batch = this.last;
     if (!batch) return [];
     const groupRewards = new Map<string, number[]>();

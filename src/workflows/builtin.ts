@@ -13,8 +13,8 @@ import type { Role, Workflow } from './workflow.js';
 
 /** A role's defaults before the config's overrides. */
 type RoleDefaults = Omit<RoleSettings, 'name' | 'policy' | 'sampling' | 'skipTurns' | 'history' | 'team'> & {
-  maxTokens: number;
-  stop: string[];
+  maxNewTokens: number;
+  stopStrings: string[];
   team: string | null;
 };
 
@@ -28,8 +28,8 @@ export function roleSettings(name: string, d: RoleDefaults, config: WorkflowConf
     sampling: {
       temperature: c.temperature ?? 1.0,
       topP: c.topP ?? 0.95,
-      maxTokens: c.maxTokens ?? d.maxTokens,
-      stop: c.stop ?? d.stop,
+      maxNewTokens: c.maxNewTokens ?? d.maxNewTokens,
+      stopStrings: c.stopStrings ?? d.stopStrings,
     },
     skipTurns: c.skipTurns ?? [],
     ownScale: c.ownScale ?? d.ownScale,
@@ -61,23 +61,23 @@ function toolPlannerWorkflow<S, A>(
   lineAnswer: boolean,
 ): Workflow<S> {
   const acting = actingRoles(name, ['tool', 'planner'], config);
-  const maxTokens = lineAnswer ? 48 : 32;
-  const stop = lineAnswer ? ['\n'] : ['\n\n'];
+  const maxNewTokens = lineAnswer ? 48 : 32;
+  const stopStrings = lineAnswer ? ['\n'] : ['\n\n'];
   const code = config.toolMode === 'code';
   const defaults: Record<string, RoleDefaults> = {
     tool: {
       instruction: 'You are the tool agent: work out an action that solves the task and propose it to the planner.',
       // The Plan-Path expert program (src/envs/plan-path.ts) runs to about 350 characters on a 4×4 grid.
-      maxTokens: code ? 512 : maxTokens,
-      stop: code ? [] : stop,
+      maxNewTokens: code ? 512 : maxNewTokens,
+      stopStrings: code ? [] : stopStrings,
       ownScale: 1,
       parseFailure: -2,
       team: 'planner',
     },
     planner: {
       instruction: 'You are the planner: choose the action to take now.',
-      maxTokens,
-      stop,
+      maxNewTokens,
+      stopStrings,
       ownScale: 2,
       parseFailure: -2,
       team: null,
@@ -112,16 +112,16 @@ export function mathToolWorkflow(config: WorkflowConfig): Workflow<unknown> {
   const defaults: Record<string, RoleDefaults> = {
     tool: {
       instruction: 'You are the tool agent: write a program that computes the answer.',
-      maxTokens: 128,
-      stop: [],
+      maxNewTokens: 128,
+      stopStrings: [],
       ownScale: 1,
       parseFailure: -1,
       team: 'reasoner',
     },
     reasoner: {
       instruction: 'You are the reasoner: give the final answer.',
-      maxTokens: 64,
-      stop: ['\n'],
+      maxNewTokens: 64,
+      stopStrings: ['\n'],
       ownScale: 2,
       parseFailure: 0,
       team: null,

@@ -11,10 +11,10 @@ export interface SampleGroup {
   members: number[];
 }
 
-/** Groups by `keyOf` (default: the sampler's `group` field), in order of first appearance, validated. */
+/** Groups by `keyOf` (default: the sampler's `group` field), in order of first appearance, validated against K. */
 export function groupSamples(
   samples: readonly MasSample[],
-  k: number,
+  groupSize: number,
   keyOf: (s: MasSample, index: number) => string = (s) => s.group,
 ): SampleGroup[] {
   const byKey = new Map<string, number[]>();
@@ -34,9 +34,9 @@ export function groupSamples(
       );
     const roles = [...new Set(g.members.map((i) => samples[i]!.role))];
     if (roles.length > 1) throw new Error(`group "${g.key}" mixes roles ${roles.join(', ')}: key by agent too`);
-    if (k > 1 && g.members.length === 1)
+    if (groupSize > 1 && g.members.length === 1)
       throw new Error(
-        `group "${g.key}" has 1 sample but K = ${k}: a group-relative advantage needs 2 or more responses to the ` +
+        `group "${g.key}" has 1 sample but K = ${groupSize} (the group size): a group-relative advantage needs 2 or more responses to the ` +
           'same state; check the group keys (tree: one group per instance, agent and turn)',
       );
   }

@@ -16,11 +16,11 @@ export function modelPolicy(model: Transformer, tokenizer: Tokenizer, k: Kernels
     generate: async (prompts, s) => {
       const ids = prompts.map((p) => tokenizer.encode(p));
       const gens = generate(model, k, ids, {
-        maxNewTokens: s.maxTokens,
+        maxNewTokens: s.maxNewTokens,
         temperature: s.temperature,
         topP: s.topP,
         stopTokens: [tokenizer.eosId],
-        stopStrings: s.stop,
+        stopStrings: s.stopStrings,
         decode: (x) => tokenizer.decode(x, { skipSpecialTokens: true }),
         rng,
       });

@@ -2,18 +2,14 @@
  * The abstract policy the workflows sample from: prompts in, texts out. A real model (src/model/generate.ts behind a
  * tokenizer) or a scripted fake for tests both fit, so rollouts do not depend on the trainer.
  */
+import type { SamplingOptions } from '../model/generate.js';
 
-/** Per-role sampling settings. */
-export interface SamplingSettings {
-  /** Softmax temperature (0 = greedy); the spec's training default 1.0. */
-  temperature: number;
-  /** Nucleus mass; the spec's training default 0.95. */
-  topP: number;
-  /** Most new tokens per response. */
-  maxTokens: number;
-  /** Generation ends at the first of these strings (kept out of the response). */
-  stop: string[];
-}
+/**
+ * Per-role sampling settings: the sampler's own options (model/generate.ts) that a role sets — temperature (the
+ * spec's training default 1.0), topP (0.95), maxNewTokens, and stopStrings, which end a response and are kept out
+ * of it.
+ */
+export type SamplingSettings = Required<Pick<SamplingOptions, 'temperature' | 'topP' | 'maxNewTokens' | 'stopStrings'>>;
 
 /** One generated response. */
 export interface Generation {

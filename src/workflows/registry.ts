@@ -28,9 +28,13 @@ export function workflowNames(): string[] {
   return [...FACTORIES.keys()];
 }
 
-/** The workflow a `workflow` config section (raw or parsed) declares. */
+/** The workflow a raw `workflow` config section declares (parsed here). */
 export function buildWorkflow(input: unknown): Workflow<unknown> {
-  const config = parseWorkflowConfig(input);
+  return workflowOf(parseWorkflowConfig(input));
+}
+
+/** The workflow a parsed `workflow` config section declares. */
+export function workflowOf(config: WorkflowConfig): Workflow<unknown> {
   const factory = FACTORIES.get(config.name);
   if (!factory)
     throw new Error(`workflow.name: no workflow "${config.name}"; registered: ${workflowNames().join(', ')}`);

@@ -4,16 +4,18 @@
  * first) — and the baselines: K independent episodes per instance (no-tree), of which the single-agent baseline is
  * the planner alone.
  */
+import { type SampleGroup, groupSamples } from './groups.js';
 import type { Policy } from './policy.js';
 import { type MasBatch, type MasSample, groupKey } from './samples.js';
+import type { WorkflowConfig } from './workflow-config.js';
 import { type EpisodeState, type Role, type RoleAct, type Workflow, advance, startEpisode } from './workflow.js';
 
-/** What a rollout needs besides the workflow. */
-export interface RolloutOptions {
+/** What playing a workflow needs besides the workflow. */
+export interface PlayOptions {
   /** Instance seeds (one instance per seed). */
   seeds: readonly number[];
-  /** Candidates per role and turn (tree) or episodes per instance (independent); ≥ 1. */
-  k: number;
+  /** The group size K: candidates per role and turn (tree) or episodes per instance (independent); ≥ 1. */
+  groupSize: number;
   /** Policies by name; every acting role's `policy` must be here. */
   policies: Readonly<Record<string, Policy>>;
   /**
@@ -34,7 +36,7 @@ function policyOf(role: Role<unknown>, policies: Readonly<Record<string, Policy>
 }
 
 /** Generates one response per prompt with the role's sampling settings, checking the policy's answer. */
-async function respond(role: Role<unknown>, policies: RolloutOptions['policies'], prompts: string[]) {
+async function respond(role: Role<unknown>, policies: PlayOptions['policies'], prompts: string[]) {
   const gens = await policyOf(role, policies).generate(prompts, role.sampling);
   if (gens.length !== prompts.length)
     throw new Error(`policy "${role.policy}" returned ${gens.length} responses for ${prompts.length} prompts`);
@@ -103,7 +105,7 @@ async function branchTeamRewards(
   from: Role<unknown>,
   target: string,
   branches: EpisodeState<unknown>[],
-  policies: RolloutOptions['policies'],
+  policies: PlayOptions['policies'],
 ): Promise<number[]> {
   const out = new Array<number>(branches.length).fill(0);
   const states = [...branches];
@@ -151,7 +153,7 @@ async function lockstep(
   wf: Workflow<unknown>,
   episodes: Running[],
   candidates: number,
-  o: RolloutOptions,
+  o: PlayOptions,
   groupOf: (instance: string, role: string, turn: number) => string,
 ): Promise<void> {
   for (let turn = 0; turn < wf.maxTurns; turn++) {
@@ -257,10 +259,10 @@ function begin(wf: Workflow<unknown>, seed: number, episode: number): Running {
  * roles act only in the chosen branch, so team terms are equal across a group (logged, never trained on) — unless
  * `teamBranches` lets them act in every branch. All instances advance together (one generate call per turn and role).
  */
-export async function treeRollout(wf: Workflow<unknown>, o: RolloutOptions): Promise<MasBatch> {
-  checkK(o.k);
+export async function treeRollout(wf: Workflow<unknown>, o: PlayOptions): Promise<MasBatch> {
+  checkGroupSize(o.groupSize);
   const episodes = o.seeds.map((seed) => begin(wf, seed, 0));
-  await lockstep(wf, episodes, o.k, o, groupKey);
+  await lockstep(wf, episodes, o.groupSize, o, groupKey);
   return collect(wf, episodes);
 }
 
@@ -269,14 +271,14 @@ export async function treeRollout(wf: Workflow<unknown>, o: RolloutOptions): Pro
  * baseline). Each role samples one response per turn in each episode; all episodes advance together. Group keys:
  * see independentGroupKeys.
  */
-export async function independentRollout(wf: Workflow<unknown>, o: RolloutOptions): Promise<MasBatch> {
-  checkK(o.k);
-  const episodes = o.seeds.flatMap((seed) => Array.from({ length: o.k }, (_, e) => begin(wf, seed, e)));
+export async function independentRollout(wf: Workflow<unknown>, o: PlayOptions): Promise<MasBatch> {
+  checkGroupSize(o.groupSize);
+  const episodes = o.seeds.flatMap((seed) => Array.from({ length: o.groupSize }, (_, e) => begin(wf, seed, e)));
   await lockstep(wf, episodes, 1, { ...o, teamBranches: false }, () => '');
-  for (let i = 0; i < episodes.length; i += o.k)
+  for (let i = 0; i < episodes.length; i += o.groupSize)
     independentGroupKeys(
-      episodes.slice(i, i + o.k).flatMap((e) => e.samples),
-      o.k,
+      episodes.slice(i, i + o.groupSize).flatMap((e) => e.samples),
+      o.groupSize,
     );
   return collect(wf, episodes);
 }
@@ -302,12 +304,39 @@ export function independentGroupKeys(samples: MasSample[], k: number): void {
   }
 }
 
-/** K must be a positive integer. */
-function checkK(k: number): void {
-  if (!Number.isInteger(k) || k < 1) throw new Error(`k (candidates or episodes per instance) must be ≥ 1, got ${k}`);
+/** The group size must be a positive integer. */
+function checkGroupSize(k: number): void {
+  if (!Number.isInteger(k) || k < 1)
+    throw new Error(`the group size (candidates or episodes per instance) must be ≥ 1, got ${k}`);
 }
 
 /** The rollout the config's `sampling` asks for: 'tree' → treeRollout; 'no-tree' and 'single' → independentRollout. */
-export function rollout(wf: Workflow<unknown>, sampling: 'tree' | 'no-tree' | 'single', o: RolloutOptions) {
+export function rollout(wf: Workflow<unknown>, sampling: 'tree' | 'no-tree' | 'single', o: PlayOptions) {
   return sampling === 'tree' ? treeRollout(wf, o) : independentRollout(wf, o);
+}
+
+/** One step of a workflow: its episodes and the validated (instance, agent, turn) groups of their samples. */
+export interface PlayedStep {
+  batch: MasBatch;
+  groups: SampleGroup[];
+}
+
+/**
+ * Plays `wf` on the instances of `seeds` as the `workflow` config section asks — its sampling, group size and
+ * teamBranches — with `policies` by name, and groups the samples: what a training step and `hacrl mas rollout` both
+ * do, in one place.
+ */
+export async function playStep(
+  wf: Workflow<unknown>,
+  config: WorkflowConfig,
+  policies: PlayOptions['policies'],
+  seeds: readonly number[],
+): Promise<PlayedStep> {
+  const batch = await rollout(wf, config.sampling, {
+    seeds,
+    groupSize: config.groupSize,
+    policies,
+    teamBranches: config.teamBranches,
+  });
+  return { batch, groups: groupSamples(batch.samples, config.groupSize) };
 }

@@ -25,17 +25,17 @@ export const RoleConfigSchema = z
     /** Nucleus mass; default 0.95 (the spec's training setting). */
     topP: z.number().gt(0).max(1).optional().describe("Nucleus mass; default 0.95 (the spec's training setting)."),
     /** Most new tokens per response; default set by the workflow (e.g. 48 for a move list). */
-    maxTokens: z
+    maxNewTokens: z
       .number()
       .int()
       .positive()
       .optional()
       .describe('Most new tokens per response; default set by the workflow (e.g. 48 for a move list).'),
-    /** Stop strings; default set by the workflow (e.g. ["\n"] for one-line answers). */
-    stop: z
+    /** Strings that end a response (kept out of it); default set by the workflow (e.g. ["\n"] for one-line answers). */
+    stopStrings: z
       .array(z.string().min(1))
       .optional()
-      .describe('Stop strings; default set by the workflow (e.g. ["\\n"] for one-line answers).'),
+      .describe('Strings that end a response; default set by the workflow (e.g. ["\\n"] for one-line answers).'),
     /** Turns (from 0) in which the role does not act; default none. */
     skipTurns: z
       .array(z.number().int().min(0))
@@ -131,14 +131,17 @@ export const WorkflowConfigSchema = z
       .describe(
         'Tree only: later roles also act in every non-chosen branch, so team terms differ within a group; default false.',
       ),
-    /** Candidates per role and turn (tree) or episodes per instance (no-tree, single); default 4 (head scripts). */
-    k: z
+    /**
+     * The group size: candidates per role and turn (tree) or episodes per instance (no-tree, single) — the K of the
+     * AT-GRPO spec; default 4 (head scripts).
+     */
+    groupSize: z
       .number()
       .int()
       .min(1)
       .default(4)
       .describe(
-        'Candidates per role and turn (tree) or episodes per instance (no-tree, single); default 4 (head scripts).',
+        'Group size K: candidates per role and turn (tree) or episodes per instance (no-tree, single); default 4.',
       ),
     /** How a grid workflow's tool agent answers: 'text' (a move list) or 'code' (JavaScript printing one); default 'text'. */
     toolMode: z
@@ -161,16 +164,12 @@ export const WorkflowConfigSchema = z
           .describe(
             'Fraction of groups with the lowest mean reward to drop, in [0, 1); default 0.5 (the reference); 0 = off.',
           ),
-        /** Drop groups whose rewards are all equal (zero advantage); default false. */
-        zeroVariance: z
-          .boolean()
-          .default(false)
-          .describe('Drop groups whose rewards are all equal (zero advantage); default false.'),
       })
       .strict()
-      .default({ lowMeanRatio: 0.5, zeroVariance: false })
+      .default({ lowMeanRatio: 0.5 })
       .describe(
-        "Which groups train (src/algorithms/group-filter.ts); default: the reference's, lowest-mean half dropped.",
+        "Which groups train (src/algorithms/group-filter.ts); default: the reference's, lowest-mean half dropped; " +
+          'groups whose rewards are all equal are left out by optim.filterZeroVariance, in the learner, as for every source.',
       ),
   })
   .strict();

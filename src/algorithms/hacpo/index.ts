@@ -1,4 +1,8 @@
-/** HACPO (HACRL Eqs. 6–14): capability estimates, capability-aware advantages, cross-agent ratios, the loss. */
+/**
+ * HACPO (HACRL Eqs. 6–14): capability estimates, capability-aware advantages, cross-agent ratios and the foreign
+ * sequence loss. The whole objective is the one policyLoss with the 'seq-clip' surrogate on own responses (GSPO,
+ * Eqs. 47–49) and 'hacpo-foreign' on foreign ones (surrogates.ts).
+ */
 export {
   CAPABILITY_FLOOR,
   RATIO_CLAMP,
@@ -15,7 +19,7 @@ export {
   capabilityAwareBatchAdvantages,
   capabilityBaseline,
 } from './advantage.js';
-export { type ExponentialIs, crossSequenceLogRatio, exponentialIs, meanOf, normalizedLogProb } from './ratio.js';
+export { type ExponentialIs, crossSequenceLogRatio, exponentialIs, normalizedLogProb } from './ratio.js';
 export {
   type RatioNormalization,
   RATIO_NORMALIZATIONS,
@@ -33,14 +37,3 @@ export {
   stepwiseLowerBound,
   validateStepwiseClip,
 } from './stepwise-clip.js';
-export {
-  type ForeignObjective,
-  type ForeignRatioStats,
-  type HacpoLossOptions,
-  type HacpoLossResult,
-  type HacpoLossStats,
-  type HacpoSequence,
-  type OwnRatioStats,
-  hacpoLoss,
-  hacpoLossUnits,
-} from './loss.js';

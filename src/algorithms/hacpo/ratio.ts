@@ -30,9 +30,6 @@ export function normalizedLogProb(logProbs: ArrayLike<number>, divisor: number):
   return sum / divisor;
 }
 
-/** The mean of a non-empty array. */
-export const meanOf = (values: ArrayLike<number>): number => normalizedLogProb(values, values.length);
-
 /** s̃ = s·sg(s)^α and its derivative with the stop-gradient factor held constant. */
 export interface ExponentialIs {
   /** s·sg(s)^α = s^(1+α) in value. */

@@ -1,0 +1,81 @@
+/**
+ * The team of learners, built once per run from the resolved agents: each with its policy (weights and tokenizer),
+ * AdamW optimizer, frozen reference (under a KL penalty), sampling RNG, capability tracker (HACRL Eq. 9), its HACPO
+ * knobs and its learning-rate schedule. A fresh run starts them from their checkpoints, a resume from the run's
+ * latest; `saveLearners` writes back what a checkpoint needs to continue bit for bit.
+ */
+import { CapabilityTracker } from '../algorithms/hacpo/index.js';
+import { resolveAgents, type RunConfig } from '../config/rl-config.js';
+import { loadPretrained } from '../model/pretrained.js';
+import { AdamW } from '../optim/adamw.js';
+import { learningRate } from '../optim/schedule.js';
+import type { TrainState } from '../run/train-state.js';
+import { Rng } from '../util/rng.js';
+import type { Learner } from './learner-step.js';
+
+/**
+ * A learner of the run, with everything it keeps from step to step: what a step's update reads (Learner) with its
+ * learning-rate schedule in place of one step's rate, its sampling RNG and its capability tracker.
+ */
+export interface TeamMember extends Omit<Learner, 'lr'> {
+  /** Its learning rate at a training step (from 0): warm-up, then the configured decay. */
+  lr: (step: number) => number;
+  /** The RNG its responses are sampled with. */
+  rng: Rng;
+  /** Its capability estimate P̂ over the last K steps (HACRL Eq. 9); read only when rollouts are shared. */
+  capability: CapabilityTracker;
+}
+
+/** A fresh state: the agents as their checkpoints hold them, new optimizers, RNGs from the seed. */
+export async function initialState(cfg: RunConfig): Promise<TrainState> {
+  return {
+    step: 0,
+    nonFiniteStreak: 0,
+    cursor: { epoch: 0, position: 0 },
+    rngs: { order: new Rng(cfg.seed * 7919 + 1).state() },
+    agents: await Promise.all(
+      resolveAgents(cfg).map(async (a, i) => ({
+        name: a.name,
+        pretrained: await loadPretrained(a.checkpoint),
+        optimizer: { step: 0, m: new Map(), v: new Map() },
+        rngs: { sampling: new Rng(cfg.seed * 104729 + 17 * i + 2).state() },
+      })),
+    ),
+    extra: {},
+  };
+}
+
+/** The run's learners, in config order, from `state` (fresh or resumed). */
+export async function buildLearners(cfg: RunConfig, state: TrainState): Promise<TeamMember[]> {
+  const o = cfg.optim;
+  const saved = (state.extra.capability ?? {}) as Record<string, number[]>;
+  return Promise.all(
+    resolveAgents(cfg).map(async (a, i): Promise<TeamMember> => {
+      const s = state.agents[i]!;
+      const optimizer = new AdamW(s.pretrained.model.params, { lr: o.lr, weightDecay: o.weightDecay });
+      if (s.optimizer.step > 0) optimizer.load(s.optimizer);
+      const schedule = { peak: a.lr, warmupSteps: o.warmupSteps, totalSteps: cfg.steps, kind: o.schedule };
+      return {
+        policy: { name: s.name, model: s.pretrained.model, tokenizer: s.pretrained.tokenizer },
+        optimizer,
+        reference: o.klCoef > 0 ? (await loadPretrained(a.checkpoint)).model : null,
+        rng: Rng.fromState(s.rngs.sampling!),
+        capability: CapabilityTracker.fromHistory(cfg.hacpo.capabilityWindow, saved[s.name] ?? []),
+        lr: (step) => learningRate(step, { ...schedule, minRatio: o.minLrRatio }),
+        alpha: a.alpha,
+        stepwise: { delta: a.delta, deltaStep: a.deltaStep },
+        ratioNormalization: a.ratioNormalization,
+        order: a.order,
+      };
+    }),
+  );
+}
+
+/** Writes the learners' optimizer and RNG states (and, when rollouts are shared, their capability history). */
+export function saveLearners(state: TrainState, team: readonly TeamMember[], shared: boolean): void {
+  if (shared) state.extra.capability = Object.fromEntries(team.map((l) => [l.policy.name, l.capability.history()]));
+  state.agents.forEach((a, i) => {
+    a.optimizer = team[i]!.optimizer.state();
+    a.rngs = { sampling: team[i]!.rng.state() };
+  });
+}

@@ -1,0 +1,135 @@
+/**
+ * What a run writes about each step: one metrics.jsonl row (every agent's metrics namespaced `agent/NAME/…` by the
+ * protocol of run/metric-names.ts, the process's memory run-level), the sources' samples.jsonl rows, the health
+ * warnings read from each agent's history, and the console's validation lines and status line.
+ */
+import { z } from 'zod';
+import type { RunConfig } from '../config/rl-config.js';
+import { resolveAgents } from '../config/rl-config.js';
+import { agentMetrics, namespaced } from '../run/metric-names.js';
+import type { RunFolder } from '../run/run-folder.js';
+import { readJsonl } from '../util/jsonl.js';
+import { memoryMetrics } from '../util/memory.js';
+import { healthWarnings, type HealthThresholds, type MetricRow } from './health-warnings.js';
+import type { TeamMember } from './learners.js';
+import type { LearnerResult } from './learner-step.js';
+import type { ProgressDisplay } from './progress.js';
+import type { SampleLogRow, StepMetrics, Validation } from './sample-sources.js';
+import { formatValidation } from './validation.js';
+
+/** One step as the log records it. */
+export interface StepRecord {
+  /** The step's number (1-based). */
+  step: number;
+  /** What the source sampled, per policy. */
+  sampled: ReadonlyMap<string, StepMetrics>;
+  /** Each learner's update (team order), with the seconds it took. */
+  learned: readonly (LearnerResult & { seconds: number })[];
+  /** Seconds spent filling the table. */
+  sampleSeconds: number;
+  /** This step's validations ([] when none was due). */
+  validations: readonly Validation[];
+  /** The source's samples.jsonl rows. */
+  samples: readonly SampleLogRow[];
+  /** Seconds since the step began. */
+  seconds: number;
+  /** Every learner's P̂ when rollouts are shared (the status line shows it); null otherwise. */
+  capability: readonly number[] | null;
+}
+
+/** The run's step log over `team`'s agents. */
+export class StepLog {
+  private constructor(
+    private readonly run: RunFolder,
+    private readonly team: readonly TeamMember[],
+    private readonly display: ProgressDisplay,
+    private readonly thresholds: HealthThresholds[],
+    private readonly history: Map<string, MetricRow[]>,
+    private readonly total: number,
+  ) {}
+
+  /**
+   * The log of a run: each agent's metric rows so far are what the health warnings read, so a resume reloads them
+   * from metrics.jsonl (already cut back to the checkpoint) and warns exactly as an uninterrupted run would.
+   */
+  static async open(
+    run: RunFolder,
+    cfg: RunConfig,
+    team: readonly TeamMember[],
+    display: ProgressDisplay,
+    resume: boolean,
+  ): Promise<StepLog> {
+    const rows = resume ? await readJsonl(run.path('metrics'), z.looseObject({})) : [];
+    const names = team.map((l) => l.policy.name);
+    const history = new Map(names.map((n) => [n, rows.map((row) => agentMetrics(n, row))]));
+    const thresholds = resolveAgents(cfg).map((a) => ({ ...cfg.logging, maxNewTokens: a.maxNewTokens }));
+    return new StepLog(run, team, display, thresholds, history, cfg.steps);
+  }
+
+  /** The base models' validation, logged as the row of step 0 so that every curve starts before the first update. */
+  async baseValidation(validations: readonly Validation[]): Promise<void> {
+    if (validations.length === 0) return;
+    const row: Record<string, unknown> = { step: 0 };
+    for (const l of this.team) {
+      const val = validationOf(validations, l.policy.name);
+      Object.assign(row, namespaced(l.policy.name, val));
+      this.history.get(l.policy.name)!.push(val);
+    }
+    this.printValidations(0, validations);
+    await this.run.appendMetrics(row as { step: number });
+  }
+
+  /** Writes step `s`'s metrics and samples, prints its warnings, validations and status line. */
+  async step(s: StepRecord): Promise<void> {
+    const row: Record<string, unknown> = { step: s.step };
+    for (const [i, l] of this.team.entries()) {
+      const name = l.policy.name;
+      const own = s.sampled.get(name)!;
+      const r = s.learned[i]!;
+      const agentRow: Record<string, unknown> = {
+        ...own,
+        ...r.metrics,
+        time_train_s: r.seconds,
+        tokens_per_s: own.tokens! / (r.seconds + s.sampleSeconds / this.team.length),
+        ...validationOf(s.validations, name),
+      };
+      const warnings = healthWarnings([...this.history.get(name)!, agentRow], this.thresholds[i]!);
+      for (const w of warnings) agentRow[w.metric] = 1;
+      this.history.get(name)!.push(agentRow);
+      for (const w of warnings.filter((w) => w.first))
+        this.display.message(`warning at step ${s.step} (${name}): ${w.message}`);
+      Object.assign(row, namespaced(name, agentRow));
+    }
+    await this.run.appendSamples(s.samples);
+    this.printValidations(s.step, s.validations);
+    // Memory belongs to the process, not to an agent: run-level fields, measured once every learner has updated.
+    const memory = memoryMetrics();
+    await this.run.appendMetrics({ ...row, ...memory, step: s.step });
+    const own = this.team.map((l) => s.sampled.get(l.policy.name)!);
+    this.display.step({
+      step: s.step,
+      total: this.total,
+      seconds: s.seconds,
+      rssMiB: memory['mem/rss_mib'],
+      agents: this.team.map((l, i) => ({
+        name: l.policy.name,
+        reward: own[i]!.reward_mean!,
+        accuracy: own[i]!.accuracy!,
+        ...(s.capability ? { pHat: s.capability[i]! } : {}),
+      })),
+      tokensPerS: own.reduce((n, m) => n + m.tokens!, 0) / s.seconds,
+    });
+  }
+
+  private printValidations(step: number, validations: readonly Validation[]): void {
+    for (const v of validations) this.display.message(`step ${step} ${v.label}  ${formatValidation(v.metrics)}`);
+  }
+}
+
+/** The validation fields of policy `name` ({} when none of `validations` covers it). */
+function validationOf(validations: readonly Validation[], name: string): Record<string, number> {
+  return Object.assign({}, ...validations.filter((v) => v.policies.includes(name)).map((v) => v.metrics)) as Record<
+    string,
+    number
+  >;
+}
