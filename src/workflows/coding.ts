@@ -42,7 +42,7 @@ export async function runProgram(
  * The tester: its cases are scored against the reference and the mutants (scoreTester) and become the state the
  * coder sees. Own reward ownScale · r_env; parseFailure when no case can be read.
  */
-export function testerRole(s: RoleSettings, env: Environment<CodingState, unknown>): Role<CodingState> {
+export function codingTesterRole(s: RoleSettings, env: Environment<CodingState, unknown>): Role<CodingState> {
   const format =
     'Write test cases for f, one per line: f(ARGUMENTS) == RESULT, values in JSON (strings in double quotes).';
   return {
@@ -74,7 +74,7 @@ export function testerRole(s: RoleSettings, env: Environment<CodingState, unknow
  * Own reward ownScale · (hidden pass rate); parseFailure when the response defines no f. The feedback names how many
  * of the tester's cases it passes, never the hidden ones.
  */
-export function coderRole(
+export function codingCoderRole(
   s: RoleSettings,
   env: Environment<CodingState, unknown>,
   limits: Partial<SandboxLimits>,
@@ -119,7 +119,7 @@ export function codingWorkflow(config: WorkflowConfig): Workflow<unknown> {
   const acting = actingRoles('coding', ['tester', 'coder'], config);
   const roles = acting.map((r) =>
     r === 'tester'
-      ? testerRole(
+      ? codingTesterRole(
           roleSettings(
             r,
             {
@@ -135,7 +135,7 @@ export function codingWorkflow(config: WorkflowConfig): Workflow<unknown> {
           ),
           env,
         )
-      : coderRole(
+      : codingCoderRole(
           roleSettings(
             r,
             {
