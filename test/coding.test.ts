@@ -290,12 +290,13 @@ describe('the coding workflow', () => {
     assert.equal(episodes[0]!.success, true);
   });
 
-  test("the coder's feedback counts the tester's cases it passes, never the hidden ones' values", async () => {
+  test("the coder's feedback counts the tester's cases it passes and says nothing of the hidden ones", async () => {
     const wf = handWorkflow();
     const coder = wf.roles.find((r) => r.name === 'coder')!;
     const withCases = { ...START, cases: parseTestCases('f(0,4) == 4\nf(1,1) == 9')! };
     const act = await coder.act(episode(withCases), 'function f(a,b){return a*2+b}');
-    assert.equal(act.feedback, "passes 1 of 4 hidden tests; passes 1 of 2 of the tester's cases");
+    assert.equal(act.feedback, "passes 1 of 2 of the tester's cases");
+    assert.equal(act.envReward, 0.25, 'its reward is still the hidden pass rate (1 of 4)');
     const loop = await coder.act(episode(withCases), 'function f(){for(;;){}}');
     assert.equal(loop.own, 0);
   });

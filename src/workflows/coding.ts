@@ -94,9 +94,10 @@ export function codingCoderRole(
       const hidden = task.hidden.map((c) => c.args);
       const run = await runProgram(action.code, [...hidden, ...cases.map((c) => c.args)], limits);
       const step = env.step(state.env, { code: action.code, outputs: run.outputs.slice(0, hidden.length) });
-      const theirs = cases.length
-        ? `; passes ${Math.round(passRate(cases, run.outputs.slice(hidden.length)) * cases.length)} of ${cases.length} of the tester's cases`
-        : '';
+      // Later prompts show how the program did on the tester's cases only: the hidden cases stay hidden, so a coder
+      // learns what to fix from its teammate, not from the grader.
+      const passed = Math.round(passRate(cases, run.outputs.slice(hidden.length)) * cases.length);
+      const theirs = cases.length ? `passes ${passed} of ${cases.length} of the tester's cases` : 'no tester cases';
       const failed = run.outcome === 'ok' ? '' : ` (the program failed: ${run.outcome})`;
       return {
         env: step.state as CodingState,
@@ -105,7 +106,7 @@ export function codingCoderRole(
         parsed: true,
         done: step.done,
         success: step.success,
-        feedback: `${step.feedback}${theirs}${failed}`,
+        feedback: `${theirs}${failed}`,
         sandbox: run.outcome,
       };
     },
