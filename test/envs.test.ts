@@ -4,7 +4,15 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { mathEnv, toolOutputReward } from '../src/envs/math.js';
 import { type PlanPathState, planPathEnv, stepPlanPath } from '../src/envs/plan-path.js';
-import { type SokobanState, initialSokoban, sokobanEnv, solveSokoban, stepSokoban } from '../src/envs/sokoban.js';
+import {
+  SOKOBAN_BENCH,
+  type SokobanState,
+  initialSokoban,
+  minimumPushes,
+  sokobanEnv,
+  solveSokoban,
+  stepSokoban,
+} from '../src/envs/sokoban.js';
 import { countSolutions, parseSudokuGrid, stepSudoku, sudokuEnv } from '../src/envs/sudoku.js';
 import { gridPath, parseMoveList } from '../src/envs/grid.js';
 import { runSandboxed } from '../src/sandbox/run-code.js';
@@ -47,15 +55,32 @@ describe('Plan-Path', () => {
     assert.deepEqual(t2.state.pos, [2, 2], 'moves after the goal are ignored');
   });
 
-  test('a detour reaches the goal without the shortest-path bonus; no action scores 0', () => {
+  test('a detour reaches the goal without the shortest-path bonus', () => {
     const t = stepPlanPath(start, ['D', 'U', 'D', 'D', 'R', 'R']);
     assert.equal(t.success, true);
     assert.equal(t.parts.optimal, 0);
     // valid −0.06; shaping: 1.03, 0.99·(−4)+3 = −0.96, 1.03, 1.02, 1.01, 1.0; goal +1.
     close(t.reward, -0.06 + 1.03 - 0.96 + 1.03 + 1.02 + 1.01 + 1 + 1);
-    const none = stepPlanPath(start, null);
-    assert.equal(none.reward, 0);
-    assert.deepEqual(none.state.pos, [0, 0]);
+  });
+
+  test('no action ([] or nothing parsable) gets −1 and moves nothing, below a walk into a wall', () => {
+    for (const none of [stepPlanPath(start, null), stepPlanPath(start, [])]) {
+      assert.equal(none.reward, -1);
+      assert.deepEqual(none.parts, { noAction: -1 });
+      assert.deepEqual(none.state, start);
+      assert.equal(none.done, false);
+    }
+    // D from (0,0) is a valid move away from nothing: −0.01 + (0.99·(−3) − (−4)) = 1.02; U into the edge −0.10 + 0.04.
+    assert.ok(stepPlanPath(start, ['U']).reward > stepPlanPath(start, []).reward);
+  });
+
+  test('a finished episode ignores further actions: r_env 0, no second goal payment, still solved', () => {
+    const done = stepPlanPath(start, ['R', 'R', 'D', 'D']).state;
+    for (const again of [stepPlanPath(done, ['L', 'R']), stepPlanPath(done, []), stepPlanPath(done, null)]) {
+      assert.equal(again.reward, 0);
+      assert.equal(again.done && again.success, true);
+      assert.deepEqual(again.state, done);
+    }
   });
 
   test('the observation shows the CURRENT position, not the start', () => {
@@ -173,6 +198,56 @@ describe('Sokoban', () => {
     assert.equal(t.state.steps, 3);
   });
 
+  test('no action ([] or nothing parsable) gets −1 and uses no moves, below a walk that costs −0.01', () => {
+    for (const none of [stepSokoban(start, null), stepSokoban(start, [])]) {
+      assert.equal(none.reward, -1);
+      assert.deepEqual(none.parts, { noAction: -1 });
+      assert.deepEqual(none.state, start);
+    }
+    // The hole this closes: a walk that pushes nothing scores below 0 (R: −0.01 + 0.1·(0.99·(−1) + 1)), and [] used
+    // to score 0 above it; even a move into the wall (D: −0.05 + 0.001) now beats doing nothing.
+    close(stepSokoban(start, ['R']).reward, -0.009);
+    close(stepSokoban(start, ['D']).reward, -0.049);
+  });
+
+  test('a finished episode ignores further actions: solved stays solved and unpaid, a time-out is not charged again', () => {
+    const solved = stepSokoban(start, ['R', 'U']).state;
+    assert.equal(solved.solved, true);
+    for (const again of [stepSokoban(solved, ['D']), stepSokoban(solved, [])]) {
+      assert.deepEqual([again.reward, again.done, again.success], [0, true, true]);
+      assert.deepEqual(again.state, solved);
+    }
+    const out = stepSokoban(initialSokoban({ ...instance, maxSteps: 1 }), ['L']).state;
+    assert.equal(out.timedOut, true);
+    assert.deepEqual([stepSokoban(out, ['R', 'U']).reward, stepSokoban(out, null).success], [0, false]);
+  });
+
+  test('minimumPushes: fewest pushes over all solutions (hand rooms), null when unsolvable', () => {
+    assert.equal(minimumPushes(start), 1);
+    // 6×6 room (floor rows and columns 1–4), goal (1,2), box (3,2), player (3,3): walk D, L, then push U twice.
+    const big = { ...instance, rows: ['######', '#    #', '#    #', '#    #', '#    #', '######'] };
+    const two = initialSokoban({ ...big, box: [3, 2], player: [3, 3] });
+    assert.equal(minimumPushes(two), 2);
+    assert.deepEqual(solveSokoban(two), ['D', 'L', 'U', 'U']);
+    // The box against the bottom wall of the 5×5 room can never be pushed up; in a corner it never moves at all.
+    assert.equal(minimumPushes(initialSokoban({ ...instance, box: [3, 2], player: [3, 3] })), null);
+    assert.equal(minimumPushes(initialSokoban({ ...instance, box: [3, 3], player: [2, 2] })), null);
+  });
+
+  test('difficulty knobs: every room needs minPushes pushes and minMoves moves; an unreachable knob is refused', () => {
+    const env = sokobanEnv(SOKOBAN_BENCH);
+    for (let seed = 0; seed < 60; seed++) {
+      const s = env.reset(seed);
+      assert.ok(minimumPushes(s)! >= 3, `seed ${seed}: ${minimumPushes(s)} pushes`);
+    }
+    const long = sokobanEnv({ minMoves: 8, reverseSteps: 40 });
+    for (let seed = 0; seed < 30; seed++) assert.ok(solveSokoban(long.reset(seed))!.length >= 8, `seed ${seed}`);
+    // A 4×4 room has a 2×2 floor: no box is ever more than 2 pushes from the goal.
+    assert.throws(() => sokobanEnv({ size: 4, minPushes: 5 }).reset(0), /no room in 1000 draws.*lower minPushes/);
+    assert.throws(() => sokobanEnv({ minMoves: 300 }), /minMoves/);
+    assert.deepEqual(sokobanEnv().reset(11), sokobanEnv({ minPushes: 1 }).reset(11), 'the defaults keep the rooms');
+  });
+
   test('200 generated rooms (with inner walls too) are all solved by the BFS solver', () => {
     for (const opts of [{ size: 6 }, { size: 7, wallProb: 0.15, reverseSteps: 40 }]) {
       const env = sokobanEnv(opts);
@@ -222,6 +297,17 @@ describe('Sudoku 4×4', () => {
       stepSudoku(s, parseSudokuGrid(JSON.stringify([0, 1, 2, 3].map((k) => solution.slice(4 * k, 4 * k + 4))))).reward,
       2,
     );
+  });
+
+  test('a solved puzzle ignores further answers: a second valid answer is not paid again', () => {
+    const s = env.reset(3);
+    const solved = stepSudoku(s, [...s.instance.solution]);
+    assert.equal(solved.reward, 2);
+    for (const again of [stepSudoku(solved.state, [...s.instance.solution]), stepSudoku(solved.state, null)]) {
+      assert.deepEqual([again.reward, again.done, again.success], [0, true, true]);
+      assert.deepEqual(again.state, solved.state);
+    }
+    assert.deepEqual(stepSudoku(s, null).parts, { noAction: -1 }, 'nothing parsable is the shared "no action"');
   });
 
   test('a repeated digit breaks the rules even when the givens are kept', () => {

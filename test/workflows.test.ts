@@ -229,7 +229,19 @@ describe('no-tree and single-agent baselines', () => {
       samples.map((s) => s.episode),
       [0, 1, 2, 3],
     );
-    close(samples[2]!.reward, -2, 'unparsed: −2 + r_env(no action) = −2');
+    close(samples[2]!.reward, -3, 'unparsed: −2 + r_env(no action) = −2 − 1');
+  });
+
+  test('tree sampling continues from a walk, never from [] (no action costs −1: 2·(−1) for the planner)', async () => {
+    const wf = handWorkflow({ agents: ['planner'], maxTurns: 1 });
+    const { policy } = scripted({ planner: ['[]', '["U"]', 'pass'] });
+    const { samples } = await treeRollout(wf, { seeds: [0], k: 3, policies: { shared: policy } });
+    // ["U"] bumps into the edge: 2·(−0.10 + (0.99·(−4) + 4)) = −0.12, still above [] (−2) and nothing parsed (−3).
+    assert.deepEqual(
+      samples.map((s) => Math.round(s.reward * 100) / 100),
+      [-2, -0.12, -3],
+    );
+    assert.equal(samples.find((s) => s.chosen)!.response, '["U"]');
   });
 });
 

@@ -52,3 +52,29 @@ export interface Environment<S, A> {
    */
   programOutput?(code: string): string | null;
 }
+
+/**
+ * r_env of "no action" in the grid environments (an empty move list, or nothing parsable): the reference's value, so
+ * that doing nothing never beats a walk toward the goal.
+ */
+export const NO_ACTION_REWARD = -1;
+
+/** The step of "no action" from an unfinished state: nothing moves, r_env = NO_ACTION_REWARD, the episode goes on. */
+export function noActionStep<S>(state: S, feedback: string): EnvStep<S> {
+  return {
+    state,
+    reward: NO_ACTION_REWARD,
+    done: false,
+    success: false,
+    parts: { noAction: NO_ACTION_REWARD },
+    feedback,
+  };
+}
+
+/**
+ * The step of any action (or none) on a finished episode: ignored, r_env 0, still done, success as it was — so a
+ * solved task is never paid twice and a timed-out one never charged again.
+ */
+export function finishedStep<S>(state: S, success: boolean): EnvStep<S> {
+  return { state, reward: 0, done: true, success, parts: {}, feedback: 'the episode is over; the action is ignored' };
+}

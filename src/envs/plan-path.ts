@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { Rng } from '../util/rng.js';
-import type { EnvStep, Environment } from './environment.js';
+import { type EnvStep, type Environment, finishedStep, noActionStep } from './environment.js';
 import {
   type Cell,
   type Move,
@@ -134,15 +134,20 @@ function potential(s: PlanPathInstance, pos: Cell): number {
 /**
  * Applies the moves one by one. Per move: −0.01 valid or −0.10 invalid (position unchanged), plus
  * 1.0·(0.99·φ(s′) − φ(s)); on reaching the goal +1.0, and +0.5 more when the valid moves so far equal the BFS shortest
- * length. Moves after the goal is reached are ignored (the episode is over). No action (null) or [] gives 0.
+ * length. Moves after the goal is reached are ignored; an action on a finished episode gets 0. No action (null or [])
+ * gets NO_ACTION_REWARD (−1) and moves nothing.
  */
 export function stepPlanPath(state: PlanPathState, moves: readonly Move[] | null): EnvStep<PlanPathState> {
+  if (state.atGoal) return finishedStep(state, true);
+  if (moves === null || moves.length === 0)
+    return noActionStep(state, moves === null ? 'no move list could be read' : 'no move made');
   const inst = state.instance;
   const R = PLAN_PATH_REWARD;
   const parts = { move: 0, invalid: 0, shaping: 0, goal: 0, optimal: 0 };
-  let { pos, validMoves, atGoal } = state;
+  let { pos, validMoves } = state;
+  let atGoal = false;
   let invalid = 0;
-  for (const m of moves ?? []) {
+  for (const m of moves) {
     if (atGoal) break;
     const next = moveCell(pos, m);
     const ok = isFloor({ rows: inst.rows }, next);
@@ -164,7 +169,7 @@ export function stepPlanPath(state: PlanPathState, moves: readonly Move[] | null
   }
   const reward = parts.move + parts.invalid + parts.shaping + parts.goal + parts.optimal;
   const where = atGoal ? 'reached the goal' : `now at (${pos[0]}, ${pos[1]})`;
-  const feedback = moves === null ? 'no move list could be read' : `${where}; ${invalid} invalid move(s)`;
+  const feedback = `${where}; ${invalid} invalid move(s)`;
   return { state: { instance: inst, pos, validMoves, atGoal }, reward, done: atGoal, success: atGoal, parts, feedback };
 }
 

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { Rng } from '../util/rng.js';
-import type { EnvStep, Environment } from './environment.js';
+import { type EnvStep, type Environment, finishedStep, noActionStep } from './environment.js';
 import {
   type Cell,
   type Move,
@@ -30,8 +30,19 @@ export const SokobanOptionsSchema = z
     reverseSteps: z.number().int().min(1).max(1000).default(20),
     /** Moves allowed per episode before the time-out; default 200 (the reference). */
     maxSteps: z.number().int().min(1).default(200),
+    /**
+     * Fewest pushes any solution needs (the difficulty a planner feels: a one-push room is solved by walking up to the
+     * box); every generated room needs at least this many; default 1 (any room with the box off the goal).
+     */
+    minPushes: z.number().int().min(1).max(50).default(1),
+    /** Fewest moves (walks and pushes) of the shortest solution; every generated room needs at least this many; default 1. */
+    minMoves: z.number().int().min(1).max(200).default(1),
   })
-  .strict();
+  .strict()
+  .refine((o) => o.minMoves < o.maxSteps, {
+    message: 'minMoves must be below maxSteps (no room needing that many moves could be solved in time)',
+    path: ['minMoves'],
+  });
 /** Sokoban knobs with defaults filled in. */
 export type SokobanOptions = z.output<typeof SokobanOptionsSchema>;
 
@@ -82,7 +93,15 @@ export const SOKOBAN_REWARD = {
   timeout: -5,
 } as const;
 
+/** Rooms drawn per instance before generation gives up (bounds the work: one reverse play and two searches each). */
 const GENERATION_ATTEMPTS = 1000;
+
+/**
+ * Knobs for benches: 6×6 open rooms whose every solution needs at least 3 pushes and 5 moves (of seeds 0–299 under
+ * the defaults, 214 need a single push, 42 are solved by one move and 100 by two or fewer). Longer reverse play
+ * makes such rooms common, so few draws are rejected.
+ */
+export const SOKOBAN_BENCH: Partial<SokobanOptions> = { size: 6, reverseSteps: 40, minPushes: 3 };
 
 /** The Sokoban environment with the given knobs. */
 export function sokobanEnv(options: Partial<SokobanOptions> = {}): Environment<SokobanState, Move[]> {
@@ -135,9 +154,19 @@ export function generateSokoban(seed: number, o: SokobanOptions): SokobanInstanc
       player = to;
     }
     if (sameCell(box, goal)) continue;
-    return { id: `sokoban:${seed}`, rows, goal, box, player, maxSteps: o.maxSteps };
+    const instance = { id: `sokoban:${seed}`, rows, goal, box, player, maxSteps: o.maxSteps };
+    // Each push moves the box one cell, and the player first walks next to the box: when these lower bounds already
+    // meet a knob, no search is needed (the defaults always are, so default rooms stay as they were).
+    const pushesAtLeast = manhattan(box, goal);
+    const movesAtLeast = pushesAtLeast + manhattan(player, box) - 1;
+    if (pushesAtLeast < o.minPushes && (minimumPushes(initialSokoban(instance)) ?? 0) < o.minPushes) continue;
+    if (movesAtLeast < o.minMoves && (solveSokoban(initialSokoban(instance))?.length ?? 0) < o.minMoves) continue;
+    return instance;
   }
-  throw new Error(`sokoban: no instance in ${GENERATION_ATTEMPTS} draws for ${JSON.stringify(o)}; lower wallProb`);
+  throw new Error(
+    `sokoban: no room in ${GENERATION_ATTEMPTS} draws for ${JSON.stringify(o)}; ` +
+      'lower minPushes, minMoves or wallProb, or raise reverseSteps or size',
+  );
 }
 
 /** Φ = −Σ box-to-nearest-goal Manhattan distance (one box, one goal). */
@@ -158,15 +187,21 @@ function push(inst: SokobanInstance, player: Cell, box: Cell, m: Move): { player
 /**
  * Applies the moves one by one. Per move: −0.01 valid or −0.05 invalid (nothing moves), plus
  * 0.1·(0.99·Φ′ − Φ); box onto the goal +1.0, off it −0.5; the win +10 ends the episode. Every move (valid or not)
- * counts against the step limit; reaching it unsolved gives −5 and ends the episode as a failure.
+ * counts against the step limit; reaching it unsolved gives −5 and ends the episode as a failure. No action (null or
+ * []) gets NO_ACTION_REWARD (−1) and uses no moves; an action on a finished episode gets 0.
  */
 export function stepSokoban(state: SokobanState, moves: readonly Move[] | null): EnvStep<SokobanState> {
+  if (state.solved || state.timedOut) return finishedStep(state, state.solved);
+  if (moves === null || moves.length === 0)
+    return noActionStep(state, moves === null ? 'no move list could be read' : 'no move made');
   const inst = state.instance;
   const R = SOKOBAN_REWARD;
   const parts = { move: 0, invalid: 0, shaping: 0, onGoal: 0, offGoal: 0, win: 0, timeout: 0 };
-  let { player, box, steps, solved, timedOut } = state;
+  let { player, box, steps } = state;
+  let solved = false;
+  let timedOut = false;
   let invalid = 0;
-  for (const m of moves ?? []) {
+  for (const m of moves) {
     if (solved || timedOut) break;
     const next = push(inst, player, box, m);
     steps++;
@@ -191,7 +226,7 @@ export function stepSokoban(state: SokobanState, moves: readonly Move[] | null):
   }
   const reward = Object.values(parts).reduce((a, b) => a + b, 0);
   const status = solved ? 'solved' : timedOut ? 'out of moves' : `box at (${box[0]}, ${box[1]})`;
-  const feedback = moves === null ? 'no move list could be read' : `${status}; ${invalid} invalid move(s)`;
+  const feedback = `${status}; ${invalid} invalid move(s)`;
   return {
     state: { instance: inst, player, box, steps, solved, timedOut },
     reward,
@@ -211,6 +246,33 @@ export function solveSokoban(s: SokobanState): Move[] | null {
     (t, m) => push(inst, t.player, t.box, m),
     (t) => `${cellKey(t.player)}|${cellKey(t.box)}`,
   );
+}
+
+/**
+ * The fewest pushes any solution of the state needs (0–1 BFS over player and box cells: a walk costs 0, a push 1), or
+ * null when it cannot be solved.
+ */
+export function minimumPushes(s: SokobanState): number | null {
+  const inst = s.instance;
+  const key = (player: Cell, box: Cell): string => `${cellKey(player)}|${cellKey(box)}`;
+  const best = new Map<string, number>([[key(s.player, s.box), 0]]);
+  const deque: { player: Cell; box: Cell; pushes: number }[] = [{ player: s.player, box: s.box, pushes: 0 }];
+  while (deque.length > 0) {
+    const t = deque.shift()!;
+    if (t.pushes > best.get(key(t.player, t.box))!) continue;
+    if (sameCell(t.box, inst.goal)) return t.pushes;
+    for (const m of ['U', 'D', 'L', 'R'] as const) {
+      const next = push(inst, t.player, t.box, m);
+      if (next === null) continue;
+      const pushes = t.pushes + (sameCell(next.box, t.box) ? 0 : 1);
+      const k = key(next.player, next.box);
+      if ((best.get(k) ?? Infinity) <= pushes) continue;
+      best.set(k, pushes);
+      if (pushes === t.pushes) deque.unshift({ ...next, pushes });
+      else deque.push({ ...next, pushes });
+    }
+  }
+  return null;
 }
 
 /** The room: # wall, space floor, . goal, $ box, @ player, * box on goal, + player on goal. */

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { Rng } from '../util/rng.js';
-import type { EnvStep, Environment } from './environment.js';
+import { type EnvStep, type Environment, finishedStep, noActionStep } from './environment.js';
 
 /** Sudoku knobs. */
 export const SudokuOptionsSchema = z
@@ -44,8 +44,6 @@ export const SUDOKU_REWARD = {
   partial: 1,
   /** A grid breaking the rules (a repeated digit, or a given changed). */
   broken: -0.5,
-  /** No 4×4 grid could be read. */
-  badFormat: -1,
 } as const;
 
 /** The Sudoku environment with the given knobs. */
@@ -161,12 +159,14 @@ export function parseSudokuGrid(text: string): Grid4 | null {
 }
 
 /**
- * Scores an answer grid. Bad format −1 (state unchanged); a repeated digit or a changed given −0.5 (unchanged); a
+ * Scores an answer grid. No grid read: NO_ACTION_REWARD (−1), state unchanged; a repeated digit or a changed given −0.5 (unchanged); a
  * complete valid grid keeping the givens +2 (it is then the unique solution); otherwise partial credit
  * 1·(cells blank before this answer and now filled with the solution's digit) / (blanks of the puzzle), and the
- * grid becomes the new state.
+ * grid becomes the new state. A solved puzzle ignores further answers (r_env 0: it is never paid twice).
  */
 export function stepSudoku(state: SudokuState, answer: Grid4 | null): EnvStep<SudokuState> {
+  if (state.solved) return finishedStep(state, true);
+  if (answer === null) return noActionStep(state, 'no 4x4 grid could be read');
   const { instance } = state;
   const R = SUDOKU_REWARD;
   const result = (reward: number, part: string, next: SudokuState, feedback: string): EnvStep<SudokuState> => ({
@@ -177,7 +177,6 @@ export function stepSudoku(state: SudokuState, answer: Grid4 | null): EnvStep<Su
     parts: { [part]: reward },
     feedback,
   });
-  if (answer === null) return result(R.badFormat, 'badFormat', state, 'no 4x4 grid could be read');
   const givenChanged = instance.puzzle.some((v, i) => v !== 0 && answer[i] !== v);
   if (givenChanged || !consistent(answer)) {
     const why = givenChanged ? 'a given was changed' : 'a digit repeats in a row, column or box';

@@ -3,6 +3,7 @@
  * `workflow` config section), and `workflow.name` in a run config then selects it — the trainer is not touched.
  */
 import { mathToolWorkflow, planPathWorkflow, sokobanWorkflow, sudokuWorkflow } from './builtin.js';
+import { codingWorkflow } from './coding.js';
 import { type WorkflowConfig, parseWorkflowConfig } from './workflow-config.js';
 import type { Workflow } from './workflow.js';
 
@@ -14,6 +15,7 @@ const FACTORIES = new Map<string, WorkflowFactory>([
   ['sokoban', sokobanWorkflow],
   ['sudoku', sudokuWorkflow],
   ['math-tool', mathToolWorkflow],
+  ['coding', codingWorkflow],
 ]);
 
 /** Registers a workflow under `name`; refuses to replace an existing one silently. */
