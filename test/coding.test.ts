@@ -263,7 +263,11 @@ describe('the coding workflow', () => {
       // Not a canonical program's text, so it runs in the sandbox.
       coder: ['function f(a, b) { return 2 * a + b }', HAND.reference, 'return a*3+b'],
     });
-    const { samples, episodes } = await treeRollout(handWorkflow(), { seeds: [0], k: 3, policies: { shared: policy } });
+    const { samples, episodes } = await treeRollout(handWorkflow(), {
+      seeds: [0],
+      groupSize: 3,
+      policies: { shared: policy },
+    });
     const tester = samples.filter((s) => s.role === 'tester');
     const coder = samples.filter((s) => s.role === 'coder');
     // Tester own: 0 (wrong), 1 (right, fails all mutants), −1 (nothing parsed); team: the chosen coder's pass rate 1.
@@ -315,7 +319,7 @@ describe('the coding workflow', () => {
       generate: async (prompts) => prompts.map((p) => ({ text: answer.get(p) ?? 'missing row' })),
     };
     const seeds = [100, 101, 102, 103, 104, 105];
-    const { episodes } = await treeRollout(wf, { seeds, k: 1, policies: { shared: teacher } });
+    const { episodes } = await treeRollout(wf, { seeds, groupSize: 1, policies: { shared: teacher } });
     assert.deepEqual(
       episodes.map((e) => e.success),
       seeds.map(() => true),
@@ -332,7 +336,7 @@ const root = await mkdtemp(join(tmpdir(), 'hacrl-coding-'));
 after(() => rm(root, { recursive: true, force: true }));
 
 describe('the command line', () => {
-  const workflow = JSON.stringify({ name: 'coding', maxTurns: 1, k: 2 });
+  const workflow = JSON.stringify({ name: 'coding', maxTurns: 1, groupSize: 2 });
 
   test('mas warmstart, mas rollout and an at-grpo training step accept the coding workflow', async () => {
     const agent = join(root, 'agent');

@@ -235,7 +235,7 @@ describe('no-tree and single-agent baselines', () => {
   test('tree sampling continues from a walk, never from [] (no action costs −1: 2·(−1) for the planner)', async () => {
     const wf = handWorkflow({ agents: ['planner'], maxTurns: 1 });
     const { policy } = scripted({ planner: ['[]', '["U"]', 'pass'] });
-    const { samples } = await treeRollout(wf, { seeds: [0], k: 3, policies: { shared: policy } });
+    const { samples } = await treeRollout(wf, { seeds: [0], groupSize: 3, policies: { shared: policy } });
     // ["U"] bumps into the edge: 2·(−0.10 + (0.99·(−4) + 4)) = −0.12, still above [] (−2) and nothing parsed (−3).
     assert.deepEqual(
       samples.map((s) => Math.round(s.reward * 100) / 100),

@@ -125,8 +125,8 @@ export function codingWorkflow(config: WorkflowConfig): Workflow<unknown> {
             r,
             {
               instruction: 'You are the tester: write test cases that the right f passes and wrong ones fail.',
-              maxTokens: 96,
-              stop: ['\n\n'],
+              maxNewTokens: 96,
+              stopStrings: ['\n\n'],
               ownScale: 1,
               parseFailure: -1,
               team: 'coder',
@@ -141,8 +141,8 @@ export function codingWorkflow(config: WorkflowConfig): Workflow<unknown> {
             r,
             {
               instruction: 'You are the coder: write the function f.',
-              maxTokens: 64,
-              stop: ['\n'],
+              maxNewTokens: 64,
+              stopStrings: ['\n'],
               ownScale: 2,
               parseFailure: -1,
               team: null,
