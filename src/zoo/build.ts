@@ -15,9 +15,9 @@ import type { Estimate } from '../eval/evaluate.js';
 import { loadPretrained, savePretrained } from '../model/pretrained.js';
 import { DEFAULT_PLAIN_FORMAT } from '../tasks/prompt.js';
 import { makeTaskDataset, presetSpec } from '../tasks/splits.js';
-import { trainSft, type SftLogEntry } from '../train/sft-trainer.js';
+import { trainSft, type SftLogEntry } from '../agents/sft-trainer.js';
 import { writeJsonAtomic } from '../util/atomic-write.js';
-import { buildModel, buildTokenizer } from './agent-spec.js';
+import { buildModel, buildTokenizer } from '../model/agent-spec.js';
 import type { AgentRecipe, PairRecipe } from './recipes.js';
 
 /** Bumped whenever the build procedure changes in a way that changes the bytes of an unchanged recipe. */

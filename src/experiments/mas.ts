@@ -17,9 +17,9 @@ import { formatDifference, seedPairedDifference, type Difference } from '../util
 import { wilson, type Estimate } from '../eval/evaluate.js';
 import { loadPretrained, savePretrained } from '../model/pretrained.js';
 import { findLatestCheckpoint } from '../run/run-folder.js';
-import { AgentSpecSchema } from '../zoo/agent-spec.js';
+import { AgentSpecSchema } from '../model/agent-spec.js';
 import { trainRl } from '../train/rl-trainer.js';
-import { WarmStartSchema, workflowAgent } from '../train/workflow-agent.js';
+import { WarmStartSchema, workflowAgent } from '../agents/workflow-agent.js';
 import { playHeldOut, successRate } from '../train/workflow-source.js';
 import { parseWith } from '../util/json-file.js';
 import { Rng } from '../util/rng.js';
