@@ -267,7 +267,7 @@ export type KernelName = Exclude<keyof Kernels, 'name' | 'blas'>;
  * dimension (non-negative integer); `:real` a finite number; `:flag` a boolean; `:gemm` GemmArgs; `:attention` an
  * AttentionShape, whose fields (batch, seqLen, queryHeads, kvHeads, headDim) sizes may use.
  */
-export const KERNEL_SIGNATURES = {
+const KERNEL_SIGNATURES = {
   gemm: 'args:gemm',
   rmsNorm: 'x[rows*dim] weight[dim] out[rows*dim] invRms[rows] rows dim eps:real',
   rmsNormBackward: 'dy[rows*dim] x[rows*dim] weight[dim] invRms[rows] dx[rows*dim] dWeight[dim] rows dim',
