@@ -30,7 +30,7 @@ import { closeDefaultPool } from '../src/rewards/worker-pool.js';
 import type { Agent } from '../src/rollout/rollout.js';
 import { DEFAULT_PLAIN_FORMAT, renderPrompt } from '../src/tasks/prompt.js';
 import { makeTaskDataset, presetSpec } from '../src/tasks/splits.js';
-import { AgentSpecSchema, buildModel, buildTokenizer } from '../src/zoo/agent-spec.js';
+import { AgentSpecSchema, buildModel, buildTokenizer } from '../src/model/agent-spec.js';
 import type { TeamMember } from '../src/train/learners.js';
 import { teamStep, type UpdateRecipe } from '../src/train/learner-step.js';
 import { RolloutSource } from '../src/train/sample-sources.js';

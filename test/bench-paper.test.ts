@@ -5,11 +5,11 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { benchPlan, METHODS, methodOf, planRuns } from '../src/bench/paper-matrix.js';
-import { chosenLr, heldOut } from '../src/bench/paper-run.js';
-import { pairedCell, type RunResult } from '../src/bench/paper-table.js';
+import { benchPlan, METHODS, methodOf, planRuns } from '../src/experiments/paper-matrix.js';
+import { chosenLr, heldOut } from '../src/experiments/paper-run.js';
+import { pairedCell, type RunResult } from '../src/experiments/paper-table.js';
 import { seedMean } from '../src/util/stats.js';
-import randomReward from '../src/bench/random-reward.js';
+import randomReward from '../src/experiments/random-reward.js';
 import { hacrl } from './cli.js';
 
 const root = await mkdtemp(join(tmpdir(), 'hacrl-bench-paper-'));

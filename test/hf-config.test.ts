@@ -8,12 +8,11 @@ import { parseGenerationConfig, readGenerationConfig, writeGenerationConfig } fr
 import {
   parseHfConfig,
   readHfConfig,
-  ropeInvFreq,
-  ropeTables,
   toHfConfig,
   writeHfConfig,
   type TransformerConfig,
 } from '../src/model/hf-config.js';
+import { ropeInvFreq, ropeTables } from '../src/model/rope.js';
 import { hfWeightNames, parameterCount } from '../src/model/weight-names.js';
 
 // Fixtures live in the source tree; tests run from dist/test.

@@ -14,7 +14,7 @@ import { renderPrompt } from '../src/tasks/prompt.js';
 import { Gpt2Tokenizer } from '../src/tokenizer/gpt2-tokenizer.js';
 import { loadTokenizer } from '../src/tokenizer/load.js';
 import type { Tokenizer } from '../src/tokenizer/tokenizer.js';
-import { AgentSpecSchema, buildTokenizer } from '../src/zoo/agent-spec.js';
+import { AgentSpecSchema, buildTokenizer } from '../src/model/agent-spec.js';
 
 // A small math corpus in the shape of the project's prompts and answers, with "×" and "−" so both tokenizers know them.
 const CORPUS = [

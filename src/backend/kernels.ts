@@ -256,3 +256,108 @@ export interface Kernels {
   /** dTable[ids[r],:] += dOut[r,:] (accumulated; ids may repeat). */
   embeddingBackward(dOut: F32, ids: I32, dTable: F32, rows: number, dim: number): void;
 }
+
+/** A kernel's name: every method of Kernels. */
+export type KernelName = Exclude<keyof Kernels, 'name' | 'blas'>;
+
+/**
+ * Every kernel's arguments in call order (long ones in lines), with the sizes the checked engine requires (engine.ts) and the structured
+ * ones the native adapter flattens (native.ts). `x[rows*dim]`: a Float32Array of at least rows·dim elements (`[]`:
+ * sized by the engine's own rules); `:i32[…]` an Int32Array; a `?` after the name: may be undefined; a bare name: a
+ * dimension (non-negative integer); `:real` a finite number; `:flag` a boolean; `:gemm` GemmArgs; `:attention` an
+ * AttentionShape, whose fields (batch, seqLen, queryHeads, kvHeads, headDim) sizes may use.
+ */
+const KERNEL_SIGNATURES = {
+  gemm: 'args:gemm',
+  rmsNorm: 'x[rows*dim] weight[dim] out[rows*dim] invRms[rows] rows dim eps:real',
+  rmsNormBackward: 'dy[rows*dim] x[rows*dim] weight[dim] invRms[rows] dx[rows*dim] dWeight[dim] rows dim',
+  layerNorm: 'x[rows*dim] weight[dim] bias[dim] out[rows*dim] mean[rows] rstd[rows] rows dim eps:real',
+  layerNormBackward:
+    'dy[rows*dim] x[rows*dim] weight[dim] mean[rows] rstd[rows] dx[rows*dim] dWeight[dim] dBias[dim] rows dim',
+  softmax: 'x[rows*dim] out[rows*dim] rows dim',
+  argmaxRows: 'x[rows*dim] out:i32[rows] rows dim',
+  logSoftmax: 'x[rows*dim] out[rows*dim] rows dim',
+  gatherLogProbs: 'logits[rows*vocab] targets:i32[rows] logProb[rows] lse[rows] rows vocab entropy?[rows]',
+  gatherLogProbsBackward:
+    'logits[rows*vocab] targets:i32[rows] lse[rows] dLogProb[rows] dLogits[rows*vocab] rows vocab',
+  entropyBackward: 'logits[rows*vocab] lse[rows] entropy[rows] dEntropy[rows] dLogits[rows*vocab] rows vocab',
+  rope: 'x[rows*heads*headDim] positions:i32[rows] cos[headDim/2] sin[headDim/2] rows heads headDim inverse:flag',
+  swiglu: 'gate[n] up[n] out[n] n',
+  swigluBackward: 'dy[n] gate[n] up[n] dGate[n] dUp[n] n',
+  gelu: 'x[n] out[n] n',
+  geluBackward: 'dy[n] x[n] dx[n] n',
+  attention: [
+    'q[batch*seqLen*queryHeads*headDim] k[batch*seqLen*kvHeads*headDim] v[batch*seqLen*kvHeads*headDim]',
+    'out[batch*seqLen*queryHeads*headDim] lse[batch*queryHeads*seqLen] shape:attention keyStart?:i32[]',
+  ],
+  attentionBackward: [
+    'dOut[batch*seqLen*queryHeads*headDim] q[batch*seqLen*queryHeads*headDim] k[batch*seqLen*kvHeads*headDim]',
+    'v[batch*seqLen*kvHeads*headDim] out[batch*seqLen*queryHeads*headDim] lse[batch*queryHeads*seqLen]',
+    'dq[batch*seqLen*queryHeads*headDim] dk[batch*seqLen*kvHeads*headDim] dv[batch*seqLen*kvHeads*headDim]',
+    'shape:attention keyStart?:i32[]',
+  ],
+  attentionDecode: [
+    'q[batch*queryHeads*headDim] kCache[batch*kvHeads*capacity*headDim] vCache[batch*kvHeads*capacity*headDim]',
+    'out[batch*queryHeads*headDim] batch queryHeads kvHeads headDim capacity length scale:real keyStart?:i32[]',
+  ],
+  adamw: 'param[n] grad[n] m[n] v[n] n lr:real beta1:real beta2:real eps:real weightDecay:real step',
+  addBias: 'x[rows*dim] bias[dim] out[rows*dim] rows dim',
+  sumRows: 'dy[rows*dim] dBias[dim] rows dim',
+  axpy: 'alpha:real x[n] y[n] n',
+  mul: 'a[n] b[n] out[n] n',
+  scale: 'x[n] alpha:real n',
+  sumSquares: 'x[n] n',
+  allFinite: 'x[n] n',
+  copyRows: 'src[] srcOffset srcLd dst[] dstOffset dstLd rows cols',
+  embedding: 'table[] ids:i32[rows] out[rows*dim] rows dim',
+  embeddingBackward: 'dOut[rows*dim] ids:i32[rows] dTable[] rows dim',
+} as const;
+
+/** The words of a signature (a string, or lines of one). */
+type Words<S> = S extends `${infer H} ${infer T}`
+  ? [H, ...Words<T>]
+  : S extends string
+    ? [S]
+    : S extends readonly [infer H, ...infer T]
+      ? [...Words<H>, ...Words<T>]
+      : [];
+/** Compile-time check: each signature names as many arguments as its Kernels method takes. */
+type CheckedSignatures = {
+  [K in KernelName]: Words<(typeof KERNEL_SIGNATURES)[K]>['length'] extends Parameters<Kernels[K]>['length']
+    ? unknown
+    : `the signature of ${K} has a different number of arguments than Kernels.${K}`;
+};
+
+/** Values of a call's numeric arguments by name (an AttentionShape's fields included), from which sizes follow. */
+export type Dims = Record<string, number>;
+
+/** One argument of a kernel, parsed from its signature. */
+export type ArgSpec =
+  | { name: string; kind: 'f32' | 'i32'; optional: boolean; size: (d: Dims) => number }
+  | { name: string; kind: 'dim' | 'real' | 'flag' | 'gemm' | 'attention' };
+
+/** `a*b*c` or `a/2`: a product of dimensions and whole numbers, divided by a whole number. */
+function sizeOf(expr: string): (d: Dims) => number {
+  if (expr === '') return () => 0;
+  const [product, divisor = '1'] = expr.split('/');
+  const factors = product!.split('*');
+  return (d) => factors.reduce((n, f) => n * (/^\d+$/.test(f) ? Number(f) : d[f]!), 1) / Number(divisor);
+}
+
+/** One word of a signature as an ArgSpec. */
+function parseArg(word: string): ArgSpec {
+  const m = /^(\w+)(\?)?(?::(\w+))?(?:\[([\w*/]*)\])?$/.exec(word);
+  if (!m) throw new Error(`kernel signature: cannot read "${word}"`);
+  const [, name, optional, type, size] = m as unknown as [string, string, string?, string?, string?];
+  if (size !== undefined)
+    return { name, kind: type === 'i32' ? 'i32' : 'f32', optional: optional === '?', size: sizeOf(size) };
+  return { name, kind: (type ?? 'dim') as 'dim' | 'real' | 'flag' | 'gemm' | 'attention' };
+}
+
+/** Every kernel's arguments, in call order, parsed from KERNEL_SIGNATURES. */
+export const KERNEL_ARGS = Object.fromEntries(
+  Object.entries(KERNEL_SIGNATURES satisfies CheckedSignatures).map(([name, sig]) => [
+    name,
+    [sig].flat().join(' ').split(' ').map(parseArg),
+  ]),
+) as Record<KernelName, ArgSpec[]>;

@@ -3,9 +3,15 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { backgroundCores, cpuTicks } from '../util/cpu-load.js';
-import { resolveGemm } from './gemm-args.js';
-import type { AttentionShape, F32, GemmArgs, I32, Kernels } from './kernels.js';
-import { typescriptKernels } from './typescript.js';
+import { resolveGemm, type ResolvedGemm } from './gemm-args.js';
+import {
+  KERNEL_ARGS,
+  type ArgSpec,
+  type AttentionShape,
+  type GemmArgs,
+  type KernelName,
+  type Kernels,
+} from './kernels.js';
 
 /** Functions the addon exports beyond the Kernels contract: machine measurements and BLAS details. */
 export interface NativeExtras {
@@ -42,87 +48,58 @@ function addonPath(): string | null {
 /** The addon's raw exports: the Kernels methods with positional arguments, plus gemmRaw and the extras. */
 type Addon = Record<string, (...args: unknown[]) => unknown>;
 
-/** Adapts the addon's positional exports to the Kernels contract (gemm and attention take objects there). */
+/** The addon's export of kernel `name`: gemm's positional form is exported as gemmRaw. */
+const exportName = (name: KernelName): string => (name === 'gemm' ? 'gemmRaw' : name);
+
+/** gemmRaw's arguments in the addon's order (native/addon_blas.c). */
+function gemmRawArgs(g: ResolvedGemm): unknown[] {
+  return [
+    g.transA,
+    g.transB,
+    g.m,
+    g.n,
+    g.k,
+    g.alpha,
+    g.a,
+    g.aOff,
+    g.lda,
+    g.b,
+    g.bOff,
+    g.ldb,
+    g.beta,
+    g.c,
+    g.cOff,
+    g.ldc,
+    g.batch,
+    g.strideA,
+    g.strideB,
+    g.strideC,
+    g.threads,
+  ];
+}
+
+/** The positional values the addon takes for one argument: a structured one (GemmArgs, AttentionShape) flattened. */
+function flatten(spec: ArgSpec, value: unknown): unknown[] {
+  if (spec.kind === 'gemm') return gemmRawArgs(resolveGemm(value as GemmArgs));
+  if (spec.kind !== 'attention') return [value];
+  const s = value as AttentionShape;
+  return [s.batch, s.seqLen, s.queryHeads, s.kvHeads, s.headDim, attentionScale(s)];
+}
+
+/**
+ * Adapts the addon's positional exports to the Kernels contract: kernels that take a structured argument (KERNEL_ARGS)
+ * get it flattened; the others are the addon's functions themselves.
+ */
 function wrap(addon: Addon, blas: string): NativeKernels {
-  const k = Object.assign(Object.create(null) as object, addon) as unknown as NativeKernels;
-  return Object.assign(k, {
-    name: 'native',
-    blas,
-    gemm(args: GemmArgs): void {
-      const g = resolveGemm(args);
-      addon.gemmRaw!(
-        g.transA,
-        g.transB,
-        g.m,
-        g.n,
-        g.k,
-        g.alpha,
-        g.a,
-        g.aOff,
-        g.lda,
-        g.b,
-        g.bOff,
-        g.ldb,
-        g.beta,
-        g.c,
-        g.cOff,
-        g.ldc,
-        g.batch,
-        g.strideA,
-        g.strideB,
-        g.strideC,
-        g.threads,
-      );
-    },
-    attention(q: F32, kk: F32, v: F32, out: F32, lse: F32, s: AttentionShape, keyStart?: I32): void {
-      addon.attention!(
-        q,
-        kk,
-        v,
-        out,
-        lse,
-        s.batch,
-        s.seqLen,
-        s.queryHeads,
-        s.kvHeads,
-        s.headDim,
-        attentionScale(s),
-        keyStart,
-      );
-    },
-    attentionBackward(
-      dOut: F32,
-      q: F32,
-      kk: F32,
-      v: F32,
-      out: F32,
-      lse: F32,
-      dq: F32,
-      dk: F32,
-      dv: F32,
-      s: AttentionShape,
-      keyStart?: I32,
-    ): void {
-      addon.attentionBackward!(
-        dOut,
-        q,
-        kk,
-        v,
-        out,
-        lse,
-        dq,
-        dk,
-        dv,
-        s.batch,
-        s.seqLen,
-        s.queryHeads,
-        s.kvHeads,
-        s.headDim,
-        attentionScale(s),
-        keyStart,
-      );
-    },
-  });
+  const k = Object.assign(Object.create(null) as object, addon, { name: 'native', blas }) as unknown as NativeKernels;
+  for (const [name, specs] of Object.entries(KERNEL_ARGS) as [KernelName, ArgSpec[]][]) {
+    if (!specs.some((spec) => spec.kind === 'gemm' || spec.kind === 'attention')) continue;
+    const raw = addon[exportName(name)]!;
+    Object.assign(k, {
+      [name]: (...values: unknown[]) => raw(...specs.flatMap((spec, i) => flatten(spec, values[i]))),
+    });
+  }
+  return k;
 }
 
 /** The scale of q·k: the shape's own or 1/sqrt(headDim). */
@@ -187,16 +164,15 @@ export function loadNative(): { kernels: NativeKernels } | { error: string } {
   try {
     const addon = withWaitPolicy(() => createRequire(import.meta.url)(path) as Addon);
     if (!addon.init || !addon.gemmRaw) return { error: 'the addon is incomplete; rebuild with `npm run build:native`' };
-    const kernels = wrap(addon, addon.init() as string);
     // An addon built before a kernel was added would otherwise fail mid-run with "x is not a function".
-    const missing = (Object.keys(typescriptKernels) as (keyof Kernels)[]).filter(
-      (name) => typeof typescriptKernels[name] === 'function' && typeof kernels[name] !== 'function',
+    const missing = (Object.keys(KERNEL_ARGS) as KernelName[]).filter(
+      (name) => typeof addon[exportName(name)] !== 'function',
     );
     if (missing.length > 0)
       return {
         error: `${path} is older than the code (no ${missing.join(', ')}); rebuild with \`npm run build:native\``,
       };
-    return { kernels };
+    return { kernels: wrap(addon, addon.init() as string) };
   } catch (e) {
     return { error: (e as Error).message };
   }

@@ -1,13 +1,13 @@
 #!/usr/bin/env node
 import { writeFile } from 'node:fs/promises';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { BENCH_FAST, BENCH_FULL, BENCH_TINY } from './bench-mas-sizes.js';
-import { runBenchPaper, type BenchPaperCliOptions } from './bench-paper.js';
+import { BENCH_FAST, BENCH_FULL, BENCH_TINY } from '../experiments/mas-sizes.js';
+import { runBenchPaper, type BenchPaperCliOptions } from '../experiments/paper.js';
 import { runConfigResolve, runConfigSchema } from './config.js';
-import { runDemo, type DemoOptions } from './demo.js';
+import { runDemo, type DemoOptions } from '../experiments/demo.js';
 import { createProgressDisplay } from '../train/progress.js';
 import { runEval, type EvalCliOptions } from './eval.js';
-import { benchMasTable, runBenchMas } from './bench-mas.js';
+import { benchMasTable, runBenchMas } from '../experiments/mas.js';
 import { masCommand } from './mas.js';
 import { runMasWarmstart } from './mas-warmstart.js';
 import { runReport } from './report.js';

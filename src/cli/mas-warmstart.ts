@@ -6,8 +6,8 @@
 import { z } from 'zod';
 import { engine } from '../backend/engine.js';
 import { savePretrained } from '../model/pretrained.js';
-import { AgentSpecSchema } from '../zoo/agent-spec.js';
-import { WarmStartSchema, workflowAgent } from '../train/workflow-agent.js';
+import { AgentSpecSchema } from '../model/agent-spec.js';
+import { WarmStartSchema, workflowAgent } from '../agents/workflow-agent.js';
 import { parseWith } from '../util/json-file.js';
 import { buildWorkflow } from '../workflows/registry.js';
 

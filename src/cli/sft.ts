@@ -3,10 +3,9 @@ import { z } from 'zod';
 import { engine } from '../backend/engine.js';
 import { savePretrained } from '../model/pretrained.js';
 import { closeDefaultPool } from '../rewards/worker-pool.js';
-import { DEFAULT_PLAIN_FORMAT } from '../tasks/prompt.js';
 import { makeTaskDataset, presetSpec, PRESETS } from '../tasks/splits.js';
-import { AgentSpecSchema, buildModel, buildTokenizer } from '../zoo/agent-spec.js';
-import { trainSft } from '../train/sft-trainer.js';
+import { AgentSpecSchema } from '../model/agent-spec.js';
+import { taskAgent, trainSft } from '../agents/sft-trainer.js';
 import { writeJsonAtomic } from '../util/atomic-write.js';
 import { ensureWritableDir } from '../util/fs-errors.js';
 import { parseWith } from '../util/json-file.js';
@@ -70,10 +69,7 @@ export async function runSft(raw: SftCliOptions): Promise<void> {
   const train = makeTaskDataset(presetSpec(o.task, 'train', o.trainN, o.dataSeed)).problems;
   const test = makeTaskDataset(presetSpec(o.task, 'test', o.evalN, o.dataSeed)).problems;
   const prompt = { template: o.template };
-  // The plain prompt layout is part of every prompt (these tokenizers have no chat template), so its characters count.
-  const corpus = [DEFAULT_PLAIN_FORMAT, o.template, ...train.flatMap((p) => [p.prompt, p.solution])];
-  const tokenizer = buildTokenizer(o.agent, corpus);
-  const model = buildModel(o.agent, tokenizer);
+  const { model, tokenizer } = taskAgent(o.agent, train, o.template);
   const k = engine();
   console.log(
     `sft: ${o.agent.arch} ${o.agent.layers}×${o.agent.hidden}, ${(model.numParameters / 1e6).toFixed(2)}M parameters, ` +

@@ -1,7 +1,5 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { join } from 'node:path';
 import { closeDefaultPool } from '../rewards/worker-pool.js';
-import { agentDir, defaultZooDir, ensureAgent, ensurePair, pct, readManifest } from '../zoo/build.js';
+import { agentDir, defaultZooDir, ensurePair, pct, readManifest, rebuildMismatches } from '../zoo/build.js';
 import { pairRecipe, ZOO, type PairRecipe } from '../zoo/recipes.js';
 
 /** Options of `hacrl zoo build` and `hacrl zoo list`. */
@@ -29,23 +27,7 @@ export async function runZooBuild(o: ZooCliOptions): Promise<void> {
   try {
     for (const pair of selectedPairs(o.only)) {
       const built = await ensurePair(pair, dir, log);
-      if (!o.check) continue;
-      const scratch = await mkdtemp(join(dir, '.check-'));
-      try {
-        for (const [i, agent] of pair.agents.entries()) {
-          const again = await ensureAgent(pair, agent, scratch, log, true);
-          const want = built[i]!.manifest.weightsSha256;
-          const same = again.manifest.weightsSha256 === want;
-          if (!same) mismatches++;
-          console.log(
-            `zoo check: ${pair.name}/${agent.name} ${same ? 'identical' : 'DIFFERENT'} weights ` +
-              `(sha256 ${again.manifest.weightsSha256.slice(0, 16)}… vs cached ${want.slice(0, 16)}…), ` +
-              `rebuilt in ${again.manifest.buildSeconds.toFixed(0)} s`,
-          );
-        }
-      } finally {
-        await rm(scratch, { recursive: true, force: true });
-      }
+      if (o.check) mismatches += await rebuildMismatches(pair, built, dir, log);
     }
   } finally {
     await closeDefaultPool();

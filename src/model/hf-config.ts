@@ -5,8 +5,6 @@ import { z } from 'zod';
 import { writeJsonAtomic } from '../util/atomic-write.js';
 import { parseWith, readJsonFile } from '../util/json-file.js';
 
-export { ropeInvFreq, ropeTables } from './rope.js';
-
 /** The model families supported. */
 export type Family = 'llama' | 'qwen2' | 'qwen3' | 'gpt2';
 

@@ -4,7 +4,11 @@
  * same input are fused into one matrix: q, k and v side by side ([in, q+k+v], one product), gate and up one after the
  * other ([2, in, I], one batched product), so a decode step makes two library calls where it made five.
  */
-import type { Tensor } from '../tensor/tensor.js';
+import { splitColumns, swiglu } from '../tensor/ops.js';
+import type { Ctx } from '../tensor/tape.js';
+import { Tensor } from '../tensor/tensor.js';
+import type { TransformerConfig } from './hf-config.js';
+import { blockNames, outerNames } from './weight-names.js';
 
 /** q, k and v of one block as one [in, q+k+v] matrix, with their biases side by side when they have them. */
 export interface FusedQkv {
@@ -89,4 +93,78 @@ export function concatBiases(biases: readonly (Tensor | undefined)[]): Float32Ar
     offset += b!.size;
   }
   return out;
+}
+
+/** Builds the [in, out] copies of a model's parameters, fusing each block's q/k/v and gate/up where it has them. */
+export function buildInferenceWeights(cfg: TransformerConfig, params: ReadonlyMap<string, Tensor>): InferenceWeights {
+  const p = (name: string): Tensor => params.get(name)!;
+  const outer = outerNames(cfg);
+  const fusedNames = new Set<string>();
+  const qkv = new Map<number, FusedQkv>();
+  const gateUp = new Map<number, FusedGateUp>();
+  for (let i = 0; i < cfg.layers; i++) {
+    const n = blockNames(cfg, i);
+    if (n.q && n.k && n.v) {
+      const names = [n.q, n.k, n.v];
+      const ws = names.map((m) => p(`${m}.weight`));
+      qkv.set(i, {
+        weight: fuseColumns(ws),
+        bias: concatBiases(names.map((m) => params.get(`${m}.bias`))),
+        widths: ws.map((w) => w.shape[0]!) as [number, number, number],
+      });
+      for (const m of names) fusedNames.add(`${m}.weight`);
+    }
+    if (n.gate && cfg.gatedMlp) {
+      const [g, u] = [p(`${n.gate}.weight`), p(`${n.up}.weight`)];
+      const [width, inF] = g.shape as [number, number];
+      const weight = new Float32Array(2 * g.size);
+      transposeInto(g.data, width, inF, weight);
+      transposeInto(u.data, width, inF, weight.subarray(g.size));
+      const bias = concatBiases([params.get(`${n.gate}.bias`), params.get(`${n.up}.bias`)]);
+      gateUp.set(i, { weight, bias, width });
+      fusedNames.add(`${n.gate}.weight`).add(`${n.up}.weight`);
+    }
+  }
+  const copies = new Map<string, Float32Array>();
+  for (const [name, t] of params) {
+    const lookupOnly = name === outer.positions || (name === outer.embed && name !== outer.head);
+    if (t.shape.length !== 2 || lookupOnly || fusedNames.has(name)) continue;
+    copies.set(name, transposed(t));
+  }
+  return { transposed: copies, qkv, gateUp };
+}
+
+/** q, k and v of the rows h from one product with the fused [in, q+k+v] copy (no gradients). */
+export function qkvProduct(ctx: Ctx, h: Tensor, f: FusedQkv): [Tensor, Tensor, Tensor] {
+  const width = f.widths[0] + f.widths[1] + f.widths[2];
+  const rows = h.rows;
+  const y = ctx.arena?.buffer(rows * width) ?? new Float32Array(rows * width);
+  ctx.k.gemm({ m: rows, n: width, k: h.lastDim, a: { data: h.data }, b: { data: f.weight }, c: { data: y } });
+  if (f.bias) ctx.k.addBias(y, f.bias, y, rows, width);
+  return splitColumns(ctx, new Tensor(y, [rows, width]), f.widths) as [Tensor, Tensor, Tensor];
+}
+
+/** silu(gate)·up of the rows h from one batched product with the stacked [2, in, I] copy (no gradients). */
+export function gateUpProduct(ctx: Ctx, h: Tensor, f: FusedGateUp): Tensor {
+  const rows = h.rows;
+  const n = rows * f.width;
+  const y = ctx.arena?.buffer(2 * n) ?? new Float32Array(2 * n);
+  ctx.k.gemm({
+    m: rows,
+    n: f.width,
+    k: h.lastDim,
+    a: { data: h.data },
+    b: { data: f.weight },
+    c: { data: y },
+    batch: 2,
+    strideB: h.lastDim * f.width,
+    strideC: n,
+  });
+  const gate = y.subarray(0, n);
+  const up = y.subarray(n);
+  if (f.bias) {
+    ctx.k.addBias(gate, f.bias.subarray(0, f.width), gate, rows, f.width);
+    ctx.k.addBias(up, f.bias.subarray(f.width), up, rows, f.width);
+  }
+  return swiglu(ctx, new Tensor(gate, [rows, f.width]), new Tensor(up, [rows, f.width]));
 }

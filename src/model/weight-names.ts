@@ -35,6 +35,71 @@ export function parameterCount(cfg: TransformerConfig): number {
   return hfWeightNames(cfg).reduce((n, w) => n + w.shape.reduce((a, b) => a * b, 1), 0);
 }
 
+/** Names of one block's parameters (Hugging Face naming, per family). */
+export interface BlockNames {
+  norm1: string;
+  norm2: string;
+  q?: string;
+  k?: string;
+  v?: string;
+  qkv?: string;
+  o: string;
+  qNorm?: string;
+  kNorm?: string;
+  gate?: string;
+  up: string;
+  down: string;
+}
+
+/** The parameter names (without .weight/.bias) of block i. */
+export function blockNames(cfg: TransformerConfig, i: number): BlockNames {
+  if (cfg.family === 'gpt2') {
+    const p = `transformer.h.${i}.`;
+    return {
+      norm1: `${p}ln_1`,
+      norm2: `${p}ln_2`,
+      qkv: `${p}attn.c_attn`,
+      o: `${p}attn.c_proj`,
+      up: `${p}mlp.c_fc`,
+      down: `${p}mlp.c_proj`,
+    };
+  }
+  const p = `model.layers.${i}.`;
+  return {
+    norm1: `${p}input_layernorm`,
+    norm2: `${p}post_attention_layernorm`,
+    q: `${p}self_attn.q_proj`,
+    k: `${p}self_attn.k_proj`,
+    v: `${p}self_attn.v_proj`,
+    o: `${p}self_attn.o_proj`,
+    ...(cfg.qkNorm ? { qNorm: `${p}self_attn.q_norm`, kNorm: `${p}self_attn.k_norm` } : {}),
+    gate: `${p}mlp.gate_proj`,
+    up: `${p}mlp.up_proj`,
+    down: `${p}mlp.down_proj`,
+  };
+}
+
+/** Names of the parameters outside the blocks. */
+export function outerNames(cfg: TransformerConfig): {
+  embed: string;
+  positions?: string;
+  finalNorm: string;
+  head: string;
+} {
+  if (cfg.family === 'gpt2')
+    return {
+      embed: 'transformer.wte.weight',
+      positions: 'transformer.wpe.weight',
+      finalNorm: 'transformer.ln_f',
+      head: cfg.tiedEmbeddings ? 'transformer.wte.weight' : 'lm_head.weight',
+    };
+  return {
+    embed: 'model.embed_tokens.weight',
+    finalNorm: 'model.norm',
+    head: cfg.tiedEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight',
+  };
+}
+
 function entry(
   name: string,
   shape: number[],

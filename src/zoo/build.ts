@@ -6,18 +6,16 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { readFile, rename, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rename, rm } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { engine } from '../backend/engine.js';
 import type { Estimate } from '../eval/evaluate.js';
 import { loadPretrained, savePretrained } from '../model/pretrained.js';
-import { DEFAULT_PLAIN_FORMAT } from '../tasks/prompt.js';
 import { makeTaskDataset, presetSpec } from '../tasks/splits.js';
-import { trainSft, type SftLogEntry } from '../train/sft-trainer.js';
+import { taskAgent, trainSft, type SftLogEntry } from '../agents/sft-trainer.js';
 import { writeJsonAtomic } from '../util/atomic-write.js';
-import { buildModel, buildTokenizer } from './agent-spec.js';
 import type { AgentRecipe, PairRecipe } from './recipes.js';
 
 /** Bumped whenever the build procedure changes in a way that changes the bytes of an unchanged recipe. */
@@ -130,6 +128,36 @@ export async function ensureAgent(
   return { name: agent.name, dir: folder, manifest };
 }
 
+/**
+ * Rebuilds each agent of `pair` in a scratch folder inside `dir` and compares its weights' sha256 with `built`'s (the
+ * cached build); logs one line per agent and returns how many differ (0: the build is deterministic here).
+ */
+export async function rebuildMismatches(
+  pair: PairRecipe,
+  built: readonly ZooAgent[],
+  dir: string,
+  log: ZooLog,
+): Promise<number> {
+  let mismatches = 0;
+  const scratch = await mkdtemp(join(dir, '.check-'));
+  try {
+    for (const [i, agent] of pair.agents.entries()) {
+      const again = await ensureAgent(pair, agent, scratch, log, true);
+      const want = built[i]!.manifest.weightsSha256;
+      const same = again.manifest.weightsSha256 === want;
+      if (!same) mismatches++;
+      log(
+        `zoo check: ${pair.name}/${agent.name} ${same ? 'identical' : 'DIFFERENT'} weights ` +
+          `(sha256 ${again.manifest.weightsSha256.slice(0, 16)}… vs cached ${want.slice(0, 16)}…), ` +
+          `rebuilt in ${again.manifest.buildSeconds.toFixed(0)} s`,
+      );
+    }
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+  return mismatches;
+}
+
 /** User + system CPU seconds of this process since `start` (a process.cpuUsage() reading). */
 export function cpuSecondsSince(start: NodeJS.CpuUsage): number {
   const d = process.cpuUsage(start);
@@ -155,16 +183,8 @@ async function buildAgent(
   const train = makeTaskDataset(presetSpec(d.task, 'train', d.trainN, d.seed)).problems;
   const test = makeTaskDataset(presetSpec(d.task, 'test', d.evalN, d.seed)).problems;
   const prompt = { template: d.template };
-  let built;
-  if (parentDir === null) {
-    // The plain prompt layout is part of every prompt (these tokenizers have no chat template), so it is in the corpus.
-    const corpus = [DEFAULT_PLAIN_FORMAT, d.template, ...train.flatMap((p) => [p.prompt, p.solution])];
-    const tokenizer = buildTokenizer(agent.spec, corpus);
-    built = { model: buildModel(agent.spec, tokenizer), tokenizer };
-  } else {
-    built = await loadPretrained(parentDir);
-  }
-  const { model, tokenizer } = built;
+  const { model, tokenizer } =
+    parentDir === null ? taskAgent(agent.spec, train, d.template) : await loadPretrained(parentDir);
   const k = engine();
   log(
     `zoo: building ${pair.name}/${agent.name}: ${agent.spec.arch} ${agent.spec.layers}×${agent.spec.hidden}, ` +

@@ -4,7 +4,7 @@
  * recipe always builds the same bytes on a given machine. Sizes and steps are chosen so that greedy accuracy on the
  * training distribution lands where RL has signal (about 15–50%); docs/paper-miniature.md lists the measured values.
  */
-import { AgentSpecSchema, type AgentSpec } from './agent-spec.js';
+import { AgentSpecSchema, type AgentSpec } from '../model/agent-spec.js';
 
 /** The SFT settings of one zoo agent (see SftOptions; all fixed, no time limit, no early stop). */
 export interface SftRecipe {

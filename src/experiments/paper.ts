@@ -1,8 +1,8 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { closeDefaultPool } from '../rewards/worker-pool.js';
-import { benchPlan, type BenchPlan } from '../bench/paper-matrix.js';
-import { runOneOfPlan, runPaperBench } from '../bench/paper-run.js';
+import { benchPlan, type BenchPlan } from './paper-matrix.js';
+import { runOneOfPlan, runPaperBench } from './paper-run.js';
 import { defaultZooDir } from '../zoo/build.js';
 
 /** Options of `hacrl bench paper`. */

@@ -13,13 +13,12 @@ import { z } from 'zod';
 import { ADVANTAGE_ESTIMATOR_NAMES } from '../algorithms/advantages.js';
 import { engine } from '../backend/engine.js';
 import { parseRunConfig } from '../config/load-config.js';
-import { formatDifference, seedPairedDifference, type Difference } from '../util/stats.js';
-import { wilson, type Estimate } from '../eval/evaluate.js';
+import { formatDifference, mean, seedPairedDifference, wilson, type Difference, type Estimate } from '../util/stats.js';
 import { loadPretrained, savePretrained } from '../model/pretrained.js';
 import { findLatestCheckpoint } from '../run/run-folder.js';
-import { AgentSpecSchema } from '../zoo/agent-spec.js';
+import { AgentSpecSchema } from '../model/agent-spec.js';
 import { trainRl } from '../train/rl-trainer.js';
-import { WarmStartSchema, workflowAgent } from '../train/workflow-agent.js';
+import { WarmStartSchema, workflowAgent } from '../agents/workflow-agent.js';
 import { agentKey } from '../run/metric-names.js';
 import { playHeldOut, successRate } from '../train/workflow-source.js';
 import { parseWith } from '../util/json-file.js';
@@ -85,12 +84,32 @@ export interface BenchMasResult {
   paired: Record<string, Partial<Record<Arm, Difference & { seeds: number }>>>;
 }
 
-/** The arithmetic mean of a non-empty list. */
-const mean = (v: readonly number[]): number => v.reduce((x, y) => x + y, 0) / v.length;
-
 /** 1/0 per held-out instance, in instance order. */
 const successVector = (episodes: readonly { seed: number; success: boolean }[]): number[] =>
   [...episodes].sort((a, b) => a.seed - b.seed).map((e) => (e.success ? 1 : 0));
+
+/**
+ * What this experiment reads from a finished run's metrics.jsonl: the final held-out greedy success of the first
+ * agent on `workflow`, and the responses generated per step summed over `agents`, averaged over the steps (row 0 is
+ * the base models' validation and has no samples).
+ */
+async function runMetrics(
+  runDir: string,
+  agents: readonly string[],
+  workflow: string,
+): Promise<{ last: number; responsesPerStep: number }> {
+  const rows = (await readFile(join(runDir, 'metrics.jsonl'), 'utf8'))
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+  const perStep = rows
+    .filter((r) => (r['step'] as number) >= 1)
+    .map((r) => agents.reduce((n, a) => n + ((r[agentKey(a, 'samples')] as number | undefined) ?? 0), 0));
+  return {
+    last: rows.at(-1)![agentKey(agents[0]!, `val/${workflow}/greedy`)] as number,
+    responsesPerStep: mean(perStep),
+  };
+}
 
 /** Runs the benchmark; `log` receives progress lines. */
 export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => void): Promise<BenchMasResult[]> {
@@ -158,12 +177,7 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
           runDir,
         });
         await trainRl(cfg, { resume: false, progress: () => {} });
-        const rows = (await readFile(join(runDir, 'metrics.jsonl'), 'utf8'))
-          .trim()
-          .split('\n')
-          .map((l) => JSON.parse(l) as Record<string, unknown>);
-        const final = rows.at(-1)!;
-        const last = final[agentKey(agents[0]!, `val/${wf.name}/greedy`)] as number;
+        const { last, responsesPerStep } = await runMetrics(runDir, agents, wf.name);
         // The trained policies again on the held-out instances, for per-instance pairing; the run's own validation
         // played the same greedy episodes, so the two rates must agree.
         const ckpt = await findLatestCheckpoint(runDir);
@@ -187,12 +201,7 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
         if (Math.abs(rate - last) > 1e-9)
           throw new Error(`${arm} seed ${seed}: held-out success ${rate} differs from the run's validation ${last}`);
         successes[arm].push(vector);
-        // Responses generated per step, summed over the arm's policies, averaged over the steps (row 0 is the base
-        // models' validation and has no samples).
-        const perStep = rows
-          .filter((r) => (r['step'] as number) >= 1)
-          .map((r) => agents.reduce((n, a) => n + ((r[agentKey(a, 'samples')] as number | undefined) ?? 0), 0));
-        (responses[arm] ??= []).push(mean(perStep));
+        (responses[arm] ??= []).push(responsesPerStep);
         log(`${wf.name} seed ${seed} ${arm}: held-out success ${last.toFixed(3)}`);
         // Each run's metrics (a few hundred kB) stay, so that a surprising arm can be traced step by step afterwards.
         if (!o.keep)

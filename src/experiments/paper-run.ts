@@ -16,6 +16,7 @@ import { loadDataSpec } from '../tasks/data-spec.js';
 import type { Dataset } from '../tasks/problem.js';
 import { trainRl } from '../train/rl-trainer.js';
 import { writeFileAtomic, writeJsonAtomic } from '../util/atomic-write.js';
+import { mean } from '../util/stats.js';
 import { ensurePair, type ZooAgent } from '../zoo/build.js';
 import { pairRecipe, ZOO, type PairName } from '../zoo/recipes.js';
 import { measureCheckpoint } from './measure.js';
@@ -67,8 +68,6 @@ export function chosenLr(results: readonly RunResult[], plan: BenchPlan, run: Pl
   });
   return scores.reduce((best, s) => (s.acc > best.acc ? s : best)).lr;
 }
-
-const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 /** Statistics averaged over steps as they are logged: the in-band fraction of the form that trains, of the per-token
  * form (Eq. 11) and of the per-character form (hacpo.ratioNormalization), and P̂. */

@@ -3,8 +3,7 @@
  * seeds with a 95% interval), paired differences of HACPO against its baselines (same problems, same seeds), the
  * mechanisms' statistics per run (foreign in-band fraction, P̂, ω), and the learning rate each method's sweep chose.
  */
-import { wilson } from '../eval/evaluate.js';
-import { seedMean, seedPairedDifference, type Difference } from '../util/stats.js';
+import { mean, seedMean, seedPairedDifference, wilson, type Difference } from '../util/stats.js';
 
 /** What a finished run leaves in `results/<id>.json`. */
 export interface RunResult {
@@ -24,7 +23,6 @@ export interface RunResult {
   seconds: number;
 }
 
-const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 const pts = (x: number) => (100 * x).toFixed(1);
 const signed = (x: number) => `${x >= 0 ? '+' : '−'}${pts(Math.abs(x))}`;
 

@@ -4,9 +4,9 @@
  * family and another tokenizer).
  */
 import { z } from 'zod';
-import { parseHfConfig } from '../model/hf-config.js';
-import type { Transformer } from '../model/transformer.js';
-import { initModel } from '../model/weights.js';
+import { parseHfConfig } from './hf-config.js';
+import type { Transformer } from './transformer.js';
+import { initModel } from './weights.js';
 import { trainBpeTokenizer } from '../tokenizer/bpe-trainer.js';
 import { CharTokenizer } from '../tokenizer/char-tokenizer.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';

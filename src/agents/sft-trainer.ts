@@ -5,6 +5,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Kernels } from '../backend/kernels.js';
 import { evaluate, promptIds, type EvalReport } from '../eval/evaluate.js';
+import { buildModel, buildTokenizer, type AgentSpec } from '../model/agent-spec.js';
 import type { PromptResponse } from '../model/pack.js';
 import { sftLoss } from '../model/sft.js';
 import type { Transformer } from '../model/transformer.js';
@@ -12,7 +13,7 @@ import { AdamW } from '../optim/adamw.js';
 import { clipGradNorm } from '../optim/grad-clip.js';
 import { learningRate } from '../optim/schedule.js';
 import type { Problem } from '../tasks/problem.js';
-import type { PromptOptions } from '../tasks/prompt.js';
+import { DEFAULT_PLAIN_FORMAT, type PromptOptions } from '../tasks/prompt.js';
 import { Tape } from '../tensor/tape.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import { Rng } from '../util/rng.js';
@@ -59,6 +60,21 @@ export interface SftLogEntry {
   /** Greedy accuracy on the evaluation set, when evaluated at this step. */
   accuracy?: number;
   elapsedSec: number;
+}
+
+/**
+ * A fresh agent for warm starts on `train`: the spec's model, with a tokenizer fitted to the question template, the
+ * problems' prompts and worked solutions, and the plain prompt layout (part of every prompt: these tokenizers have no
+ * chat template).
+ */
+export function taskAgent(
+  spec: AgentSpec,
+  train: readonly Problem[],
+  template: string,
+): { model: Transformer; tokenizer: Tokenizer } {
+  const corpus = [DEFAULT_PLAIN_FORMAT, template, ...train.flatMap((p) => [p.prompt, p.solution])];
+  const tokenizer = buildTokenizer(spec, corpus);
+  return { model: buildModel(spec, tokenizer), tokenizer };
 }
 
 /** Prompt/response token ids of each problem: the response is the worked solution plus EOS. */

@@ -1,5 +1,5 @@
 /** The sizes of `hacrl bench mas`: full, --fast (about 20 minutes on a quiet 2-core machine) and --tiny (tests). */
-import type { BenchMasOptions } from './bench-mas.js';
+import type { BenchMasOptions } from './mas.js';
 
 /** Plan-Path 4×4, 2 turns: small enough that warm-started small agents start with signal. */
 const PLAN_PATH = {

@@ -10,7 +10,7 @@ import type { Problem } from '../tasks/problem.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import { warmStartRows } from '../workflows/warm-start.js';
 import type { Workflow } from '../workflows/workflow.js';
-import { buildModel, buildTokenizer, type AgentSpec } from '../zoo/agent-spec.js';
+import { buildModel, buildTokenizer, type AgentSpec } from '../model/agent-spec.js';
 import { trainSft } from './sft-trainer.js';
 
 /** The warm start of a workflow agent. */
