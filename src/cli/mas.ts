@@ -79,7 +79,7 @@ export async function runMasRollout(raw: MasRolloutOptions): Promise<{ summary: 
     const dir = o.models[name];
     if (dir !== undefined) {
       const { model, tokenizer } = await loadPretrained(dir);
-      policies[name] = modelPolicy(model, tokenizer, k, rng);
+      policies[name] = modelPolicy(model, tokenizer, k, rng, `policy ${name} (${dir})`);
     } else if (Object.keys(o.models).length === 0) {
       policies[name] = await freshPolicy(o, wf, k, rng);
     } else throw new Error(`no checkpoint for policy "${name}": pass --model ${name}=DIR`);

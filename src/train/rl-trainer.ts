@@ -21,6 +21,7 @@ import { loadRewardModule } from '../rewards/load-reward.js';
 import { formatReward, mathReward, type WeightedReward } from '../rewards/reward.js';
 import type { Agent } from '../rollout/rollout.js';
 import { RunFolder } from '../run/run-folder.js';
+import { lockRunDir } from '../run/run-lock.js';
 import type { StopRequest } from '../run/interrupt.js';
 import { loadNewestValidState, saveTrainState, type DataCursor, type TrainState } from '../run/train-state.js';
 import { loadDataSpec } from '../tasks/data-spec.js';
@@ -170,8 +171,21 @@ export interface TrainOptions {
   stop?: StopRequest;
 }
 
-/** Runs (or resumes) the training described by `cfg`. */
+/**
+ * Runs (or resumes) the training described by `cfg`, holding the lock of its runDir throughout: a second process on
+ * the same runDir fails at once, naming this one's PID.
+ */
 export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<void> {
+  const lock = await lockRunDir(cfg.runDir);
+  try {
+    await trainLocked(cfg, options);
+  } finally {
+    await lock.release();
+  }
+}
+
+/** trainRl's work, once the runDir is locked. */
+async function trainLocked(cfg: RunConfig, options: TrainOptions): Promise<void> {
   const k = engine();
   const display = typeof options.progress === 'function' ? createProgressDisplay(options.progress) : options.progress;
   const run = new RunFolder(cfg.runDir);

@@ -23,7 +23,7 @@ export function workflowSourceOf(
   const policies = new Map<string, WorkflowPolicy>(
     agents.map((agent, i) => [
       agent.name,
-      { agent, policy: modelPolicy(agent.model, agent.tokenizer, k, samplingRngs[i]!) },
+      { agent, policy: modelPolicy(agent.model, agent.tokenizer, k, samplingRngs[i]!, `agent ${agent.name}`) },
     ]),
   );
   return new WorkflowSource(buildWorkflow(config), config, policies, {
