@@ -215,7 +215,12 @@ export function configIssues(c: RunConfigFields): ConfigIssue[] {
   return CHECKS.flatMap((check) => check(c));
 }
 
-/** The checks as a zod refinement: every issue is reported at its field. */
+/**
+ * The checks as a zod refinement: every issue is reported at its field. They run only once every field is within its
+ * own bounds: they read those values (a divisor search over promptsPerStep × groupSize = 1e18 would take seconds), and
+ * a field's own error says what to change first.
+ */
 export function checkRunConfig(c: RunConfigFields, ctx: z.RefinementCtx): void {
+  if (ctx.issues.length > 0) return;
   for (const { path, message } of configIssues(c)) ctx.addIssue({ code: 'custom', path, message });
 }

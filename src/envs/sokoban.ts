@@ -3,6 +3,7 @@
  * walks and pulls the box away from the goal, so undoing those pulls as pushes solves every instance.
  */
 import { z } from 'zod';
+import { parseWith } from '../util/json-file.js';
 import { Rng } from '../util/rng.js';
 import type { EnvStep, Environment } from './environment.js';
 import {
@@ -28,8 +29,8 @@ export const SokobanOptionsSchema = z
     wallProb: z.number().min(0).max(0.4).default(0),
     /** Random reverse-play moves from the solved state (more: harder); default 20. */
     reverseSteps: z.number().int().min(1).max(1000).default(20),
-    /** Moves allowed per episode before the time-out; default 200 (the reference). */
-    maxSteps: z.number().int().min(1).default(200),
+    /** Moves allowed per episode before the time-out; default 200 (the reference), at most 10000. */
+    maxSteps: z.number().int().min(1).max(10_000).default(200),
   })
   .strict();
 /** Sokoban knobs with defaults filled in. */
@@ -86,7 +87,7 @@ const GENERATION_ATTEMPTS = 1000;
 
 /** The Sokoban environment with the given knobs. */
 export function sokobanEnv(options: Partial<SokobanOptions> = {}): Environment<SokobanState, Move[]> {
-  const o = SokobanOptionsSchema.parse(options);
+  const o = parseWith(SokobanOptionsSchema, options, 'workflow.env (sokoban knobs)');
   return {
     name: 'sokoban',
     ...MOVE_LIST_ACTION,
