@@ -1,13 +1,13 @@
 /** Writing a whole folder so that readers see the old folder or the complete new one, never a mix of both. */
 import { randomBytes } from 'node:crypto';
-import { cp, link, lstat, mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { copyFile, cp, link, lstat, mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { fsyncPath, fsyncTree } from './fsync.js';
 
 /**
  * Fills a fresh hidden sibling of `dir` with `write`, then puts it in `dir`'s place. Entries of an existing `dir` that
- * the new save did not write and `carry(name)` accepts (default: all) are carried over first (files hard-linked,
- * folders copied), so a save never deletes what it did not write. When `write` fails (a full disk, a file size limit),
+ * the new save did not write and `carry(name)` accepts (default: all) are carried over first (files hard-linked, or
+ * copied where links fail; folders copied), so a save never deletes what it did not write. When `write` fails (a full disk, a file size limit),
  * `dir` is left as it was and the error names `dir`. The swap is two renames: a crash between them leaves the old
  * folder next to the missing one, as `.NAME.old-…`.
  */
@@ -33,7 +33,8 @@ export async function replaceDir(
       for (const name of old.filter((n) => !written.has(n) && carry(n))) {
         const from = join(dir, name);
         if ((await lstat(from)).isDirectory()) await cp(from, join(tmp, name), { recursive: true });
-        else await link(from, join(tmp, name));
+        // A file system without hard links gets a copy.
+        else await link(from, join(tmp, name)).catch(() => copyFile(from, join(tmp, name)));
       }
     }
     await fsyncTree(tmp);
