@@ -4,7 +4,7 @@
 // flood their output that keeps training.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -142,8 +142,15 @@ describe('AT-GRPO training', () => {
   });
 
   test('hacrl bench mas --tiny: four arms on held-out instances, responses per step stated for each trained arm', async () => {
+    // A folder an earlier bench made: the bench clears only what it writes there (a stale seed folder).
+    const made = join(root, 'bench', 'plan-path');
+    await mkdir(join(made, 'seed-7'), { recursive: true });
+    await writeFile(join(made, '.hacrl-bench-mas'), '');
+    await writeFile(join(made, 'notes.txt'), 'kept');
     const r = hacrl(['bench', 'mas', '--tiny', '--seeds', '1', '--work-dir', join(root, 'bench')]);
     assert.equal(r.status, 0, r.stderr);
+    assert.equal(existsSync(join(made, 'seed-7')), false);
+    assert.equal(await readFile(join(made, 'notes.txt'), 'utf8'), 'kept');
     const all = r.stdout.split('\n').filter((l) => l.startsWith('| plan-path |'));
     const rows = all.slice(0, 5);
     assert.deepEqual(

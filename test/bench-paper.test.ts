@@ -1,7 +1,7 @@
 // `hacrl bench paper` in its test-sized form (tiny pair, 2 seeds, 1 step): the whole matrix runs, a second start
 // skips every finished run, and the tables' statistics match hand-worked values.
 import assert from 'node:assert/strict';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -98,9 +98,9 @@ describe('bench paper: plan and statistics', () => {
 });
 
 describe('hacrl bench paper --test', () => {
+  const out = join(root, 'bench');
+  const zoo = join(root, 'zoo');
   test('runs the whole matrix, writes the tables and report, and a second start skips every finished run', async () => {
-    const out = join(root, 'bench');
-    const zoo = join(root, 'zoo');
     // As many kernel threads as each child of --jobs 2 below gets, so the two must agree bit for bit.
     const threads = String(Math.max(1, Math.floor(availableParallelism() / 2)));
     const first = hacrl(['bench', 'paper', '--test', '--out', out, '--zoo-dir', zoo], { HACRL_THREADS: threads });
@@ -133,5 +133,31 @@ describe('hacrl bench paper --test', () => {
       );
       assert.deepEqual([b.lr, b.correct, b.mechanisms], [a.lr, a.correct, a.mechanisms], f);
     }
+  });
+
+  test("damaged results (truncated, not a result, another run's) are named, moved aside and run again", async () => {
+    const dir = join(out, 'results');
+    const files = (await readdir(dir)).filter((f) => f.startsWith('test-')).sort();
+    const [truncated, empty, other] = files.slice(0, 3) as [string, string, string];
+    const kept = await readFile(join(dir, files[3]!), 'utf8');
+    await writeFile(join(dir, truncated), (await readFile(join(dir, truncated), 'utf8')).slice(0, 40));
+    await writeFile(join(dir, empty), '{}');
+    await writeFile(join(dir, other), kept);
+    const r = hacrl(['bench', 'paper', '--test', '--out', out, '--zoo-dir', zoo]);
+    assert.equal(r.status, 0, r.stderr);
+    for (const [f, why] of [
+      [truncated, /not JSON/],
+      [empty, /not a result: id/],
+      [other, /it holds the result of run/],
+    ] as const)
+      assert.match(
+        r.stdout,
+        new RegExp(`${join(dir, f)} is damaged \\((${why.source}).*moved to ${join(dir, 'damaged')}`),
+      );
+    assert.equal(r.stdout.match(/done in/g)?.length, 3, 'the three runs are done again, no other');
+    assert.equal((await readdir(join(dir, 'damaged'))).length, 3);
+    for (const f of [truncated, empty, other])
+      assert.equal((JSON.parse(await readFile(join(dir, f), 'utf8')) as RunResult).id, f.replace(/\.json$/, ''));
+    assert.equal(await readFile(join(dir, files[3]!), 'utf8'), kept);
   });
 });

@@ -86,7 +86,10 @@ export function sftItems(tokenizer: Tokenizer, problems: readonly Problem[], pro
   }));
 }
 
-/** Trains `model` in place; calls `log` after every step and returns the final evaluation. */
+/**
+ * Trains `model` in place; calls `log` after every step and returns the final evaluation. Throws at the first step
+ * whose loss or gradient is not finite (a diverged model).
+ */
 export async function trainSft(
   model: Transformer,
   k: Kernels,
@@ -119,7 +122,13 @@ export async function trainSft(
     tape.backward(loss);
     const gradNorm = clipGradNorm(k, model.params.values(), o.clip);
     const lr = learningRate(step, schedule);
-    if (Number.isFinite(gradNorm)) opt.step(k, lr);
+    // A diverged model is not a warm start: stop before its weights are used or saved.
+    if (!Number.isFinite(loss.data[0]!) || !Number.isFinite(gradNorm))
+      throw new Error(
+        `warm start: step ${step + 1} has a non-finite loss or gradient (loss ${loss.data[0]}, gradient norm ` +
+          `${gradNorm}): the model diverged; lower the learning rate (now ${o.lr})`,
+      );
+    opt.step(k, lr);
     const tokens = batch.reduce((n, s) => n + s.prompt.length + s.response.length, 0);
     const elapsedSec = (performance.now() - start) / 1e3;
     const entry: SftLogEntry = {

@@ -16,12 +16,12 @@ import { trainSft } from './sft-trainer.js';
 /** The warm start of a workflow agent. */
 export const WarmStartSchema = z
   .object({
-    /** SFT optimizer steps; default 0 (an untrained agent). */
-    steps: z.number().int().min(0).default(0),
-    /** Solver rows to train on; default 2000. */
-    rows: z.number().int().positive().default(2000),
-    /** Rows per step; default 16. */
-    batchSize: z.number().int().positive().default(16),
+    /** SFT optimizer steps; default 0 (an untrained agent), at most 1000000. */
+    steps: z.number().int().min(0).max(1_000_000, 'warm-start steps are at most 1000000').default(0),
+    /** Solver rows to train on; default 2000, at most 100000 (they are generated and held in memory). */
+    rows: z.number().int().positive().max(100_000, 'warm-start rows are at most 100000 (--rows)').default(2000),
+    /** Rows per step; default 16, at most 1024. */
+    batchSize: z.number().int().positive().max(1024, 'the warm-start batch is at most 1024 rows').default(16),
     /** Peak learning rate (cosine decay to 10%); default 3e-3. */
     lr: z.number().positive().default(3e-3),
     /** Roles whose rows train the agent (a per-role policy: its role); default every role. */

@@ -48,6 +48,7 @@ export async function runEval(o: EvalCliOptions): Promise<void> {
           topP: o.topP,
           maxNewTokens: o.maxNewTokens,
           seed: o.seed,
+          name: dir,
           prompt: o.template === undefined ? {} : { template: o.template },
         });
         rows.push({ model: dir, data: d.name, report });

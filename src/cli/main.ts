@@ -8,7 +8,7 @@ import { runDemo, type DemoOptions } from '../experiments/demo.js';
 import { createProgressDisplay } from '../train/progress.js';
 import { runEval, type EvalCliOptions } from './eval.js';
 import { benchMasTable, runBenchMas } from '../experiments/mas.js';
-import { masCommand } from './mas.js';
+import { masCommand, workflowOption } from './mas.js';
 import { runMasWarmstart } from './mas-warmstart.js';
 import { runReport } from './report.js';
 import { runScore } from './score.js';
@@ -17,6 +17,7 @@ import { runSmoke } from './smoke.js';
 import { runTrain } from './train.js';
 import { MAX_TIMEOUT_MS } from '../rewards/worker-pool.js';
 import { surviveClosedStdout } from '../util/closed-output.js';
+import { checkWritableFile } from '../util/fs-errors.js';
 import { DEFAULT_VERIFY_EXTRACT, runVerify, type VerifyCliOptions } from './verify.js';
 import { runZooBuild, runZooList, type ZooCliOptions } from './zoo.js';
 
@@ -203,7 +204,7 @@ withAgentOptions(mas.command('warmstart'))
     await runMasWarmstart(
       {
         out: out as string,
-        workflow: JSON.parse(workflow as string) as Record<string, unknown>,
+        workflow: workflowOption(workflow),
         agent: agent as never,
         warmStart: { steps, rows, batchSize, lr, detour, ...(role ? { roles: role } : {}) } as never,
         seed: seed as number,
@@ -240,6 +241,8 @@ bench
       ...(o.steps === undefined ? {} : { steps: o.steps }),
       ...(o.lr === undefined ? {} : { lr: o.lr }),
     };
+    // Checked first: a bad --json must not cost the whole bench's results.
+    if (o.json) await checkWritableFile(o.json, '--json');
     const results = await runBenchMas(options, (l) => console.log(l));
     console.log(benchMasTable(results));
     if (o.json) await writeFile(o.json, JSON.stringify(results, null, 2) + '\n');

@@ -8,6 +8,7 @@ import { engine } from '../backend/engine.js';
 import { savePretrained } from '../model/pretrained.js';
 import { AgentSpecSchema } from '../model/agent-spec.js';
 import { WarmStartSchema, workflowAgent } from '../agents/workflow-agent.js';
+import { ensureWritableDir } from '../util/fs-errors.js';
 import { parseWith } from '../util/json-file.js';
 import { buildWorkflow } from '../workflows/registry.js';
 
@@ -32,6 +33,8 @@ export type MasWarmstartOptions = z.input<typeof MasWarmstartSchema>;
 /** Builds, warm-starts and saves the agent; returns its folder. */
 export async function runMasWarmstart(raw: MasWarmstartOptions, log: (line: string) => void): Promise<string> {
   const o = parseWith(MasWarmstartSchema, raw, 'mas warmstart options');
+  // Checked before training, so a bad --out never costs a finished warm start.
+  await ensureWritableDir(o.out, '--out');
   const wf = buildWorkflow(o.workflow);
   const { model, tokenizer } = await workflowAgent(wf, o.agent, o.warmStart, o.seed, engine(), log);
   await savePretrained(o.out, { model, tokenizer, generation: null });

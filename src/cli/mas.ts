@@ -12,6 +12,7 @@ import { filterGroups } from '../algorithms/group-filter.js';
 import { loadPretrained } from '../model/pretrained.js';
 import { AgentSpecSchema } from '../model/agent-spec.js';
 import { WarmStartSchema, workflowAgent } from '../agents/workflow-agent.js';
+import { checkWritableFile } from '../util/fs-errors.js';
 import { parseWith } from '../util/json-file.js';
 import { Rng } from '../util/rng.js';
 import { mean } from '../util/stats.js';
@@ -27,8 +28,13 @@ export const MasRolloutSchema = z
   .object({
     /** The `workflow` config section (see docs/at-grpo.md); default plan-path with its defaults. */
     workflow: z.record(z.string(), z.unknown()).default({}),
-    /** Instances in the batch; default 4. */
-    instances: z.number().int().positive().default(4),
+    /** Instances in the batch; default 4, at most 4096. */
+    instances: z
+      .number()
+      .int()
+      .positive()
+      .max(4096, '--instances is at most 4096 (one rollout batch holds them all)')
+      .default(4),
     /** Seed of the first instance (instances seed, seed+1, …) and of the sampling RNG; default 0. */
     seed: z.number().int().default(0),
     /** Checkpoint folder per policy name ('shared' when no name is given); default none: a fresh agent. */
@@ -70,6 +76,8 @@ export interface MasRolloutSummary {
 /** Runs one rollout batch and returns its summary (and the batch itself). */
 export async function runMasRollout(raw: MasRolloutOptions): Promise<{ summary: MasRolloutSummary; batch: MasBatch }> {
   const o = parseWith(MasRolloutSchema, raw, 'mas rollout options');
+  // Checked before any work: a bad --out must not cost the rollout.
+  if (o.out !== undefined) await checkWritableFile(o.out, '--out');
   const config = parseWorkflowConfig(o.workflow);
   const wf = workflowOf(config);
   const k = engine();
@@ -80,7 +88,7 @@ export async function runMasRollout(raw: MasRolloutOptions): Promise<{ summary: 
     const dir = o.models[name];
     if (dir !== undefined) {
       const { model, tokenizer } = await loadPretrained(dir);
-      policies[name] = modelPolicy(model, tokenizer, k, rng);
+      policies[name] = modelPolicy(model, tokenizer, k, rng, `policy ${name} (${dir})`);
     } else if (Object.keys(o.models).length === 0) {
       policies[name] = await freshPolicy(o, wf, k, rng);
     } else throw new Error(`no checkpoint for policy "${name}": pass --model ${name}=DIR`);
@@ -161,6 +169,19 @@ function count(value: string): number {
   return n;
 }
 
+/** The value of a `--workflow <json>` option as an object; errors name the option and show an example. */
+export function workflowOption(text: unknown): Record<string, unknown> {
+  let workflow: unknown;
+  try {
+    workflow = JSON.parse(String(text));
+  } catch (e) {
+    throw new Error(`--workflow must be JSON, e.g. '{"name":"sokoban","groupSize":4}': ${(e as Error).message}`);
+  }
+  if (typeof workflow !== 'object' || workflow === null || Array.isArray(workflow))
+    throw new Error(`--workflow must be a JSON object, e.g. '{"name":"sokoban","groupSize":4}', not ${String(text)}`);
+  return workflow as Record<string, unknown>;
+}
+
 /** `hacrl mas rollout …` as a commander command (main.ts adds it with program.addCommand(masCommand())). */
 export function masCommand(print: (line: string) => void = console.log): Command {
   const mas = new Command('mas').description('multi-agent workflows (AT-GRPO): environments, roles, tree sampling');
@@ -177,14 +198,8 @@ export function masCommand(print: (line: string) => void = console.log): Command
     .option('--warm-start-steps <n>', 'SFT steps of the fresh agent on solver rows before the rollout', count, 0)
     .option('--out <file>', 'write the samples as JSONL')
     .action(async (o: Record<string, unknown>) => {
-      let workflow: unknown;
-      try {
-        workflow = JSON.parse(String(o['workflow']));
-      } catch (e) {
-        throw new Error(`--workflow must be JSON, e.g. '{"name":"sokoban","groupSize":4}': ${(e as Error).message}`);
-      }
       const { summary } = await runMasRollout({
-        workflow: workflow as Record<string, unknown>,
+        workflow: workflowOption(o['workflow']),
         instances: o['instances'] as number,
         seed: o['seed'] as number,
         models: parseModelArgs(o['model'] as string[]),

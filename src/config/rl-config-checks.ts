@@ -213,12 +213,20 @@ const CHECKS: readonly Check[] = [
   templatesHaveQuestion,
 ];
 
-/** Every refused combination in `c` (empty when the config is consistent). */
-export function configIssues(c: RunConfigFields): ConfigIssue[] {
-  return CHECKS.flatMap((check) => check(c));
+/** Fields whose values the mini-batch check computes with: bounded, but only once their own checks pass. */
+const SIZE_FIELDS = /^(rollout\.(promptsPerStep|groupSize)|agents\.\d+\.groupSize|optim\.miniBatches)$/;
+
+/**
+ * Every refused combination in `c` (empty when the config is consistent). With `sizesInBounds` false (a size failed
+ * its own bound) the mini-batch check is skipped: its divisor search over promptsPerStep × groupSize = 1e18 would take
+ * seconds, and the size's own error says what to change.
+ */
+export function configIssues(c: RunConfigFields, sizesInBounds = true): ConfigIssue[] {
+  return CHECKS.filter((check) => sizesInBounds || check !== miniBatchesDivide).flatMap((check) => check(c));
 }
 
 /** The checks as a zod refinement: every issue is reported at its field. */
 export function checkRunConfig(c: RunConfigFields, ctx: z.RefinementCtx): void {
-  for (const { path, message } of configIssues(c)) ctx.addIssue({ code: 'custom', path, message });
+  const sizesInBounds = !ctx.issues.some((i) => SIZE_FIELDS.test((i.path ?? []).join('.')));
+  for (const { path, message } of configIssues(c, sizesInBounds)) ctx.addIssue({ code: 'custom', path, message });
 }

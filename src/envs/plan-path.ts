@@ -3,6 +3,7 @@
  * generated instance has its goal reachable from its start (checked by BFS; regenerated otherwise).
  */
 import { z } from 'zod';
+import { parseWith } from '../util/json-file.js';
 import { Rng } from '../util/rng.js';
 import { type EnvStep, type Environment, finishedStep, noActionStep } from './environment.js';
 import {
@@ -27,10 +28,10 @@ export const PlanPathOptionsSchema = z
     width: z.number().int().min(2).max(40).default(10),
     /** Probability that a cell is a wall; default 0.22 (the reference). */
     wallProb: z.number().min(0).max(0.6).default(0.22),
-    /** Fewest moves of the shortest path from start to goal; default 1. */
-    minShortest: z.number().int().min(1).default(1),
-    /** Most moves of the shortest path (small values make easy instances); default 0 = no limit. */
-    maxShortest: z.number().int().min(0).default(0),
+    /** Fewest moves of the shortest path from start to goal; default 1, at most 1600 (a 40×40 grid's cells). */
+    minShortest: z.number().int().min(1).max(1600).default(1),
+    /** Most moves of the shortest path (small values make easy instances); default 0 = no limit; at most 1600. */
+    maxShortest: z.number().int().min(0).max(1600).default(0),
   })
   .strict();
 /** Plan-Path knobs with defaults filled in. */
@@ -79,7 +80,7 @@ const GENERATION_ATTEMPTS = 10_000;
 
 /** The Plan-Path environment with the given knobs. */
 export function planPathEnv(options: Partial<PlanPathOptions> = {}): Environment<PlanPathState, Move[]> {
-  const o = PlanPathOptionsSchema.parse(options);
+  const o = parseWith(PlanPathOptionsSchema, options, 'workflow.env (plan-path knobs)');
   return {
     name: 'plan-path',
     ...MOVE_LIST_ACTION,

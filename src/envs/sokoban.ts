@@ -3,6 +3,7 @@
  * walks and pulls the box away from the goal, so undoing those pulls as pushes solves every instance.
  */
 import { z } from 'zod';
+import { parseWith } from '../util/json-file.js';
 import { Rng } from '../util/rng.js';
 import { type EnvStep, type Environment, finishedStep, noActionStep } from './environment.js';
 import {
@@ -28,8 +29,8 @@ export const SokobanOptionsSchema = z
     wallProb: z.number().min(0).max(0.4).default(0),
     /** Random reverse-play moves from the solved state (more: harder); default 20. */
     reverseSteps: z.number().int().min(1).max(1000).default(20),
-    /** Moves allowed per episode before the time-out; default 200 (the reference). */
-    maxSteps: z.number().int().min(1).default(200),
+    /** Moves allowed per episode before the time-out; default 200 (the reference), at most 10000. */
+    maxSteps: z.number().int().min(1).max(10_000).default(200),
     /**
      * Fewest pushes any solution needs (the difficulty a planner feels: a one-push room is solved by walking up to the
      * box); every generated room needs at least this many; default 1 (any room with the box off the goal).
@@ -105,7 +106,7 @@ export const SOKOBAN_BENCH: Partial<SokobanOptions> = { size: 6, reverseSteps: 4
 
 /** The Sokoban environment with the given knobs. */
 export function sokobanEnv(options: Partial<SokobanOptions> = {}): Environment<SokobanState, Move[]> {
-  const o = SokobanOptionsSchema.parse(options);
+  const o = parseWith(SokobanOptionsSchema, options, 'workflow.env (sokoban knobs)');
   return {
     name: 'sokoban',
     ...MOVE_LIST_ACTION,

@@ -35,6 +35,8 @@ export interface EvalOptions {
   prompt?: PromptOptions;
   /** Time limit per symbolic answer check in milliseconds; default 2000. */
   timeoutMs?: number;
+  /** Names the model in sampling errors (its folder); default 'the model'. */
+  name?: string;
 }
 
 /** One problem's outcome. */
@@ -94,7 +96,14 @@ export async function evaluate(
   const batchSize = options.batchSize ?? 32;
   const maxNewTokens = options.maxNewTokens ?? 256;
   const prompts = promptIds(tokenizer, problems, options.prompt);
-  const greedyTexts = respond(model, k, tokenizer, prompts, { temperature: 0, maxNewTokens }, batchSize);
+  const greedyTexts = respond(
+    model,
+    k,
+    tokenizer,
+    prompts,
+    { temperature: 0, maxNewTokens, name: options.name },
+    batchSize,
+  );
   const sampled: string[][] = problems.map(() => []);
   if (samplesPer > 0) {
     const repeated = prompts.flatMap((p) => new Array<number[]>(samplesPer).fill(p));
@@ -109,6 +118,7 @@ export async function evaluate(
         topK: options.topK ?? 0,
         maxNewTokens,
         seed: options.seed ?? 0,
+        name: options.name,
       },
       batchSize,
     );

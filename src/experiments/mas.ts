@@ -7,7 +7,7 @@
  * instances, as it has one role where the workflow has two); the responses they actually generate differ, since an
  * episode ends when solved, and are reported. Each trained arm is paired with the others per seed and instance.
  */
-import { mkdir, readFile, readdir, rm } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { ADVANTAGE_ESTIMATOR_NAMES } from '../algorithms/advantages.js';
@@ -31,14 +31,14 @@ export const BenchMasSchema = z
   .object({
     /** Workflow sections, one per environment; default Plan-Path 5×5 and Sudoku 4×4 with few blanks. */
     workflows: z.array(z.record(z.string(), z.unknown())).min(1),
-    /** Seeds (each: its own training instances, sampling and mini-batch order); default 3. */
-    seeds: z.number().int().positive().default(3),
-    /** RL steps of every trained arm; default 10. */
-    steps: z.number().int().positive(),
-    /** Instances per step of the workflow arms (the single agent plays twice as many); default 4. */
-    instancesPerStep: z.number().int().positive().default(4),
-    /** Held-out instances per seed (greedy, one episode each); default 50. */
-    heldOut: z.number().int().positive().default(50),
+    /** Seeds (each: its own training instances, sampling and mini-batch order); default 3, at most 100. */
+    seeds: z.number().int().positive().max(100, '--seeds is at most 100').default(3),
+    /** RL steps of every trained arm; default 10, at most 100000. */
+    steps: z.number().int().positive().max(100_000, '--steps is at most 100000'),
+    /** Instances per step of the workflow arms (the single agent plays twice as many); default 4, at most 2048. */
+    instancesPerStep: z.number().int().positive().max(2048, 'instancesPerStep is at most 2048').default(4),
+    /** Held-out instances per seed (greedy, one episode each); default 50, at most 10000. */
+    heldOut: z.number().int().positive().max(10_000, 'heldOut is at most 10000').default(50),
     /** Learning rate of the RL arms; default 1e-3. */
     lr: z.number().positive().default(1e-3),
     /** Advantage scaling of the RL arms (optim.advantage); default 'group-std', the spec's (r − mean)/(std + 1e-6). */
@@ -111,6 +111,31 @@ async function runMetrics(
   };
 }
 
+/** The file marking a folder that bench mas made, so that a later bench may clear what it wrote there. */
+const MADE_HERE = '.hacrl-bench-mas';
+/** What bench mas writes into the folder of one environment: the warm starts and one folder per seed. */
+const WRITTEN_HERE = /^(warm-(workflow|single)|seed-\d+)$/;
+
+/**
+ * Makes `<workDir>/<workflow>` ready: created (with the marker) when missing or empty; when bench mas made it, only
+ * what bench mas writes there is removed; a folder with other content that bench mas did not make is refused, since the
+ * bench never deletes what it did not create.
+ */
+async function prepareWorkflowDir(dir: string): Promise<void> {
+  const entries: string[] = await readdir(dir).catch((e: NodeJS.ErrnoException) => {
+    if (e.code === 'ENOENT') return [];
+    throw e;
+  });
+  if (entries.length > 0 && !entries.includes(MADE_HERE))
+    throw new Error(
+      `bench mas: ${dir} holds files that bench mas did not write (it has no ${MADE_HERE}); choose another ` +
+        '--work-dir, or move that folder away',
+    );
+  for (const e of entries) if (WRITTEN_HERE.test(e)) await rm(join(dir, e), { recursive: true, force: true });
+  await mkdir(dir, { recursive: true });
+  await writeFile(join(dir, MADE_HERE), 'made by hacrl bench mas: it clears its warm-* and seed-* folders here\n');
+}
+
 /** Runs the benchmark; `log` receives progress lines. */
 export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => void): Promise<BenchMasResult[]> {
   const o = parseWith(BenchMasSchema, raw, 'bench mas options');
@@ -122,7 +147,7 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
     const successes = Object.fromEntries(ARMS.map((a) => [a, [] as number[][]])) as Record<Arm, number[][]>;
     const responses: Record<string, number[]> = {};
     const singleSection = { ...section, sampling: 'single', roles: {} };
-    await rm(join(o.workDir, wf.name), { recursive: true, force: true });
+    await prepareWorkflowDir(join(o.workDir, wf.name));
     // Two warm starts per environment, same size, steps and rows: the workflow's (solver rows of every role) starts
     // both AT-GRPO arms, the single agent's (its own rows: no other role's turns in its prompts) starts single-grpo.
     // Seeds vary RL only (instances, sampling). Greedy on the same held-out instances, the untrained results are

@@ -6,8 +6,9 @@
  * never looked at before every rate is fixed.
  */
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, readdir, rm } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { z } from 'zod';
 import { performance } from 'node:perf_hooks';
 import { buildReport } from '../report/build.js';
 import { rowsPerAgent, type MetricRow } from '../report/run-data.js';
@@ -182,20 +183,103 @@ async function inParallel<T>(items: readonly T[], jobs: number, work: (item: T) 
  * `--jobs`. The zoo pair must be built (the parent builds it before starting children).
  */
 export async function runOneOfPlan(o: PaperBenchOptions, id: string): Promise<void> {
-  const run = planRuns(o.plan, (pair) => ZOO[pair].agents.map((a) => a.name)).find((r) => r.id === id);
+  const planned = planRuns(o.plan, (pair) => ZOO[pair].agents.map((a) => a.name));
+  const run = planned.find((r) => r.id === id);
   if (run === undefined) throw new Error(`no run "${id}" in the ${o.plan.mode} plan`);
   const agents = await ensurePair(ZOO[run.pair], o.zooDir, o.log);
-  const lr = resolvedLr(await readResults(o.out), o.plan, run);
+  const lr = resolvedLr(await readResults(o.out, o.plan, planned, null), o.plan, run);
   const result = await execute(run, lr, agents, o, await heldOut(o.plan, run.pair));
   await writeJsonAtomic(resultPath(o.out, run.id), result);
 }
 
-/** Every result file in `<out>/results`. */
-async function readResults(out: string): Promise<RunResult[]> {
+/** The shape of a result file (NaN means are written as null by JSON). */
+const RunResultSchema = z.object({
+  id: z.string(),
+  phase: z.enum(['sweep', 'test']),
+  pair: z.string(),
+  method: z.string(),
+  agent: z.string().nullable(),
+  seed: z.number().int(),
+  lr: z.number().positive().nullable(),
+  correct: z.record(z.string(), z.record(z.string(), z.array(z.union([z.literal(0), z.literal(1)])))),
+  mechanisms: z.record(z.string(), z.record(z.string(), z.number().nullable())),
+  seconds: z.number().nonnegative(),
+});
+
+/**
+ * Why the result file `file` cannot be the result of a run of this plan, or null when it can: it must be JSON of the
+ * result schema, its id its file name and a run of the plan, with that run's phase, pair, method, agent, seed and
+ * (sweep) rate, and 0/1 per problem of each measured split for each agent it trained.
+ */
+function resultProblem(text: string, file: string, plan: BenchPlan, runs: readonly PlannedRun[]): string | null {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    return `not JSON (${(e as Error).message})`;
+  }
+  const parsed = RunResultSchema.safeParse(json);
+  if (!parsed.success)
+    return `not a result: ${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`;
+  const r = parsed.data;
+  if (`${r.id}.json` !== file) return `it holds the result of run "${r.id}"`;
+  const run = runs.find((x) => x.id === r.id);
+  if (run === undefined) return `no run "${r.id}" in the ${plan.mode} plan`;
+  const want = { phase: run.phase, pair: run.pair, method: run.method.name, agent: run.agent, seed: run.seed };
+  for (const [key, value] of Object.entries(want))
+    if (r[key as keyof typeof want] !== value)
+      return `its ${key} is ${String(r[key as keyof typeof want])}, not ${value}`;
+  if (run.phase === 'sweep' && r.lr !== run.lr) return `its lr is ${r.lr}, not ${run.lr}`;
+  if (Object.keys(r.correct).length === 0 || (run.agent !== null && !(run.agent in r.correct)))
+    return `it has no answers of agent ${run.agent ?? '(any)'}`;
+  const sizes: Record<string, number> =
+    run.phase === 'sweep' ? { validation: plan.validationN } : { test: plan.testN, ood: plan.testN };
+  for (const [agent, splits] of Object.entries(r.correct))
+    for (const [split, n] of Object.entries(sizes))
+      if (splits[split]?.length !== n)
+        return `agent ${agent} has ${splits[split]?.length ?? 0} ${split} answers, not ${n}`;
+  return null;
+}
+
+/**
+ * The result files in `<out>/results` of runs of this plan, each checked (resultProblem). A damaged one is never used
+ * or overwritten: with `log`, it is moved to `<out>/results/damaged/` and named (its run is then done again); without
+ * (a child of --jobs, after the parent's check), it is an error.
+ */
+async function readResults(
+  out: string,
+  plan: BenchPlan,
+  runs: readonly PlannedRun[],
+  log: ((line: string) => void) | null,
+): Promise<RunResult[]> {
   const dir = join(out, 'results');
   if (!existsSync(dir)) return [];
   const files = (await readdir(dir)).filter((f) => f.endsWith('.json')).sort();
-  return Promise.all(files.map(async (f) => JSON.parse(await readFile(join(dir, f), 'utf8')) as RunResult));
+  const results: RunResult[] = [];
+  for (const f of files) {
+    const path = join(dir, f);
+    const text = await readFile(path, 'utf8');
+    const problem = resultProblem(text, f, plan, runs);
+    if (problem === null) {
+      results.push(JSON.parse(text) as RunResult);
+      continue;
+    }
+    if (log === null) throw new Error(`bench paper: ${path} is damaged (${problem})`);
+    const aside = join(dir, 'damaged', `${f}.${Date.now()}`);
+    await mkdir(join(dir, 'damaged'), { recursive: true });
+    await rename(path, aside);
+    log(`bench paper: ${path} is damaged (${problem}); moved to ${aside}, its run is done again`);
+  }
+  return results;
+}
+
+/** The result the child of --jobs wrote for `id`, checked like those read at the start. */
+async function readChildResult(out: string, plan: BenchPlan, runs: readonly PlannedRun[], id: string) {
+  const path = resultPath(out, id);
+  const text = await readFile(path, 'utf8');
+  const problem = resultProblem(text, `${id}.json`, plan, runs);
+  if (problem !== null) throw new Error(`bench paper: ${path}, written by the run's process, is damaged (${problem})`);
+  return JSON.parse(text) as RunResult;
 }
 
 /** Runs the bench (skipping finished runs) and writes results.md and report.html; returns the Markdown path. */
@@ -204,7 +288,7 @@ export async function runPaperBench(o: PaperBenchOptions): Promise<{ markdown: s
   const zoo = new Map<PairName, ZooAgent[]>();
   for (const pair of plan.pairs) zoo.set(pair, await ensurePair(ZOO[pair], o.zooDir, o.log));
   const runs = planRuns(plan, (pair) => zoo.get(pair)!.map((a) => a.name));
-  const results = await readResults(o.out);
+  const results = await readResults(o.out, plan, runs, o.log);
   const done = new Set(results.map((r) => r.id));
   const todo = runs.filter((r) => !done.has(r.id));
   o.log(`bench paper (${plan.mode}): ${runs.length} runs, ${runs.length - todo.length} already finished`);
@@ -218,7 +302,7 @@ export async function runPaperBench(o: PaperBenchOptions): Promise<{ markdown: s
     let result: RunResult;
     if (jobs > 1) {
       await o.spawnRun!(run.id);
-      result = JSON.parse(await readFile(resultPath(o.out, run.id), 'utf8')) as RunResult;
+      result = await readChildResult(o.out, plan, runs, run.id);
     } else {
       if (!splits.has(run.pair)) splits.set(run.pair, await heldOut(plan, run.pair));
       result = await execute(run, resolvedLr(results, plan, run), zoo.get(run.pair)!, o, splits.get(run.pair)!);

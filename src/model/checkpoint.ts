@@ -21,6 +21,11 @@ export const SINGLE_FILE = 'model.safetensors';
 export const INDEX_FILE = 'model.safetensors.index.json';
 const SHARD_RE = /^model-\d{5}-of-\d{5}\.safetensors$/;
 
+/** False for the weight files of a checkpoint folder (single file, shards, index): what a new save replaces. */
+export function notWeightFile(name: string): boolean {
+  return name !== SINGLE_FILE && name !== INDEX_FILE && !SHARD_RE.test(name);
+}
+
 const IndexSchema = z.looseObject({
   metadata: z.looseObject({ total_size: z.number().optional() }).optional(),
   weight_map: z.record(z.string(), z.string()),
@@ -161,7 +166,7 @@ export async function writeCheckpoint(
     written.push(INDEX_FILE);
   }
   for (const f of await readdir(dir)) {
-    if ((f === SINGLE_FILE || f === INDEX_FILE || SHARD_RE.test(f)) && !written.includes(f)) await unlink(join(dir, f));
+    if (!notWeightFile(f) && !written.includes(f)) await unlink(join(dir, f));
   }
   return written;
 }

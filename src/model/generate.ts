@@ -28,6 +28,8 @@ export interface SamplingOptions {
   seed?: number;
   /** A generator to draw from (its state advances: exact resume of a training run). */
   rng?: Rng;
+  /** Names the model in errors (an agent's name or folder); default 'the model'. */
+  name?: string;
 }
 
 /** Why a sequence ended. */
@@ -99,9 +101,11 @@ export function sampleToken(
   o: Required<Pick<SamplingOptions, 'temperature' | 'topK' | 'topP'>>,
   rng: Rng,
 ): number {
-  if (o.temperature === 0) return argmax(row);
   let max = -Infinity;
   for (let i = 0; i < row.length; i++) max = Math.max(max, row[i]!);
+  // NaN or infinite logits have no distribution to draw from (and top-p's search for their mass would never end).
+  if (!Number.isFinite(max)) throw new Error(`sampling: the logits are not finite (largest ${max})`);
+  if (o.temperature === 0) return argmax(row);
   const weightOf = (i: number): number => Math.exp((row[i]! - max) / o.temperature);
   // Candidates in sampling order and the mass top-p is measured against.
   let order: number[] | Int32Array;
@@ -130,7 +134,7 @@ export function sampleToken(
         keep = order.length;
         break;
       }
-      count *= 8;
+      count = Math.max(count, TOP_P_FIRST_CANDIDATES) * 8;
       order = topIndices(row, count);
     }
   }
@@ -205,6 +209,37 @@ export function sampleRows(
   return tokens;
 }
 
+/**
+ * Throws, naming the model, the sequence and the new token's position, when a running sequence's logits hold NaN or
+ * +Infinity (or are all -Infinity): a diverged model has no distribution to sample from, and every sampling path
+ * would otherwise return arbitrary tokens or, under top-p, never return.
+ */
+function checkFiniteLogits(
+  logits: Float32Array,
+  vocab: number,
+  running: readonly boolean[],
+  step: number,
+  name: string,
+) {
+  for (let b = 0; b < running.length; b++) {
+    if (!running[b]) continue;
+    let max = -Infinity;
+    for (let i = b * vocab; i < (b + 1) * vocab; i++) {
+      const x = logits[i]!;
+      if (x !== x || x === Infinity) {
+        max = x;
+        break;
+      }
+      if (x > max) max = x;
+    }
+    if (!Number.isFinite(max))
+      throw new Error(
+        `sampling: ${name} produced ${Number.isNaN(max) ? 'NaN' : 'infinite'} logits for sequence ${b} at new token ` +
+          `${step + 1}: the model has diverged (non-finite weights or activations); retrain it with a lower learning rate`,
+      );
+  }
+}
+
 function validate(o: SamplingOptions): void {
   const bad = (msg: string): never => {
     throw new Error(`sampling: ${msg}`);
@@ -270,6 +305,7 @@ function generateWith(
   const logProb = new Float32Array(batch);
   const lse = new Float32Array(batch);
   for (let step = 0; step < maxNew; step++) {
+    checkFiniteLogits(logits, vocab, running, step, options.name ?? 'the model');
     const tokens = sampleRows(k, logits, vocab, running, o, rng, probs);
     k.gatherLogProbs(logits, tokens, logProb, lse, batch, vocab);
     for (let b = 0; b < batch; b++) {

@@ -2,12 +2,13 @@
  * A whole checkpoint folder as Hugging Face lays it out: config.json, weights, generation_config.json and the
  * tokenizer files. What an agent is saved as and loaded from.
  */
-import { mkdir } from 'node:fs/promises';
 import { loadTokenizer } from '../tokenizer/load.js';
 import { assertVocabCompatible, type Tokenizer } from '../tokenizer/tokenizer.js';
 import { readGenerationConfig, writeGenerationConfig, type GenerationConfig } from './generation-config.js';
 import type { Transformer } from './transformer.js';
-import { loadModel, saveModel } from './weights.js';
+import { replaceDir } from '../util/replace-dir.js';
+import { notWeightFile } from './checkpoint.js';
+import { loadModel, writeModelFiles } from './weights.js';
 
 /** A model with the files that make it usable on its own. */
 export interface Pretrained {
@@ -53,8 +54,9 @@ export async function loadPretrained(dir: string): Promise<Pretrained> {
 }
 
 /**
- * Writes a complete Hugging Face checkpoint folder (every file atomically): config.json, model.safetensors,
- * tokenizer files and generation_config.json (eos from the tokenizer unless `generation` says otherwise).
+ * Writes a complete Hugging Face checkpoint folder, whole or not at all (like saveModel): config.json,
+ * model.safetensors, tokenizer files and generation_config.json (eos from the tokenizer unless `generation` says
+ * otherwise).
  */
 export async function savePretrained(
   dir: string,
@@ -62,13 +64,18 @@ export async function savePretrained(
   options: { maxShardBytes?: number } = {},
 ): Promise<void> {
   assertVocabCompatible(p.tokenizer, p.model.cfg.vocabSize);
-  await mkdir(dir, { recursive: true });
-  await saveModel(dir, p.model, options);
-  await p.tokenizer.save(dir);
   const generation = p.generation ?? {
     eosIds: [p.tokenizer.eosId],
     bosId: p.tokenizer.bosId,
     padId: p.tokenizer.padId,
   };
-  await writeGenerationConfig(dir, generation);
+  await replaceDir(
+    dir,
+    async (tmp) => {
+      await writeModelFiles(tmp, p.model, options);
+      await p.tokenizer.save(tmp);
+      await writeGenerationConfig(tmp, generation);
+    },
+    notWeightFile,
+  );
 }

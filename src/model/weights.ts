@@ -2,10 +2,10 @@
  * Moving a Transformer's parameters to and from a Hugging Face checkpoint folder (config.json, model.safetensors or
  * shards, generation_config.json), and fresh random initialisation for agents trained here from scratch.
  */
-import { mkdir } from 'node:fs/promises';
-import { CheckpointReader, writeCheckpoint } from './checkpoint.js';
+import { CheckpointReader, notWeightFile, writeCheckpoint } from './checkpoint.js';
 import { readHfConfig, writeHfConfig, type TransformerConfig } from './hf-config.js';
 import { Tensor } from '../tensor/tensor.js';
+import { replaceDir } from '../util/replace-dir.js';
 import { Rng } from '../util/rng.js';
 import { Transformer } from './transformer.js';
 import { hfWeightNames } from './weight-names.js';
@@ -91,15 +91,33 @@ export async function loadModel(dir: string): Promise<Transformer> {
   }
 }
 
-/** Writes config.json and model.safetensors (atomically, float32) so the folder is a Hugging Face checkpoint. */
+/**
+ * Writes config.json and model.safetensors (float32) into `dir`, which must be a fresh folder of a save in progress
+ * (see saveModel). Refuses weights that are NaN or infinite: a diverged model is never saved.
+ */
+export async function writeModelFiles(
+  dir: string,
+  model: Transformer,
+  options: { maxShardBytes?: number } = {},
+): Promise<void> {
+  const tensors = tensorsForCheckpoint(model);
+  for (const [name, t] of tensors)
+    checkFinite(name, t.data, 'refusing to save non-finite weights (a diverged training?)');
+  await writeHfConfig(dir, model.cfg);
+  await writeCheckpoint(dir, tensors, options);
+}
+
+/**
+ * Saves the model as a Hugging Face checkpoint folder, whole or not at all: the files are written into a fresh
+ * folder that then takes `dir`'s place (other files already in `dir` are kept, weight files of an earlier save are
+ * not), so a failed save (a full disk, a file size limit, non-finite weights) leaves `dir` as it was.
+ */
 export async function saveModel(
   dir: string,
   model: Transformer,
   options: { maxShardBytes?: number } = {},
 ): Promise<void> {
-  await mkdir(dir, { recursive: true });
-  await writeHfConfig(dir, model.cfg);
-  await writeCheckpoint(dir, tensorsForCheckpoint(model), options);
+  await replaceDir(dir, (tmp) => writeModelFiles(tmp, model, options), notWeightFile);
 }
 
 /**

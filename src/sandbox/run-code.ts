@@ -1,50 +1,73 @@
 /**
- * Runs model-written JavaScript in a separate Node process (never in the trainer's process or its threads), with
- * Node's permission model (file reads and writes only inside a fresh scratch folder; no child processes, no worker
- * threads, no native addons), a V8 heap limit, prlimit limits (address space, file size, no core dumps),
- * an empty network namespace where the machine allows one, a wall-time limit and bounded output. See docs/sandbox.md.
+ * Runs model-written JavaScript in a separate Node process (never in the trainer's process or its threads): as an
+ * unprivileged user in its own user, PID, network, IPC and mount namespaces, seeing only the system's libraries and a
+ * size-limited scratch tmpfs; under Node's permission model (file access only inside the scratch folder; no child
+ * processes, worker threads or native addons), a V8 heap limit, prlimit limits (address space, file size, CPU time,
+ * no core dumps), a wall-time limit and bounded output; killed with its namespace when the trainer dies. See
+ * docs/sandbox.md.
  */
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { availableParallelism, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import type { Writable } from 'node:stream';
+import { availableParallelism, constants } from 'node:os';
 import pLimit from 'p-limit';
 import { z } from 'zod';
-import { probeIsolation } from './isolation.js';
+import { SCRATCH, SOURCE_FD, isolationPrefix } from './isolation.js';
 
-/** Sandbox limits. */
+const MIB = 1 << 20;
+
+/** Sandbox limits; each has a stated bound, checked when a workflow config is read. */
 export const SandboxLimitsSchema = z
   .object({
-    /** Wall time before the process group is killed, in ms; default 3000. */
+    /** Wall time before the program is killed, in ms; default 3000, at most 600000. */
     timeoutMs: z
       .number()
       .int()
       .positive()
+      .max(600_000, 'sandbox.timeoutMs is at most 600000 (10 minutes): lower it')
       .default(3000)
-      .describe('Wall time before the process group is killed, in ms; default 3000'),
-    /** V8 old-space heap limit, in MiB; default 64. */
-    heapMb: z.number().int().min(8).default(64).describe('V8 old-space heap limit, in MiB; default 64'),
+      .describe('Wall time before the program is killed, in ms; default 3000, at most 600000'),
+    /** V8 old-space heap limit, in MiB; default 64, at most 16384. */
+    heapMb: z
+      .number()
+      .int()
+      .min(8)
+      .max(16384, 'sandbox.heapMb is at most 16384: lower it')
+      .default(64)
+      .describe('V8 old-space heap limit, in MiB; default 64, at most 16384'),
     /** Address-space limit (RLIMIT_AS) in MiB; Node itself needs about 1 GiB (checked on first use); default 1536. */
     addressSpaceMb: z
       .number()
       .int()
       .min(64)
+      .max(65536, 'sandbox.addressSpaceMb is at most 65536: lower it')
       .default(1536)
-      .describe('Address-space limit (RLIMIT_AS) in MiB; Node itself needs about 1 GiB; default 1536'),
-    /** Bytes of stdout (and, separately, of stderr) kept before the process is killed; default 16384. */
+      .describe('Address-space limit (RLIMIT_AS) in MiB; Node itself needs about 1 GiB; default 1536, at most 65536'),
+    /** Bytes of stdout (and, separately, of stderr) kept before the process is killed; default 16384, at most 64 MiB. */
     maxOutputBytes: z
       .number()
       .int()
       .positive()
+      .max(64 * MIB, 'sandbox.maxOutputBytes is at most 67108864 (64 MiB): lower it')
       .default(16384)
-      .describe('Bytes of stdout (and of stderr) kept before the process is killed; default 16384'),
-    /** Largest file the program may write in its scratch folder (RLIMIT_FSIZE), in bytes; default 1 MiB. */
+      .describe('Bytes of stdout (and of stderr) kept before the process is killed; default 16384, at most 64 MiB'),
+    /** Largest file the program may write in its scratch folder (RLIMIT_FSIZE), in bytes; default 1 MiB, at most 1 GiB. */
     maxFileBytes: z
       .number()
       .int()
       .positive()
-      .default(1 << 20)
-      .describe('Largest file the program may write in its scratch folder, in bytes; default 1048576'),
+      .max(1024 * MIB, 'sandbox.maxFileBytes is at most 1073741824 (1 GiB): lower it')
+      .default(MIB)
+      .describe('Largest file the program may write in its scratch folder, in bytes; default 1048576, at most 1 GiB'),
+    /** Total size of the scratch folder (a tmpfs, in memory), source included, in bytes; default 8 MiB, 64 KiB to 1 GiB. */
+    scratchBytes: z
+      .number()
+      .int()
+      .min(64 * 1024, 'sandbox.scratchBytes is at least 65536 (the program itself lives there): raise it')
+      .max(1024 * MIB, 'sandbox.scratchBytes is at most 1073741824 (1 GiB; it is held in memory): lower it')
+      .default(8 * MIB)
+      .describe(
+        'Total size of the scratch folder (in memory), source included, in bytes; default 8 MiB, at most 1 GiB',
+      ),
   })
   .strict()
   .describe('Limits of the sandbox running tool code');
@@ -53,8 +76,10 @@ export type SandboxLimits = z.output<typeof SandboxLimitsSchema>;
 
 /**
  * How a run ended: 'ok' (exit 0), 'error' (an exception or a non-zero exit), 'timeout' (wall time), 'memory' (heap or
- * address-space limit), 'output-limit' (too much stdout/stderr, or a file over maxFileBytes), 'denied' (access
- * outside the scratch folder, a child process or a worker: refused by the permission model).
+ * address-space limit), 'output-limit' (too much stdout/stderr, or a file over maxFileBytes), 'denied' (refused by
+ * the sandbox and not caught: access outside the scratch folder, a child process, a worker, a native addon,
+ * WebAssembly memory, a signal to a process outside the sandbox, a socket or network connection, a full scratch
+ * folder).
  */
 export type SandboxOutcome = 'ok' | 'error' | 'timeout' | 'memory' | 'output-limit' | 'denied';
 
@@ -75,54 +100,52 @@ export interface SandboxResult {
   stdout: string;
   /** Standard error, at most maxOutputBytes. */
   stderr: string;
-  /** Exit code, or null when killed by a signal. */
+  /** Exit code (128 + N when the program was killed by signal N inside the sandbox), or null when killed from outside. */
   exitCode: number | null;
-  /** The signal that ended the process, or null. */
+  /** The signal that ended the program, or null. */
   signal: string | null;
   /** Wall time of the run in ms (informational only: nothing downstream depends on it). */
   wallMs: number;
-  /** What isolated this run: 'namespace' (no network at all) or 'none' (network reachable: see docs/sandbox.md). */
-  network: 'namespace' | 'none';
 }
 
 const MEMORY_PATTERNS =
   /heap out of memory|Reached heap limit|Array buffer allocation failed|bad_alloc|Fatal process OOM|Invalid array length|Invalid string length|Allocation failed/;
-const DENIED_PATTERNS = /ERR_ACCESS_DENIED|Access to this API has been restricted/;
+/**
+ * Errors of what the sandbox refuses: the permission model (files, processes, workers, addons), WebAssembly memory
+ * (its reservation exceeds RLIMIT_AS), signals to PIDs outside the PID namespace, sockets and hosts outside the
+ * network and mount namespaces, and a full scratch tmpfs.
+ */
+const DENIED_PATTERNS =
+  /ERR_ACCESS_DENIED|Access to this API has been restricted|ERR_DLOPEN_DISABLED|WebAssembly\.Memory\(\): could not allocate|\bkill (ESRCH|EPERM)\b|\b(connect|getaddrinfo|bind|listen|send|sendto) (ENOENT|EACCES|EPERM|ENETUNREACH|ECONNREFUSED|EADDRNOTAVAIL|EAI_AGAIN|ENOTFOUND)\b|\bENOSPC\b|\bEDQUOT\b/;
 const FILE_LIMIT_PATTERNS = /EFBIG|File too large/;
 
-/** The argv of the sandboxed process for a script in `scratch`. */
-function command(scratch: string, script: string, limits: SandboxLimits): string[] {
-  const iso = probeIsolation();
-  const node = [
+/** The argv of the sandboxed process: the isolation layers, then node under its permission model. */
+function command(limits: SandboxLimits): string[] {
+  const prefix = isolationPrefix({
+    addressSpaceBytes: limits.addressSpaceMb * MIB,
+    fileBytes: limits.maxFileBytes,
+    cpuSeconds: Math.ceil(limits.timeoutMs / 1000) + 1,
+    scratchBytes: limits.scratchBytes,
+  });
+  return [
+    ...prefix,
     process.execPath,
     '--experimental-permission',
-    `--allow-fs-read=${scratch}/`,
-    `--allow-fs-write=${scratch}/`,
+    `--allow-fs-read=${SCRATCH}/`,
+    `--allow-fs-write=${SCRATCH}/`,
     `--max-old-space-size=${limits.heapMb}`,
     // One V8 worker thread: its stacks count against RLIMIT_AS, and their number otherwise grows with the cores.
     '--v8-pool-size=1',
     '--no-warnings',
-    script,
+    `${SCRATCH}/main.cjs`,
   ];
-  const mib = 1024 * 1024;
-  const rlimits = iso.prlimit
-    ? [
-        'prlimit',
-        `--as=${limits.addressSpaceMb * mib}`,
-        `--fsize=${limits.maxFileBytes}`,
-        // No --nproc: RLIMIT_NPROC counts every thread of the user (the trainer's too) and root ignores it; child
-        // processes and workers are refused by the permission model instead.
-        '--core=0',
-        '--',
-      ]
-    : [];
-  return [...(iso.networkPrefix ?? []), ...rlimits, ...node];
 }
 
 /**
  * Runs `code` (a CommonJS script) in the sandbox and reports how it ended; never throws for anything the code does.
  * Throws when the sandbox cannot run even an empty program under these limits (the first run per set of limits
- * checks), so a machine where every tool call would fail is reported instead of scored as failures silently.
+ * checks), or when this machine lacks a layer of the isolation (naming it), so a machine where every tool call would
+ * fail, or run less contained, is reported instead of scored as failures or run silently.
  */
 export async function runSandboxed(code: string, limitsInput: Partial<SandboxLimits> = {}): Promise<SandboxResult> {
   const limits = SandboxLimitsSchema.parse(limitsInput);
@@ -142,7 +165,7 @@ function selfCheck(limits: SandboxLimits): Promise<void> {
       if (r.outcome !== 'ok' || r.stdout !== '1\n')
         throw new Error(
           `sandbox: an empty program ends as '${r.outcome}' under ${key} (stderr: ${r.stderr.slice(0, 300)}); ` +
-            'raise addressSpaceMb or heapMb, or check that prlimit and node run here',
+            'raise sandbox.addressSpaceMb or sandbox.heapMb, or check that prlimit, bwrap and node run here',
         );
     });
     checked.set(key, done);
@@ -159,32 +182,25 @@ const slots = pLimit(availableParallelism());
 
 /** One sandboxed run without the self-check; waits for a free slot, and the wall time counts from the spawn. */
 function runUnchecked(code: string, limits: SandboxLimits): Promise<SandboxResult> {
-  return slots(() => runInScratch(code, limits));
+  return slots(() => runProcess(command(limits), code, limits));
 }
 
-/** Writes `code` into a fresh scratch folder, runs it there and removes the folder. */
-async function runInScratch(code: string, limits: SandboxLimits): Promise<SandboxResult> {
-  const scratch = await mkdtemp(join(tmpdir(), 'hacrl-sandbox-'));
-  try {
-    const script = join(scratch, 'main.cjs');
-    await writeFile(script, code);
-    return await runProcess(command(scratch, script, limits), scratch, limits);
-  } finally {
-    await rm(scratch, { recursive: true, force: true });
-  }
-}
-
-/** Spawns argv in its own process group, enforcing the time and output limits, and classifies the ending. */
-function runProcess(argv: string[], cwd: string, limits: SandboxLimits): Promise<SandboxResult> {
+/**
+ * Spawns argv in its own process group with the source on fd SOURCE_FD, enforcing the time and output limits, and
+ * classifies the ending. Killing the outer process (bubblewrap) kills the whole PID namespace and frees its scratch.
+ */
+function runProcess(argv: string[], code: string, limits: SandboxLimits): Promise<SandboxResult> {
   const started = Date.now();
-  const network = probeIsolation().networkPrefix ? 'namespace' : 'none';
   return new Promise((resolve, reject) => {
     const child = spawn(argv[0]!, argv.slice(1), {
-      cwd,
       detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
       env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin' },
     });
+    const source = child.stdio[SOURCE_FD] as Writable;
+    // bubblewrap may exit before reading the source (its own errors then end the run as 'error').
+    source.on('error', () => undefined);
+    source.end(code);
     let forced: SandboxOutcome | null = null;
     const kill = (why: SandboxOutcome): void => {
       if (forced === null) forced = why;
@@ -200,8 +216,8 @@ function runProcess(argv: string[], cwd: string, limits: SandboxLimits): Promise
       out[name] += chunk.subarray(0, Math.max(0, room)).toString();
       if (chunk.length > room) kill('output-limit');
     };
-    child.stdout.on('data', collect('stdout'));
-    child.stderr.on('data', collect('stderr'));
+    child.stdout!.on('data', collect('stdout'));
+    child.stderr!.on('data', collect('stderr'));
     const timer = setTimeout(() => kill('timeout'), limits.timeoutMs);
     child.on('error', (e) => {
       clearTimeout(timer);
@@ -209,8 +225,14 @@ function runProcess(argv: string[], cwd: string, limits: SandboxLimits): Promise
     });
     child.on('close', (exitCode, signal) => {
       clearTimeout(timer);
-      const outcome = forced ?? classify(exitCode, signal, out.stderr);
-      resolve({ outcome, ...out, exitCode, signal, wallMs: Date.now() - started, network });
+      // bubblewrap reports a program killed by signal N as its own exit status 128 + N.
+      const programSignal =
+        signal ??
+        (exitCode !== null && exitCode > 128
+          ? (Object.entries(constants.signals).find(([, n]) => n === exitCode - 128)?.[0] ?? null)
+          : null);
+      const outcome = forced ?? classify(exitCode, programSignal, out.stderr);
+      resolve({ outcome, ...out, exitCode, signal: programSignal, wallMs: Date.now() - started });
     });
   });
 }
@@ -218,6 +240,8 @@ function runProcess(argv: string[], cwd: string, limits: SandboxLimits): Promise
 /** The outcome of a process that ended by itself. */
 function classify(exitCode: number | null, signal: string | null, stderr: string): SandboxOutcome {
   if (exitCode === 0) return 'ok';
+  // The CPU-time backstop (RLIMIT_CPU).
+  if (signal === 'SIGXCPU') return 'timeout';
   if (DENIED_PATTERNS.test(stderr)) return 'denied';
   if (MEMORY_PATTERNS.test(stderr)) return 'memory';
   if (signal === 'SIGXFSZ' || FILE_LIMIT_PATTERNS.test(stderr)) return 'output-limit';

@@ -10,6 +10,7 @@ import { engine } from '../backend/engine.js';
 import { ALGORITHM_RECIPES } from '../algorithms/recipes.js';
 import type { RunConfig } from '../config/rl-config.js';
 import { RunFolder } from '../run/run-folder.js';
+import { lockRunDir } from '../run/run-lock.js';
 import type { StopRequest } from '../run/interrupt.js';
 import { loadNewestValidState, saveTrainState, type TrainState } from '../run/train-state.js';
 import { Rng } from '../util/rng.js';
@@ -62,8 +63,21 @@ export interface TrainOptions {
   exchange?: (step: number, table: SampleRecord[]) => Promise<void>;
 }
 
-/** Runs (or resumes) the training described by `cfg`. */
+/**
+ * Runs (or resumes) the training described by `cfg`, holding the lock of its runDir throughout: a second process on
+ * the same runDir fails at once, naming this one's PID.
+ */
 export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<void> {
+  const lock = await lockRunDir(cfg.runDir);
+  try {
+    await trainLocked(cfg, options);
+  } finally {
+    await lock.release();
+  }
+}
+
+/** trainRl's work, once the runDir is locked. */
+async function trainLocked(cfg: RunConfig, options: TrainOptions): Promise<void> {
   const k = engine();
   const display = typeof options.progress === 'function' ? createProgressDisplay(options.progress) : options.progress;
   const run = new RunFolder(cfg.runDir);

@@ -84,7 +84,7 @@ function workflowSource(
   const policies = new Map<string, WorkflowPolicy>(
     team.map((l) => [
       l.policy.name,
-      { agent: l.policy, policy: modelPolicy(l.policy.model, l.policy.tokenizer, k, l.rng) },
+      { agent: l.policy, policy: modelPolicy(l.policy.model, l.policy.tokenizer, k, l.rng, `agent ${l.policy.name}`) },
     ]),
   );
   return new WorkflowSource(workflowOf(config), config, policies, {

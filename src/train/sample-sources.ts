@@ -167,7 +167,7 @@ export class RolloutSource implements SampleSource {
         step.k,
         problems,
         o.groupSize,
-        o.sampling,
+        { ...o.sampling, name: `agent ${policy.name} at training step ${step.step + 1}` },
         role.rng,
         o.prompt,
         o.generationBatch,

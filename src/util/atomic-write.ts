@@ -27,6 +27,12 @@ export async function writeFileAtomic(path: string, data: AtomicData): Promise<v
     await rename(tmp, path);
     renamed = true;
     await fsyncPath(dir, true);
+  } catch (e) {
+    // Errors of write() and fsync() name no file (ENOSPC, EFBIG): say which one, keeping the code for callers.
+    const err = e as NodeJS.ErrnoException;
+    throw err.message.includes(path)
+      ? err
+      : Object.assign(new Error(`writing ${path}: ${err.message}`, { cause: e }), { code: err.code });
   } finally {
     if (!renamed) await unlink(tmp).catch(() => undefined);
   }

@@ -10,8 +10,11 @@ import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import type { Rng } from '../util/rng.js';
 import type { Policy } from './policy.js';
 
-/** The policy of one model: `generate` samples one response per prompt, drawing from `rng`. */
-export function modelPolicy(model: Transformer, tokenizer: Tokenizer, k: Kernels, rng: Rng): Policy {
+/**
+ * The policy of one model: `generate` samples one response per prompt, drawing from `rng`; `name` (default 'the
+ * model') names it in sampling errors.
+ */
+export function modelPolicy(model: Transformer, tokenizer: Tokenizer, k: Kernels, rng: Rng, name?: string): Policy {
   return {
     generate: async (prompts, s) => {
       const ids = prompts.map((p) => tokenizer.encode(p));
@@ -23,6 +26,7 @@ export function modelPolicy(model: Transformer, tokenizer: Tokenizer, k: Kernels
         stopStrings: s.stopStrings,
         decode: (x) => tokenizer.decode(x, { skipSpecialTokens: true }),
         rng,
+        name,
       });
       return gens.map((g) => ({ text: g.text, finishReason: g.finishReason, ids: g.ids }));
     },

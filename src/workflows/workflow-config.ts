@@ -5,6 +5,15 @@
 import { z } from 'zod';
 import { SandboxLimitsSchema } from '../sandbox/run-code.js';
 
+/** Largest workflow.maxTurns (and history): an episode's prompts grow with its turns. */
+const MAX_TURNS = 64;
+/** Largest workflow.k: a tree step samples k responses per role and turn for every instance. */
+const MAX_K = 64;
+/** Largest maxTokens of a role. */
+const MAX_TOKENS = 4096;
+/** Most roles in workflow.agents. */
+const MAX_ROLES = 16;
+
 /** Per-role settings; every field falls back to the workflow's default for that role. */
 export const RoleConfigSchema = z
   .object({
@@ -16,29 +25,43 @@ export const RoleConfigSchema = z
       .describe(
         "Name of the policy playing this role (same name for every role: one shared policy); default 'shared'.",
       ),
-    /** Sampling temperature; default 1.0 (the spec's training setting). */
+    /** Sampling temperature; default 1.0 (the spec's training setting), at most 10. */
     temperature: z
       .number()
       .min(0)
+      .max(10, 'must be at most 10')
       .optional()
-      .describe("Sampling temperature; default 1.0 (the spec's training setting)."),
+      .describe("Sampling temperature; default 1.0 (the spec's training setting), at most 10."),
     /** Nucleus mass; default 0.95 (the spec's training setting). */
     topP: z.number().gt(0).max(1).optional().describe("Nucleus mass; default 0.95 (the spec's training setting)."),
-    /** Most new tokens per response; default set by the workflow (e.g. 48 for a move list). */
+    /** Most new tokens per response; default set by the workflow (e.g. 48 for a move list), at most 4096. */
     maxNewTokens: z
       .number()
       .int()
       .positive()
+      .max(MAX_TOKENS, `must be at most ${MAX_TOKENS}`)
       .optional()
-      .describe('Most new tokens per response; default set by the workflow (e.g. 48 for a move list).'),
-    /** Strings that end a response (kept out of it); default set by the workflow (e.g. ["\n"] for one-line answers). */
+      .describe(
+        `Most new tokens per response; default set by the workflow (e.g. 48 for a move list), at most ${MAX_TOKENS}.`,
+      ),
+    /** Strings that end a response (kept out of it); default set by the workflow (e.g. ["\n"] for one-line answers); at most 16 of 256 characters. */
     stopStrings: z
-      .array(z.string().min(1))
+      .array(z.string().min(1).max(256, 'a stop string has at most 256 characters'))
+      .max(16, 'at most 16 stop strings')
       .optional()
-      .describe('Strings that end a response; default set by the workflow (e.g. ["\\n"] for one-line answers).'),
-    /** Turns (from 0) in which the role does not act; default none. */
+      .describe(
+        'Strings that end a response; default set by the workflow (e.g. ["\\n"] for one-line answers); at most 16 of 256 characters.',
+      ),
+    /** Turns (from 0) in which the role does not act; default none; each below maxTurns' bound. */
     skipTurns: z
-      .array(z.number().int().min(0))
+      .array(
+        z
+          .number()
+          .int()
+          .min(0)
+          .max(MAX_TURNS - 1, `turns are numbered 0 to ${MAX_TURNS - 1}`),
+      )
+      .max(MAX_TURNS, `at most ${MAX_TURNS} turns`)
       .optional()
       .describe('Turns (from 0) in which the role does not act; default none.'),
     /** Own reward = ownScale · r_env of the role's action; default 2 for planners/reasoners, 1 for tool agents. */
@@ -84,30 +107,44 @@ export const WorkflowConfigSchema = z
       .describe(
         "Environment knobs of the workflow's environment (size, walls, blanks, task…); default the environment's.",
       ),
-    /** Roles that act, in turn order; default all of the workflow's (the single-agent baseline: ["planner"]). */
+    /** Roles that act, in turn order, each once (at most 16); default all of the workflow's (the single-agent baseline: ["planner"]). */
     agents: z
       .array(z.string().min(1))
       .min(1)
+      .max(MAX_ROLES, `at most ${MAX_ROLES} roles`)
+      // A role listed twice would act twice per turn, and each of its groups would then mix two states.
+      .superRefine((a, ctx) => {
+        const twice = a.find((r, i) => a.indexOf(r) !== i);
+        if (twice !== undefined)
+          ctx.addIssue({
+            code: 'custom',
+            message: `lists role "${twice}" twice: each role acts once per turn; list it once`,
+          });
+      })
       .optional()
       .describe(
-        'Roles that act, in turn order; default all of the workflow\'s (the single-agent baseline: ["planner"]).',
+        'Roles that act, in turn order, each once; default all of the workflow\'s (the single-agent baseline: ["planner"]).',
       ),
     /** Settings per role name. */
     roles: z.record(z.string(), RoleConfigSchema).default({}).describe('Settings per role name.'),
-    /** Turns before an episode is cut off (not a success); default 5 (the spec; Sokoban 4). */
+    /** Turns before an episode is cut off (not a success); default 5 (the spec; Sokoban 4), at most 64. */
     maxTurns: z
       .number()
       .int()
       .positive()
+      .max(MAX_TURNS, `must be at most ${MAX_TURNS}`)
       .default(5)
-      .describe('Turns before an episode is cut off (not a success); default 5 (the spec; Sokoban 4).'),
-    /** Past history entries shown in each prompt; default 4; 0 shows none. */
+      .describe(
+        `Turns before an episode is cut off (not a success); default 5 (the spec; Sokoban 4), at most ${MAX_TURNS}.`,
+      ),
+    /** Past history entries shown in each prompt; default 4; 0 shows none; at most 64. */
     history: z
       .number()
       .int()
       .min(0)
+      .max(MAX_TURNS, `must be at most ${MAX_TURNS}`)
       .default(4)
-      .describe('Past history entries shown in each prompt; default 4; 0 shows none.'),
+      .describe(`Past history entries shown in each prompt; default 4; 0 shows none; at most ${MAX_TURNS}.`),
     /**
      * 'tree': K candidates per role and turn from one state, continue from the best; 'no-tree': K independent
      * episodes per instance; 'single': one agent alone — agents[0] when given, else the workflow's last role (the
@@ -133,15 +170,16 @@ export const WorkflowConfigSchema = z
       ),
     /**
      * The group size: candidates per role and turn (tree) or episodes per instance (no-tree, single) — the K of the
-     * AT-GRPO spec; default 4 (head scripts).
+     * AT-GRPO spec; default 4 (head scripts), at most 64.
      */
     groupSize: z
       .number()
       .int()
       .min(1)
+      .max(MAX_K, `must be at most ${MAX_K}`)
       .default(4)
       .describe(
-        'Group size K: candidates per role and turn (tree) or episodes per instance (no-tree, single); default 4.',
+        `Group size K: candidates per role and turn (tree) or episodes per instance (no-tree, single); default 4, at most ${MAX_K}.`,
       ),
     /** How a grid workflow's tool agent answers: 'text' (a move list) or 'code' (JavaScript printing one); default 'text'. */
     toolMode: z

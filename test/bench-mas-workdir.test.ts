@@ -1,0 +1,34 @@
+// `hacrl bench mas` never deletes what it did not create, and a bad --json fails before the bench runs, not after.
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { hacrl } from './cli.js';
+
+const root = await mkdtemp(join(tmpdir(), 'hacrl-bench-mas-dir-'));
+after(() => rm(root, { recursive: true, force: true }));
+
+describe('bench mas and its folders', () => {
+  test('a work folder holding files the bench did not write is refused, and left as it was', async () => {
+    const work = join(root, 'work');
+    await mkdir(join(work, 'plan-path', 'seed-0'), { recursive: true });
+    await writeFile(join(work, 'plan-path', 'precious.txt'), 'mine');
+    const r = hacrl(['bench', 'mas', '--tiny', '--seeds', '1', '--only', 'plan-path', '--work-dir', work]);
+    assert.notEqual(r.status, 0);
+    assert.match(
+      r.stderr,
+      /bench mas: .*plan-path holds files that bench mas did not write .*choose another --work-dir/,
+    );
+    assert.equal(await readFile(join(work, 'plan-path', 'precious.txt'), 'utf8'), 'mine');
+    assert.ok(existsSync(join(work, 'plan-path', 'seed-0')));
+  });
+
+  test('--json naming a folder fails before the bench runs', async () => {
+    const r = hacrl(['bench', 'mas', '--tiny', '--seeds', '1', '--work-dir', join(root, 'w2'), '--json', root]);
+    assert.notEqual(r.status, 0);
+    assert.match(r.stderr, /--json .*: .*\(EISDIR\)/);
+    assert.equal(r.stdout, '', 'nothing ran');
+  });
+});
