@@ -92,13 +92,13 @@ export type RoleConfig = z.output<typeof RoleConfigSchema>;
 /** The `workflow` section. */
 export const WorkflowConfigSchema = z
   .object({
-    /** Registered workflow: 'plan-path', 'sokoban', 'sudoku', 'math-tool' or one added with registerWorkflow. */
+    /** Registered workflow: 'plan-path', 'sokoban', 'sudoku', 'math-tool', 'coding' or one added with registerWorkflow. */
     name: z
       .string()
       .min(1)
       .default('plan-path')
       .describe(
-        "Registered workflow: 'plan-path', 'sokoban', 'sudoku', 'math-tool' or one added with registerWorkflow; default 'plan-path'.",
+        "Registered workflow: 'plan-path', 'sokoban', 'sudoku', 'math-tool', 'coding' or one added with registerWorkflow; default 'plan-path'.",
       ),
     /** Environment knobs of the workflow's environment (size, walls, blanks, task…); default the environment's. */
     env: z
