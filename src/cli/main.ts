@@ -12,6 +12,7 @@ import { masCommand } from './mas.js';
 import { runMasWarmstart } from './mas-warmstart.js';
 import { runReport } from './report.js';
 import { runScore } from './score.js';
+import { serveCommand } from './serve.js';
 import { runSft, type SftCliOptions } from './sft.js';
 import { runSmoke } from './smoke.js';
 import { runTrain } from './train.js';
@@ -309,6 +310,8 @@ zoo
   .option('--dir <dir>', 'zoo folder (default: $HACRL_ZOO_DIR or runs/zoo)')
   .option('--json', 'print one JSON object', false)
   .action((o: ZooCliOptions) => runZooList(o));
+
+program.addCommand(serveCommand());
 
 surviveClosedStdout(
   'hacrl: standard output was closed; going on without it (a run keeps its progress in its run folder)',

@@ -238,6 +238,21 @@ export class Transformer {
     }
   }
 
+  /**
+   * Makes the inference copies of withInferenceWeights and keeps them until the returned function is called (once:
+   * later calls do nothing), for a decode loop that yields to the event loop between steps (a server). The weights
+   * must not change meanwhile.
+   */
+  holdInferenceWeights(): () => void {
+    if (this.inference) return () => {};
+    this.inference = this.inferenceWeights();
+    let held = true;
+    return () => {
+      if (held) this.inference = null;
+      held = false;
+    };
+  }
+
   /** Builds the [in, out] copies, fusing each block's q/k/v and gate/up (see inference-weights.ts). */
   private inferenceWeights(): InferenceWeights {
     const outer = outerNames(this.cfg);
