@@ -7,6 +7,7 @@ import { runConfigResolve, runConfigSchema } from './config.js';
 import { runDemo, type DemoOptions } from './demo.js';
 import { createProgressDisplay } from '../train/progress.js';
 import { runEval, type EvalCliOptions } from './eval.js';
+import { exportCommand } from './export.js';
 import { benchMasTable, runBenchMas } from './bench-mas.js';
 import { masCommand } from './mas.js';
 import { runMasWarmstart } from './mas-warmstart.js';
@@ -312,6 +313,7 @@ zoo
   .action((o: ZooCliOptions) => runZooList(o));
 
 program.addCommand(serveCommand());
+program.addCommand(exportCommand());
 
 surviveClosedStdout(
   'hacrl: standard output was closed; going on without it (a run keeps its progress in its run folder)',
