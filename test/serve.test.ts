@@ -10,6 +10,8 @@ import OpenAI from 'openai';
 import { engine } from '../src/backend/engine.js';
 import { generate } from '../src/model/generate.js';
 import { loadPretrained, type Pretrained } from '../src/model/pretrained.js';
+import { Batcher } from '../src/serve/batcher.js';
+import { HacrlServer } from '../src/serve/server.js';
 import { saveTinyAgent } from './tiny-agents.js';
 
 const root = await mkdtemp(join(tmpdir(), 'hacrl-serve-'));
@@ -177,6 +179,43 @@ test('bad requests get 4xx with a message, and the server goes on serving', asyn
   assert.equal(huge.status, 413);
   const ok = await client.completions.create({ model: 'tiny', prompt: 'hi', max_tokens: 3, seed: 1 });
   assert.equal(ok.usage!.completion_tokens <= 3, true);
+});
+
+test('a sequence whose step fails ends with the error, and the batcher goes on', async () => {
+  const batcher = new Batcher(agent.model, engine(), 4);
+  const request = (onToken: () => boolean) => ({
+    prompt: agent.tokenizer.encode('hello'),
+    maxTokens: 4,
+    temperature: 0,
+    topP: 1,
+    seed: 1,
+    stopTokens: new Set<number>(),
+    topLogprobs: 0,
+    onToken,
+  });
+  await assert.rejects(
+    batcher.submit(
+      request(() => {
+        throw new Error('client gone');
+      }),
+    ),
+    /client gone/,
+  );
+  assert.equal(await batcher.submit(request(() => false)), 'length');
+  await batcher.close();
+});
+
+test('shutting down cancels running streams cleanly and stops listening', async () => {
+  const server = await HacrlServer.start(new Map([['tiny', agent]]), engine(), { port: 0 });
+  const own = new OpenAI({ baseURL: server.url, apiKey: 'unused', maxRetries: 0 });
+  const stream = await own.completions.create({ model: 'tiny', prompt: 'hello', max_tokens: 100, stream: true });
+  let pieces = 0;
+  let stopped: Promise<void> | null = null;
+  await assert.rejects(async () => {
+    for await (const chunk of stream) if (chunk && pieces++ === 0) stopped = server.stop(0);
+  }, /shutting down/);
+  await stopped;
+  await assert.rejects(fetch(`${server.url}/models`));
 });
 
 test('SIGTERM stops the server cleanly', async () => {

@@ -25,17 +25,23 @@ export interface GgufExportSummary {
 export async function exportGguf(dir: string, out: string, type: GgufTensorType = 'f32'): Promise<GgufExportSummary> {
   const agent = await loadPretrained(dir);
   try {
-    const metadata = [...modelMetadata(agent, dir, type), ...tokenizerMetadata(agent.tokenizer, agent.model.cfg)];
-    const tensors = modelTensors(agent, type);
-    await writeGguf(out, metadata, tensors);
-    return {
-      architecture: agent.model.cfg.family,
-      tensors: tensors.length,
-      vocabulary: agent.model.cfg.vocabSize,
-    };
+    return await writeAgentGguf(agent, out, type, dir.replace(/\/+$/, '').split('/').pop() ?? 'hacrl');
   } catch (e) {
     throw new Error(`export gguf ${dir}: ${(e as Error).message}`);
   }
+}
+
+/** Writes a loaded agent to `out` as GGUF under the model name `name` (see exportGguf). */
+export async function writeAgentGguf(
+  agent: Pretrained,
+  out: string,
+  type: GgufTensorType,
+  name: string,
+): Promise<GgufExportSummary> {
+  const metadata = [...modelMetadata(agent, name, type), ...tokenizerMetadata(agent.tokenizer, agent.model.cfg)];
+  const tensors = modelTensors(agent, type);
+  await writeGguf(out, metadata, tensors);
+  return { architecture: agent.model.cfg.family, tensors: tensors.length, vocabulary: agent.model.cfg.vocabSize };
 }
 
 const u32 = (value: number): GgufValue => ({ type: 'u32', value });
@@ -59,13 +65,13 @@ function checkSupported(cfg: TransformerConfig): void {
     refuse(`MLP ${cfg.activation}${cfg.gatedMlp ? ' gated' : ''} with ${cfg.norm.kind}`);
 }
 
-function modelMetadata(agent: Pretrained, dir: string, type: GgufTensorType): [string, GgufValue][] {
+function modelMetadata(agent: Pretrained, name: string, type: GgufTensorType): [string, GgufValue][] {
   const cfg = agent.model.cfg;
   checkSupported(cfg);
   const arch = cfg.family;
   const meta: [string, GgufValue][] = [
     ['general.architecture', str(arch)],
-    ['general.name', str(dir.replace(/\/+$/, '').split('/').pop() ?? 'hacrl')],
+    ['general.name', str(name)],
     ['general.file_type', u32(FILE_TYPE[type])],
     [`${arch}.context_length`, u32(cfg.maxPositions)],
     [`${arch}.embedding_length`, u32(cfg.hidden)],

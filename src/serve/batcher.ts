@@ -64,6 +64,8 @@ interface Sequence {
 export class Batcher {
   private readonly waiting: Sequence[] = [];
   private running: Sequence[] = [];
+  /** Every sequence not yet ended, wherever it is (one being prefilled is neither waiting nor running). */
+  private readonly live = new Set<Sequence>();
   /** The shared cache of the running sequences; rebuilt when one joins or leaves. */
   private batchCache: KVCache | null = null;
   private loop: Promise<void> | null = null;
@@ -101,9 +103,16 @@ export class Batcher {
         cache: null as unknown as KVCache,
         slot: 0,
         cancelled: false,
-        done,
-        fail,
+        done: (end) => {
+          this.live.delete(seq);
+          done(end);
+        },
+        fail: (e) => {
+          this.live.delete(seq);
+          fail(e);
+        },
       };
+      this.live.add(seq);
       signal?.addEventListener('abort', () => (seq.cancelled = true), { once: true });
       if (signal?.aborted) seq.cancelled = true;
       this.waiting.push(seq);
@@ -123,7 +132,9 @@ export class Batcher {
         this.admit();
         this.step();
       } catch (e) {
-        for (const s of [...this.running, ...this.waiting.splice(0)]) s.fail(e as Error);
+        // A failed step (or a failing onToken) ends every sequence with the error; the next request starts afresh.
+        for (const s of [...this.live]) s.fail(e as Error);
+        this.waiting.length = 0;
         this.running = [];
         this.batchCache = null;
       }

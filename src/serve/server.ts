@@ -404,9 +404,14 @@ function startSse(res: ServerResponse): (event: unknown) => void {
   };
 }
 
+/** The text of one token; '' for rows past the tokenizer's ids (a padded embedding). */
+function tokenText(tok: Pretrained['tokenizer'], id: number): string {
+  return id < tok.vocabSize ? tok.decode([id]) : '';
+}
+
 /** The legacy completions logprobs object: token texts, their log-probs, the top alternatives, text offsets. */
 function completionLogprobs(tok: Pretrained['tokenizer'], tokens: SampledToken[], offset: number) {
-  const text = (id: number): string => tok.decode([id]);
+  const text = (id: number): string => tokenText(tok, id);
   const offsets: number[] = [];
   for (const t of tokens) {
     offsets.push(offset);
@@ -423,7 +428,7 @@ function completionLogprobs(tok: Pretrained['tokenizer'], tokens: SampledToken[]
 /** The chat logprobs entries: each token's text, log-prob, UTF-8 bytes and top alternatives. */
 function chatLogprobs(tok: Pretrained['tokenizer'], tokens: SampledToken[]) {
   const entry = (id: number, logprob: number) => {
-    const token = tok.decode([id]);
+    const token = tokenText(tok, id);
     return { token, logprob, bytes: [...Buffer.from(token, 'utf8')] };
   };
   return tokens.map((t) => ({ ...entry(t.id, t.logProb), top_logprobs: t.top.map((a) => entry(a.id, a.logProb)) }));
