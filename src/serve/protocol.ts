@@ -51,6 +51,15 @@ const common = {
   presence_penalty: z.literal(0, 'presence_penalty is not supported (only 0)').nullable().optional(),
   frequency_penalty: z.literal(0, 'frequency_penalty is not supported (only 0)').nullable().optional(),
   user: z.string().optional(),
+  logit_bias: z
+    .record(z.string(), z.number())
+    .refine((b) => Object.keys(b).length === 0, 'logit_bias is not supported')
+    .nullable()
+    .optional(),
+  response_format: z
+    .looseObject({ type: z.literal('text', 'only the text response format is supported') })
+    .nullable()
+    .optional(),
 };
 
 const tokenIds = z.array(z.number().int().nonnegative()).min(1);
