@@ -355,7 +355,8 @@ export class HacrlServer {
           },
           signal,
         );
-        if (end === 'cancelled') throw new ApiError(503, 'the request was cancelled: the server is shutting down');
+        if (end === 'cancelled')
+          throw new ApiError(503, 'the request was cancelled: the client went away or the server is shutting down');
         const finish = FINISH[end];
         onPiece?.(index, text.finish(), unsent, finish);
         return { text: text.all, tokens, finish };
