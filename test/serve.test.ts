@@ -181,6 +181,28 @@ test('bad requests get 4xx with a message, and the server goes on serving', asyn
   assert.equal(ok.usage!.completion_tokens <= 3, true);
 });
 
+test('sequences joining and leaving a running batch get the tokens they get alone', async () => {
+  const batcher = new Batcher(agent.model, engine(), 8);
+  const prompts = ['hello', 'the answer is 42', 'a', 'hello world, hello agents', 'q'].map((t) =>
+    agent.tokenizer.encode(t),
+  );
+  const runs = [];
+  for (const [i, prompt] of prompts.entries()) {
+    const ids: number[] = [];
+    const o = { seed: 7 + i, maxTokens: 6 + 5 * i, temperature: 1, topP: i % 2 ? 0.8 : 1 };
+    const stopTokens = new Set([agent.tokenizer.eosId]);
+    const done = batcher.submit({ prompt, ...o, stopTokens, topLogprobs: 0, onToken: (t) => !ids.push(t.id) });
+    runs.push({ prompt, o, ids, done });
+    // A decode step or two runs before the next request arrives.
+    for (let k = 0; k < 2; k++) await new Promise((r) => setImmediate(r));
+  }
+  // The later ones join while the first ones run, and the short ones leave while the long ones go on.
+  for (const r of runs) await r.done;
+  assert.ok(batcher.peakBatch >= 3, `at most ${batcher.peakBatch} sequences were decoded together`);
+  for (const r of runs) assert.deepEqual(r.ids, reference(r.prompt, r.o).ids);
+  await batcher.close();
+});
+
 test('a sequence whose step fails ends with the error, and the batcher goes on', async () => {
   const batcher = new Batcher(agent.model, engine(), 4);
   const request = (onToken: () => boolean) => ({

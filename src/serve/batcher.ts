@@ -69,6 +69,8 @@ export class Batcher {
   /** The shared cache of the running sequences; rebuilt when one joins or leaves. */
   private batchCache: KVCache | null = null;
   private loop: Promise<void> | null = null;
+  /** Most sequences decoded in one step so far. */
+  peakBatch = 0;
   private readonly release: () => void;
 
   constructor(
@@ -189,6 +191,7 @@ export class Batcher {
     const { model, k } = this;
     const cache = this.batchCache!;
     const batch = this.running.length;
+    this.peakBatch = Math.max(this.peakBatch, batch);
     const hidden = model.decodeStep(
       k,
       Int32Array.from(this.running, (s) => s.pending),
