@@ -6,7 +6,9 @@
  * peak measured here. The torch side is bench/torch_model_bench.py run by Debian's /usr/bin/python3, in its fastest
  * configuration on this machine: each OpenBLAS kernel it accepts (OPENBLAS_CORETYPE) is timed on the benchmark's
  * matrix products first and the fastest is used for the headline ratios; the environment's own setting, when it
- * differs, is run as well and shown as a second column. With --json the last line is one JSON object.
+ * differs, is run as well and shown as a second column. Decoding is also timed in llama.cpp (bench/llama-cpp.ts:
+ * node-llama-cpp's prebuilt CPU build on the same weights exported to GGUF f32, same prompts, threads and batch).
+ * With --json the last line is one JSON object.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -30,6 +32,14 @@ import { Rng } from '../src/util/rng.js';
 import { matmulParams } from './flops.js';
 import { machinePeak, peakLine } from './peak.js';
 import { openmpWaitPolicy } from '../src/backend/native.js';
+import {
+  closeLlamaCpp,
+  llamaCppDecode,
+  llamaCppInfo,
+  loadLlamaModel,
+  writeBenchGguf,
+  type LlamaDecodeTiming,
+} from './llama-cpp.js';
 
 const args = new Set(process.argv.slice(2));
 /**
@@ -319,6 +329,12 @@ interface DecodeRow {
   torch_prefill_ms: number;
   /** Fraction of sequences whose greedy tokens are identical on both sides (same weights, same work). */
   greedy_agreement: number;
+  /** llama.cpp on the same weights (GGUF f32, f32 KV cache), same threads and batch. */
+  llama_tokens_per_s: number;
+  ratio_vs_llama: number;
+  llama_prefill_ms: number;
+  /** Fraction of sequences whose greedy tokens llama.cpp and hacrl agree on. */
+  llama_greedy_agreement: number;
 }
 
 interface ModelResult {
@@ -332,12 +348,45 @@ interface ModelResult {
   train: TrainRow[];
   decode: DecodeRow[];
   /** Average cores used by other processes while each side ran (see backgroundCores). */
-  background_cores: { hacrl: number | null; torch: number | null; torch_env: number | null };
+  background_cores: { hacrl: number | null; torch: number | null; torch_env: number | null; llama: number | null };
   /**
    * Peak resident memory, MiB: this process after this model's runs (a running maximum over the benchmark, so it
    * includes the smaller models before it) and the torch process of this model.
    */
   peak_rss_mb: { hacrl: number; torch: number };
+}
+
+/**
+ * llama.cpp's decode timings of `model` per thread count, one per DECODE batch: an untimed short run per shape first,
+ * then the fastest of DECODE.repeats, as on hacrl's side.
+ */
+async function llamaDecodeRuns(
+  model: Transformer,
+  file: string,
+  prompts: number[][],
+  threadCounts: number[],
+): Promise<Map<number, LlamaDecodeTiming[]>> {
+  await writeBenchGguf(model, file);
+  const llamaModel = await loadLlamaModel(file);
+  try {
+    const out = new Map<number, LlamaDecodeTiming[]>();
+    for (const threads of threadCounts) {
+      const runs: LlamaDecodeTiming[] = [];
+      for (const b of DECODE.batches) {
+        await llamaCppDecode(llamaModel, prompts.slice(0, b), 2, threads);
+        let best: LlamaDecodeTiming | null = null;
+        for (let r = 0; r < DECODE.repeats; r++) {
+          const t = await llamaCppDecode(llamaModel, prompts.slice(0, b), DECODE.newTokens, threads);
+          if (best === null || t.decodeS < best.decodeS) best = t;
+        }
+        runs.push(best!);
+      }
+      out.set(threads, runs);
+    }
+    return out;
+  } finally {
+    await llamaModel.dispose();
+  }
 }
 
 async function benchModel(
@@ -409,10 +458,13 @@ async function benchModel(
     const torch = runTorch(input, torchCores.best);
     const afterTorch = cpuTicks();
     const torchEnvRun = torchCores.env === null ? null : runTorch(input, torchCores.env);
+    const afterTorchEnv = cpuTicks();
+    const llama = await llamaDecodeRuns(initial, join(dir, 'model.gguf'), prompts, threadCounts);
     const background = {
       hacrl: backgroundCores(beforeHacrl, afterHacrl),
       torch: backgroundCores(afterHacrl, afterTorch),
-      torch_env: torchEnvRun ? backgroundCores(afterTorch, cpuTicks()) : null,
+      torch_env: torchEnvRun ? backgroundCores(afterTorch, afterTorchEnv) : null,
+      llama: backgroundCores(afterTorchEnv, cpuTicks()),
     };
 
     const trainTokens = TRAIN.batch * TRAIN.seqLen;
@@ -447,6 +499,9 @@ async function benchModel(
         const tTok = (batch * td.step_s.length) / sum(td.step_s);
         const teTok = ted ? (batch * ted.step_s.length) / sum(ted.step_s) : null;
         const same = hd.tokens.filter((seq, b) => seq.every((tok, j) => tok === td.tokens[b]![j])).length;
+        const ld = llama.get(h.threads)![i]!;
+        const lTok = (batch * (DECODE.newTokens - 1)) / ld.decodeS;
+        const llamaSame = hd.tokens.filter((seq, b) => seq.every((tok, j) => tok === ld.tokens[b]![j])).length;
         decode.push({
           threads: h.threads,
           batch,
@@ -460,6 +515,10 @@ async function benchModel(
           hacrl_prefill_ms: round(hd.prefillS * 1e3),
           torch_prefill_ms: round(td.prefill_s * 1e3),
           greedy_agreement: round(same / batch, 2),
+          llama_tokens_per_s: round(lTok),
+          ratio_vs_llama: ratio(hTok, lTok),
+          llama_prefill_ms: round(ld.prefillS * 1e3),
+          llama_greedy_agreement: round(llamaSame / batch, 2),
         });
       });
     }
@@ -546,6 +605,8 @@ async function main(): Promise<void> {
   log(`hacrl model benchmark — ${cpus()[0]?.model ?? 'cpu'}, ${maxThreads} threads`);
   log(`hacrl BLAS: ${k.blas}   (OPENBLAS_CORETYPE=${process.env.OPENBLAS_CORETYPE ?? 'unset'})`);
   log(`OpenMP wait policy: ${openmpWaitPolicy()}`);
+  const llamaVersion = await llamaCppInfo();
+  log(`${llamaVersion}: GGUF f32 of the same weights, f32 KV cache, same threads and prompts`);
   log(peakLine(peakProbe));
   log(
     `training: SFT loss on B=${TRAIN.batch} × T=${TRAIN.seqLen} (prompt ${TRAIN.promptLen}, loss on the rest), ` +
@@ -603,7 +664,8 @@ async function main(): Promise<void> {
           `      ${r.hacrl_first_loss} / ${r.torch_first_loss}`,
       );
     log(
-      `  decode tokens/s          hacrl (MFU)        torch (MFU)   hacrl/torch${envHead}   prefill ms hacrl / torch   same tokens`,
+      `  decode tokens/s          hacrl (MFU)        torch (MFU)   hacrl/torch${envHead}   prefill ms hacrl / torch   same tokens` +
+        '   llama.cpp  hacrl/llama  prefill ms  same tokens',
     );
     for (const r of result.decode)
       log(
@@ -611,23 +673,29 @@ async function main(): Promise<void> {
           `   ${fmt(r.torch_tokens_per_s).padStart(8)} (${r.torch_mfu.toFixed(3)})   ${r.ratio_vs_torch.toFixed(2).padStart(8)}` +
           envCol(r.torch_env_tokens_per_s, r.ratio_vs_torch_env) +
           `      ${fmt(r.hacrl_prefill_ms)} / ${fmt(r.torch_prefill_ms)}`.padEnd(34) +
-          `${r.greedy_agreement}`,
+          `${r.greedy_agreement}`.padEnd(6) +
+          `   ${fmt(r.llama_tokens_per_s).padStart(9)}  ${r.ratio_vs_llama.toFixed(2).padStart(11)}` +
+          `  ${fmt(r.llama_prefill_ms).padStart(10)}  ${r.llama_greedy_agreement}`,
       );
     log(`  peak resident memory: hacrl ${result.peak_rss_mb.hacrl} MiB, torch ${result.peak_rss_mb.torch} MiB`);
     const bg = result.background_cores;
-    if (Math.max(bg.hacrl ?? 0, bg.torch ?? 0, bg.torch_env ?? 0) > 0.1)
+    if (Math.max(bg.hacrl ?? 0, bg.torch ?? 0, bg.torch_env ?? 0, bg.llama ?? 0) > 0.1)
       log(
         `  WARNING: other processes kept ${bg.hacrl} (hacrl part) / ${bg.torch} (torch part) / ${bg.torch_env} ` +
-          `(torch env part) cores busy: multi-thread numbers of this model are not trustworthy, rerun on an idle machine`,
+          `(torch env part) / ${bg.llama} (llama.cpp part) cores busy: multi-thread numbers of this model are not ` +
+          'trustworthy, rerun on an idle machine',
       );
   }
 
   const headlineThreads = Math.max(...threadCounts);
   const headline = results.find((r) => r.name === HEADLINE.model)!;
   const trainRatio = headline.train.find((r) => r.threads === headlineThreads)!.ratio_vs_torch;
-  const decodeRatio = headline.decode.find(
+  const headlineDecode = headline.decode.find(
     (r) => r.threads === headlineThreads && r.batch === HEADLINE.decodeBatch,
-  )!.ratio_vs_torch;
+  )!;
+  const decodeRatio = headlineDecode.ratio_vs_torch;
+  const llamaRatio = headlineDecode.ratio_vs_llama;
+  const llamaBatch1 = headline.decode.find((r) => r.threads === headlineThreads && r.batch === 1)!.ratio_vs_llama;
   const cells = results.flatMap((m) => [
     ...m.train.map((r) => ({ ratio: r.ratio_vs_torch, cell: `${m.name} train ${r.threads}t` })),
     ...m.decode.map((r) => ({ ratio: r.ratio_vs_torch, cell: `${m.name} decode B=${r.batch} ${r.threads}t` })),
@@ -637,7 +705,8 @@ async function main(): Promise<void> {
   const basis = `${HEADLINE.model} model, ${headlineThreads} thread(s); decode at batch ${HEADLINE.decodeBatch}`;
   log(
     `\nheadline (${basis}): training ${trainRatio}× torch, decode ${decodeRatio}× torch ` +
-      `(torch on OpenBLAS ${coreName(bestCore)}); lowest cell ${minCell.ratio}× (${minCell.cell})`,
+      `(torch on OpenBLAS ${coreName(bestCore)}); lowest cell ${minCell.ratio}× (${minCell.cell}); ` +
+      `decode ${llamaRatio}× llama.cpp (batch 1: ${llamaBatch1}×)`,
   );
   log(
     `generate() check (${HEADLINE.model}, B=${HEADLINE.decodeBatch}): same tokens as the timed loop: ${check.tokens_match_timed_loop}; ` +
@@ -645,6 +714,7 @@ async function main(): Promise<void> {
   );
   if ((check.background_cores ?? 0) > 0.1)
     log(`  WARNING: other processes kept ${check.background_cores} cores busy during this check`);
+  await closeLlamaCpp();
   const wall = (performance.now() - started) / 1e3;
   log(`wall time ${round(wall)} s`);
 
@@ -671,6 +741,9 @@ async function main(): Promise<void> {
         models: results,
         train_ratio_vs_torch: trainRatio,
         decode_ratio_vs_torch: decodeRatio,
+        llama_cpp: llamaVersion,
+        decode_ratio_vs_llama: llamaRatio,
+        decode_ratio_vs_llama_batch1: llamaBatch1,
         ratio_basis: basis,
         lowest_cell: minCell,
         table: cells,

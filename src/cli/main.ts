@@ -7,11 +7,13 @@ import { runConfigResolve, runConfigSchema } from './config.js';
 import { runDemo, type DemoOptions } from '../experiments/demo.js';
 import { createProgressDisplay } from '../train/progress.js';
 import { runEval, type EvalCliOptions } from './eval.js';
+import { exportCommand } from './export.js';
 import { benchMasTable, runBenchMas } from '../experiments/mas.js';
 import { masCommand, workflowOption } from './mas.js';
 import { runMasWarmstart } from './mas-warmstart.js';
 import { runReport } from './report.js';
 import { runScore } from './score.js';
+import { serveCommand } from './serve.js';
 import { runSft, type SftCliOptions } from './sft.js';
 import { runSmoke } from './smoke.js';
 import { runTrain } from './train.js';
@@ -312,6 +314,9 @@ zoo
   .option('--dir <dir>', 'zoo folder (default: $HACRL_ZOO_DIR or runs/zoo)')
   .option('--json', 'print one JSON object', false)
   .action((o: ZooCliOptions) => runZooList(o));
+
+program.addCommand(serveCommand());
+program.addCommand(exportCommand());
 
 surviveClosedStdout(
   'hacrl: standard output was closed; going on without it (a run keeps its progress in its run folder)',

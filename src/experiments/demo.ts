@@ -120,9 +120,10 @@ export async function runDemo(
         });
     }
     const report = join(o.runDir, 'report.html');
-    await writeFileAtomic(report, await buildReport([o.runDir]));
     const result: DemoResult = { pair: pair.name, rows, report, runDir: o.runDir };
+    // demo.json first: the report leads with it.
     await writeJsonAtomic(join(o.runDir, 'demo.json'), result);
+    await writeFileAtomic(report, await buildReport([o.runDir]));
 
     log('');
     log(`greedy accuracy, 95% intervals (n = ${o.evalN} per split; change: paired difference in points)`);

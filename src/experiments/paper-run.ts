@@ -1,6 +1,6 @@
 /**
  * Runs the matrix of `hacrl bench paper`, skipping runs whose result file exists (so a stopped bench continues where it
- * was), then writes the Markdown tables and the HTML report of the HACPO runs. One run at a time in this process, or
+ * was), then writes the Markdown tables and the HTML report of every method (means over seeds). One run at a time in this process, or
  * with `jobs` > 1 that many child processes at once (each run is still one process; see `spawnRun`).
  * Learning rates come from a sweep on a validation split drawn apart from the test problems; the test split is
  * never looked at before every rate is fixed.
@@ -10,7 +10,7 @@ import { mkdir, readFile, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { performance } from 'node:perf_hooks';
-import { buildReport } from '../report/build.js';
+import { buildGroupReport } from '../report/groups.js';
 import { rowsPerAgent, type MetricRow } from '../report/run-data.js';
 import { findLatestCheckpoint } from '../run/run-folder.js';
 import { loadDataSpec } from '../tasks/data-spec.js';
@@ -351,10 +351,13 @@ export async function runPaperBench(o: PaperBenchOptions): Promise<{ markdown: s
       header: o.header,
     }),
   );
-  const hacpoRuns = runs
-    .filter((r) => r.phase === 'test' && r.method.name === 'hacpo')
-    .map((r) => join(o.out, 'runs', r.id));
+  // Every method, one line per pair, method and agent: the mean over seeds.
+  const groups = new Map<string, string[]>();
+  for (const r of runs.filter((x) => x.phase === 'test' && x.method.kind !== 'base')) {
+    const label = `${r.pair} · ${r.method.name}`;
+    groups.set(label, [...(groups.get(label) ?? []), join(o.out, 'runs', r.id)]);
+  }
   const report = join(o.out, 'report.html');
-  await writeFileAtomic(report, await buildReport(hacpoRuns));
+  await writeFileAtomic(report, await buildGroupReport([...groups].map(([label, dirs]) => ({ label, dirs }))));
   return { markdown, report };
 }

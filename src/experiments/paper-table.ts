@@ -1,7 +1,7 @@
 /**
  * The tables of `hacrl bench paper` from its finished runs: accuracy per pair, agent, method and split (mean over
  * seeds with a 95% interval), paired differences of HACPO against its baselines (same problems, same seeds), the
- * mechanisms' statistics per run (foreign in-band fraction, P̂, ω), and the learning rate each method's sweep chose.
+ * mechanisms' statistics per method and agent (foreign in-band fraction, P̂, ω), and the learning rate each method's sweep chose.
  */
 import { mean, seedMean, seedPairedDifference, wilson, type Difference } from '../util/stats.js';
 
@@ -125,21 +125,36 @@ export function renderTables(results: readonly RunResult[], ctx: TableContext): 
   lines.push('');
 
   lines.push(
-    '### Mechanisms per run (means over steps): foreign in-band fraction (of the form trained, per token, per character), P̂, ω',
+    '### Mechanisms per method and agent (means over steps, then over seeds): foreign in-band fraction (of the form ' +
+      'trained, per token, per character), P̂, ω',
     '',
   );
   lines.push(
-    '| run | agent | in-band | in-band per token | in-band per char | P̂ | ω |',
-    '| --- | --- | --- | --- | --- | --- | --- |',
+    '| pair | method | agent | seeds | in-band | in-band per token | in-band per char | P̂ | ω |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
   );
-  for (const r of results.filter((x) => x.phase === 'test' && Object.keys(x.mechanisms).length > 0))
+  const byCell = new Map<string, { pair: string; method: string; agent: string; runs: Record<string, number>[] }>();
+  for (const r of results.filter((x) => x.phase === 'test'))
     for (const [agent, m] of Object.entries(r.mechanisms)) {
-      const f = (x: number | null | undefined) => (typeof x !== 'number' || Number.isNaN(x) ? '—' : x.toFixed(3));
-      lines.push(
-        `| ${r.id} | ${agent} | ${f(m.foreign_in_band_frac)} | ${f(m.foreign_in_band_frac_token)} | ` +
-          `${f(m.foreign_in_band_frac_char)} | ${f(m.p_hat)} | ${f(m.omega)} |`,
-      );
+      const key = `${r.pair}\u0000${r.method}\u0000${agent}`;
+      const c = byCell.get(key) ?? { pair: r.pair, method: r.method, agent, runs: [] };
+      byCell.set(key, c);
+      c.runs.push(m);
     }
+  const MECHANISMS = [
+    'foreign_in_band_frac',
+    'foreign_in_band_frac_token',
+    'foreign_in_band_frac_char',
+    'p_hat',
+    'omega',
+  ];
+  for (const c of byCell.values()) {
+    const f = (k: string) => {
+      const xs = c.runs.map((m) => m[k]).filter((x): x is number => typeof x === 'number' && !Number.isNaN(x));
+      return xs.length === 0 ? '—' : mean(xs).toFixed(3);
+    };
+    lines.push(`| ${c.pair} | ${c.method} | ${c.agent} | ${c.runs.length} | ${MECHANISMS.map(f).join(' | ')} |`);
+  }
   lines.push('');
 
   lines.push('### Learning rates (chosen on the validation split, never the test split)', '');

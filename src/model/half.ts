@@ -45,3 +45,35 @@ export function f32ToBf16(src: Float32Array, out: Uint16Array = new Uint16Array(
   }
   return out;
 }
+
+/**
+ * Rounds float32 values to IEEE-754 binary16 bits, to nearest with ties to even; values past 65504 become ±Infinity,
+ * tiny ones subnormals or ±0; NaN stays a quiet NaN.
+ */
+export function f32ToF16(src: Float32Array, out: Uint16Array = new Uint16Array(src.length)): Uint16Array {
+  const bits = new Uint32Array(src.buffer, src.byteOffset, src.length);
+  for (let i = 0; i < src.length; i++) {
+    const b = bits[i]!;
+    const sign = (b >>> 16) & 0x8000;
+    const exp = (b >>> 23) & 0xff;
+    const mant = b & 0x7fffff;
+    if (exp === 0xff) out[i] = sign | 0x7c00 | (mant ? 0x200 : 0);
+    else if (exp > 142) out[i] = sign | 0x7c00;
+    else if (exp > 112) {
+      // Normal half: drop 13 mantissa bits, rounding to nearest even (a carry into the exponent is still right).
+      const h = ((exp - 112) << 10) | (mant >>> 13);
+      const rest = mant & 0x1fff;
+      out[i] = sign | (h + (rest > 0x1000 || (rest === 0x1000 && h & 1) ? 1 : 0));
+    } else if (exp < 102) out[i] = sign;
+    else {
+      // Subnormal half: the implicit 1 made explicit, shifted right by 126 − exp, rounded to nearest even.
+      const m = mant | 0x800000;
+      const shift = 126 - exp;
+      const h = m >>> shift;
+      const rest = m & ((1 << shift) - 1);
+      const half = 1 << (shift - 1);
+      out[i] = sign | (h + (rest > half || (rest === half && h & 1) ? 1 : 0));
+    }
+  }
+  return out;
+}

@@ -145,6 +145,21 @@ export class Transformer {
     }
   }
 
+  /**
+   * Makes the inference copies of withInferenceWeights and keeps them until the returned function is called (once:
+   * later calls do nothing), for a decode loop that yields to the event loop between steps (a server). The weights
+   * must not change meanwhile.
+   */
+  holdInferenceWeights(): () => void {
+    if (this.inference) return () => {};
+    this.inference = buildInferenceWeights(this.cfg, this.params);
+    let held = true;
+    return () => {
+      if (held) this.inference = null;
+      held = false;
+    };
+  }
+
   /** One block: pre-norm attention and MLP, each with a residual connection. positions: [rows]. */
   private block(ctx: Ctx, i: number, x: Tensor, positions: Int32Array, attend: Attend): Tensor {
     const { heads, kvHeads, headDim } = this.cfg;

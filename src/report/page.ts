@@ -23,13 +23,20 @@ details pre { max-height: 30em; min-width: 420px; }
 .mark.ok { color: #137333; }
 .mark.bad { color: #b3261e; }
 .note { color: #555; }
+table.headline td { font-variant-numeric: tabular-nums; }
+table.headline td:first-child { font-weight: bold; }
+.constant { max-width: 1340px; }
 `;
 
 /** The parts of a report page. */
 export interface PageParts {
   title: string;
+  /** The result the page leads with (summary.ts). */
+  headline: string;
   runsTable: string;
   panels: readonly string[];
+  /** The line naming the panels left out because they stayed constant; '' when none. */
+  constant: string;
   samples: string;
 }
 
@@ -48,9 +55,12 @@ export function renderPage(p: PageParts): string {
 </head>
 <body>
 <h1>${escapeHtml(p.title)}</h1>
+<h2>Result</h2>
+${p.headline}
 <h2>Runs</h2>
 ${p.runsTable}
-<h2>Metrics over steps</h2>
+<h2>Metrics over steps (validation first)</h2>
+${p.constant}
 ${panels}
 <h2>Sample completions (last step)</h2>
 ${p.samples}

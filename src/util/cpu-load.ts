@@ -9,19 +9,28 @@ export interface CpuTicks {
   own: number;
 }
 
-/** The machine's and this process's CPU ticks now, or null where /proc cannot be read. */
-export function cpuTicks(): CpuTicks | null {
+/** utime + stime + cutime + cstime of process `pid` ('self': this one), from /proc/PID/stat. */
+function processTicks(pid: number | 'self'): number {
+  // After the command name (which may hold spaces) come the state and, from field 14, utime stime cutime cstime.
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return stat
+    .slice(stat.lastIndexOf(') ') + 2)
+    .split(' ')
+    .slice(11, 15)
+    .map(Number)
+    .reduce((a, b) => a + b, 0);
+}
+
+/**
+ * The machine's and this process's CPU ticks now, or null where /proc cannot be read. `alsoOwn`: processes whose
+ * ticks count as this one's (a server the benchmark started), so they are not taken for background load.
+ */
+export function cpuTicks(alsoOwn: readonly number[] = []): CpuTicks | null {
   try {
     const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
-    // After the command name (which may hold spaces) come the state and, from field 14, utime stime cutime cstime.
-    const self = readFileSync('/proc/self/stat', 'utf8');
-    const own = self
-      .slice(self.lastIndexOf(') ') + 2)
-      .split(' ')
-      .slice(11, 15)
-      .map(Number);
+    const own = [processTicks('self'), ...alsoOwn.map(processTicks)].reduce((a, b) => a + b, 0);
     const total = cpu.reduce((a, b) => a + b, 0);
-    return { busy: total - cpu[3]! - (cpu[4] ?? 0), total, own: own.reduce((a, b) => a + b, 0) };
+    return { busy: total - cpu[3]! - (cpu[4] ?? 0), total, own };
   } catch {
     return null;
   }

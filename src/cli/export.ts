@@ -1,0 +1,24 @@
+// `hacrl export gguf`: a checkpoint folder as one GGUF file for llama.cpp.
+import { Command, Option } from 'commander';
+import { exportGguf } from '../export/gguf.js';
+import type { GgufTensorType } from '../export/gguf-file.js';
+
+/** `hacrl export …` as a commander command. */
+export function exportCommand(print: (line: string) => void = console.log): Command {
+  const exp = new Command('export').description('write a checkpoint in the format of another runtime');
+  exp
+    .command('gguf')
+    .description('one GGUF file for llama.cpp (Llama, Qwen2, Qwen3, GPT-2), tokenizer and chat template included')
+    .requiredOption('--model <dir>', 'checkpoint folder (config.json, model.safetensors, tokenizer files)')
+    .requiredOption('--out <file>', 'GGUF file to write')
+    .addOption(
+      new Option('--type <type>', 'storage type of the matrices (norms and biases stay f32)')
+        .choices(['f32', 'f16', 'bf16'])
+        .default('f32'),
+    )
+    .action(async (o: { model: string; out: string; type: GgufTensorType }) => {
+      const s = await exportGguf(o.model, o.out, o.type);
+      print(`${o.out}: ${s.architecture}, ${s.tensors} tensors (${o.type}), ${s.vocabulary} tokens`);
+    });
+  return exp;
+}

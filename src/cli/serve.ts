@@ -1,0 +1,64 @@
+// `hacrl serve`: the OpenAI-compatible server over checkpoint folders, until SIGINT or SIGTERM.
+import { basename, resolve } from 'node:path';
+import { Command, InvalidArgumentError } from 'commander';
+import { engine } from '../backend/engine.js';
+import { loadPretrained, type Pretrained } from '../model/pretrained.js';
+import { HacrlServer, SERVE_DEFAULTS, type ServeOptions } from '../serve/server.js';
+
+/** `NAME=DIR` or `DIR` (served under the folder's name) → name → folder. */
+export function parseServedModels(args: readonly string[]): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const a of args) {
+    const eq = a.indexOf('=');
+    const [name, dir] = eq > 0 ? [a.slice(0, eq), a.slice(eq + 1)] : [basename(resolve(a)), a];
+    if (out.has(name)) throw new Error(`--model: the name "${name}" is given twice; name them, NAME=DIR`);
+    out.set(name, dir);
+  }
+  return out;
+}
+
+function intAtLeast(min: number): (value: string) => number {
+  return (value) => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`expected an integer ≥ ${min}, got "${value}"`);
+    return n;
+  };
+}
+
+/** Options of `hacrl serve` (ServeOptions plus the models and the shutdown grace). */
+interface ServeCli extends ServeOptions {
+  model: string[];
+  shutdownGraceMs: number;
+}
+
+/** Loads the models, serves them, and on SIGINT/SIGTERM shuts down gracefully (a second signal exits at once). */
+async function runServe(o: ServeCli, print: (line: string) => void): Promise<void> {
+  const models = new Map<string, Pretrained>();
+  for (const [name, dir] of parseServedModels(o.model)) models.set(name, await loadPretrained(dir));
+  const server = await HacrlServer.start(models, engine(), o);
+  print(`hacrl serve: ${[...models.keys()].join(', ')} at ${server.url} (Ctrl-C stops)`);
+  await new Promise<void>((done) => {
+    const onSignal = (signal: NodeJS.Signals): void => {
+      print(`hacrl serve: ${signal}: finishing running requests (up to ${o.shutdownGraceMs} ms), then stopping`);
+      process.once(signal, () => process.exit(130));
+      void server.stop(o.shutdownGraceMs).then(done);
+    };
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+  });
+}
+
+/** `hacrl serve …` as a commander command. */
+export function serveCommand(print: (line: string) => void = console.log): Command {
+  const d = SERVE_DEFAULTS;
+  return new Command('serve')
+    .description('serve checkpoints over the OpenAI API: /v1/models, /v1/completions, /v1/chat/completions')
+    .requiredOption('--model <spec...>', 'checkpoint folder to serve, NAME=DIR or DIR (named after the folder)')
+    .option('--host <address>', 'address to bind (loopback by default: give 0.0.0.0 to expose it)', d.host)
+    .option('--port <n>', 'TCP port (0: a free one)', intAtLeast(0), d.port)
+    .option('--max-batch <n>', 'most sequences of one model decoded together', intAtLeast(1), d.maxBatch)
+    .option('--max-waiting <n>', 'most sequences waiting for the batch; more get 429', intAtLeast(0), d.maxWaiting)
+    .option('--max-body-bytes <n>', 'largest request body in bytes; larger get 413', intAtLeast(1), d.maxBodyBytes)
+    .option('--shutdown-grace-ms <n>', 'on SIGINT/SIGTERM, how long running requests may finish', intAtLeast(0), 10000)
+    .action((o: ServeCli) => runServe(o, print));
+}

@@ -1,0 +1,280 @@
+/**
+ * Continuous batching: every running sequence advances one token per decode step, all in one batch over one KV
+ * cache; a new request is prefilled on its own and joins between steps, and a finished or cancelled one leaves
+ * between steps. Each sequence draws from its own seeded generator and is prefilled alone, so its tokens are those
+ * `generate` gives for its prompt alone with the same seed, whatever else is in the batch.
+ */
+import type { Kernels } from '../backend/kernels.js';
+import { sampleRows } from '../model/generate.js';
+import { KVCache } from '../model/kv-cache.js';
+import type { Transformer } from '../model/transformer.js';
+import { Arena } from '../tensor/tape.js';
+import { Rng } from '../util/rng.js';
+
+/** A token and its log-prob (nats, temperature 1, no truncation). */
+export interface TokenLogProb {
+  id: number;
+  logProb: number;
+}
+
+/** One sampled token, as a sequence's `onToken` receives it. */
+export interface SampledToken extends TokenLogProb {
+  /** The most likely tokens at this step, most likely first (as many as the request's topLogprobs). */
+  top: TokenLogProb[];
+}
+
+/** Why a sequence ended. */
+export type SequenceEnd = 'stop_token' | 'stop_string' | 'length' | 'cancelled';
+
+/** One request to continue a prompt. */
+export interface SequenceRequest {
+  /** Prompt token ids (at least one). */
+  prompt: readonly number[];
+  /** Most tokens to generate (≥ 1); prompt + maxTokens must fit the model's positions. */
+  maxTokens: number;
+  /** Softmax temperature; 0 = greedy. */
+  temperature: number;
+  /** Nucleus sampling mass in (0, 1]; 1 = off. */
+  topP: number;
+  /** Seed of this sequence's own generator. */
+  seed: number;
+  /** Token ids that end the sequence (kept as its last token). */
+  stopTokens: ReadonlySet<number>;
+  /** How many most-likely alternatives to report with each token; 0 = none. */
+  topLogprobs: number;
+  /** Receives each new token; returns true to end the sequence there (a stop string matched). */
+  onToken: (token: SampledToken) => boolean;
+}
+
+interface Sequence {
+  req: SequenceRequest;
+  rng: Rng;
+  generated: number;
+  /** The last sampled token, fed at the next decode step. */
+  pending: number;
+  /** The cache holding this sequence's keys and values, and its row there. */
+  cache: KVCache;
+  slot: number;
+  cancelled: boolean;
+  done: (end: SequenceEnd) => void;
+  fail: (e: Error) => void;
+}
+
+/** Decodes the sequences of one model together, admitting and retiring them between steps. */
+export class Batcher {
+  private readonly waiting: Sequence[] = [];
+  private running: Sequence[] = [];
+  /** Every sequence not yet ended, wherever it is (one being prefilled is neither waiting nor running). */
+  private readonly live = new Set<Sequence>();
+  /** The shared cache of the running sequences; rebuilt when one joins or leaves. */
+  private batchCache: KVCache | null = null;
+  private loop: Promise<void> | null = null;
+  /** Most sequences decoded in one step so far. */
+  peakBatch = 0;
+  private readonly release: () => void;
+
+  constructor(
+    private readonly model: Transformer,
+    private readonly k: Kernels,
+    /** Most sequences decoded in one step; more wait for a place. */
+    private readonly maxBatch: number,
+  ) {
+    // Decode-sized products run on [in, out] weight copies, made once for the server's life.
+    this.release = model.holdInferenceWeights();
+  }
+
+  /** Sequences running or waiting. */
+  get load(): number {
+    return this.running.length + this.waiting.length;
+  }
+
+  /** Queues a sequence; resolves with how it ended. Aborting `signal` ends it between two steps. */
+  submit(req: SequenceRequest, signal?: AbortSignal): Promise<SequenceEnd> {
+    const cfg = this.model.cfg;
+    if (req.prompt.length === 0) throw new Error('the prompt needs at least one token');
+    if (req.prompt.length + req.maxTokens > cfg.maxPositions)
+      throw new Error(
+        `prompt ${req.prompt.length} + ${req.maxTokens} new tokens exceed the model's ${cfg.maxPositions} positions`,
+      );
+    return new Promise<SequenceEnd>((done, fail) => {
+      const seq: Sequence = {
+        req,
+        rng: new Rng(req.seed),
+        generated: 0,
+        pending: -1,
+        cache: null as unknown as KVCache,
+        slot: 0,
+        cancelled: false,
+        done: (end) => {
+          this.live.delete(seq);
+          done(end);
+        },
+        fail: (e) => {
+          this.live.delete(seq);
+          fail(e);
+        },
+      };
+      this.live.add(seq);
+      signal?.addEventListener('abort', () => (seq.cancelled = true), { once: true });
+      if (signal?.aborted) seq.cancelled = true;
+      this.waiting.push(seq);
+      this.loop ??= this.run().finally(() => (this.loop = null));
+    });
+  }
+
+  /** Waits for every queued sequence to end, then drops the inference weight copies. */
+  async close(): Promise<void> {
+    await this.loop;
+    this.release();
+  }
+
+  private async run(): Promise<void> {
+    while (this.waiting.length > 0 || this.running.length > 0) {
+      try {
+        this.admit();
+        this.step();
+      } catch (e) {
+        // A failed step (or a failing onToken) ends every sequence with the error; the next request starts afresh.
+        for (const s of [...this.live]) s.fail(e as Error);
+        this.waiting.length = 0;
+        this.running = [];
+        this.batchCache = null;
+      }
+      // Between steps the event loop runs: requests arrive, streams flush, clients cancel.
+      await new Promise((r) => setImmediate(r));
+    }
+    this.batchCache = null;
+  }
+
+  /** Prefills waiting sequences (each alone) while there is room, and samples their first token. */
+  private admit(): void {
+    let joined = false;
+    while (this.waiting.length > 0 && this.running.length < this.maxBatch) {
+      const seq = this.waiting.shift()!;
+      if (seq.cancelled) {
+        seq.done('cancelled');
+        continue;
+      }
+      const { model, k } = this;
+      const p = seq.req.prompt.length;
+      const cfg = model.cfg;
+      seq.cache = new KVCache(cfg.layers, 1, cfg.kvHeads, cfg.headDim, p);
+      seq.slot = 0;
+      const arena = new Arena();
+      const hidden = model.forward(
+        { k, tape: null, arena },
+        { ids: Int32Array.from(seq.req.prompt), batch: 1, seqLen: p },
+        seq.cache,
+      );
+      const logits = model.logits(k, hidden.data.slice((p - 1) * cfg.hidden, p * cfg.hidden), 1);
+      arena.release();
+      const end = this.emit([seq], logits)[0];
+      if (end) seq.done(end);
+      else {
+        this.running.push(seq);
+        joined = true;
+      }
+    }
+    if (joined) this.rebuild();
+  }
+
+  /** One decode step of every running sequence; retires those that ended. */
+  private step(): void {
+    if (this.running.length === 0) return;
+    const cancelled = this.running.filter((s) => s.cancelled);
+    if (cancelled.length > 0) {
+      for (const s of cancelled) s.done('cancelled');
+      this.running = this.running.filter((s) => !s.cancelled);
+      if (this.running.length === 0) return;
+      this.rebuild();
+    }
+    const { model, k } = this;
+    const cache = this.batchCache!;
+    const batch = this.running.length;
+    this.peakBatch = Math.max(this.peakBatch, batch);
+    const hidden = model.decodeStep(
+      k,
+      Int32Array.from(this.running, (s) => s.pending),
+      cache,
+    );
+    const logits = model.logits(k, hidden, batch, cache.buffer('logits', batch * model.cfg.vocabSize));
+    const ends = this.emit(this.running, logits);
+    if (ends.every((e) => e === null)) return;
+    this.running.forEach((s, i) => ends[i] && s.done(ends[i]));
+    this.running = this.running.filter((_, i) => ends[i] === null);
+    if (this.running.length > 0) this.rebuild();
+  }
+
+  /** Samples one token per sequence from its row of `logits`, hands it over, and says which sequences ended. */
+  private emit(seqs: readonly Sequence[], logits: Float32Array): (SequenceEnd | null)[] {
+    const { k } = this;
+    const vocab = this.model.cfg.vocabSize;
+    const tokens = new Int32Array(seqs.length);
+    seqs.forEach((s, i) => {
+      const row = logits.subarray(i * vocab, (i + 1) * vocab);
+      const knobs = { temperature: s.req.temperature, topP: s.req.topP, topK: 0 };
+      tokens[i] = sampleRows(k, row, vocab, [true], knobs, s.rng)[0]!;
+    });
+    const logProb = new Float32Array(seqs.length);
+    const lse = new Float32Array(seqs.length);
+    k.gatherLogProbs(logits, tokens, logProb, lse, seqs.length, vocab);
+    return seqs.map((s, i) => {
+      const id = tokens[i]!;
+      s.generated++;
+      s.pending = id;
+      const row = logits.subarray(i * vocab, (i + 1) * vocab);
+      const top = s.req.topLogprobs > 0 ? topLogProbs(row, lse[i]!, s.req.topLogprobs) : [];
+      const stopString = s.req.onToken({ id, logProb: logProb[i]!, top });
+      if (s.req.stopTokens.has(id)) return 'stop_token';
+      if (stopString) return 'stop_string';
+      if (s.generated >= s.req.maxTokens) return 'length';
+      return null;
+    });
+  }
+
+  /**
+   * A new shared cache for the running sequences: each one's filled positions copied right-aligned to a common
+   * length (its left padding masked by keyStart, so its positions and attention are unchanged), with room for the
+   * most tokens any of them may still feed.
+   */
+  private rebuild(): void {
+    const cfg = this.model.cfg;
+    const filled = this.running.map((s) => s.cache.length - (s.cache.keyStart?.[s.slot] ?? 0));
+    const length = Math.max(...filled);
+    const room = Math.max(...this.running.map((s) => s.req.maxTokens - s.generated));
+    const keyStart = Int32Array.from(filled, (n) => length - n);
+    const { kvHeads: heads, headDim: d, layers } = cfg;
+    const next = new KVCache(layers, this.running.length, heads, d, length + room, keyStart);
+    this.running.forEach((s, b) => {
+      const from = s.cache;
+      const start = from.keyStart?.[s.slot] ?? 0;
+      const n = filled[b]!;
+      for (let l = 0; l < layers; l++)
+        for (const [src, dst] of [
+          [from.k[l]!, next.k[l]!],
+          [from.v[l]!, next.v[l]!],
+        ])
+          for (let h = 0; h < heads; h++) {
+            const at = ((s.slot * heads + h) * from.capacity + start) * d;
+            dst.set(src.subarray(at, at + n * d), ((b * heads + h) * next.capacity + keyStart[b]!) * d);
+          }
+      s.cache = next;
+      s.slot = b;
+    });
+    next.setLength(length);
+    this.batchCache = next;
+  }
+}
+
+/** The `count` most likely tokens of a row of logits whose log-sum-exp is `lse`, most likely first. */
+function topLogProbs(row: Float32Array, lse: number, count: number): TokenLogProb[] {
+  const best: number[] = [];
+  for (let i = 0; i < row.length; i++) {
+    if (best.length === count && row[i]! <= row[best[count - 1]!]!) continue;
+    let j = Math.min(best.length, count - 1);
+    while (j > 0 && row[best[j - 1]!]! < row[i]!) j--;
+    best.splice(j, 0, i);
+    if (best.length > count) best.pop();
+  }
+  return best.map((id) => ({ id, logProb: row[id]! - lse }));
+}

@@ -1,0 +1,436 @@
+/**
+ * An OpenAI-compatible HTTP server over hacrl models: /v1/models, /v1/completions and /v1/chat/completions, plain
+ * JSON or server-sent events, every model's requests decoded together by its Batcher. Node's own http module is
+ * enough for four routes and SSE; request bodies are checked with zod (protocol.ts).
+ */
+import { randomInt, randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Kernels } from '../backend/kernels.js';
+import type { Pretrained } from '../model/pretrained.js';
+import { Batcher, type SampledToken, type SequenceEnd } from './batcher.js';
+import {
+  ApiError,
+  ChatRequest,
+  CompletionRequest,
+  messageText,
+  parseBody,
+  type ChatRequest as Chat,
+  type CompletionRequest as Completion,
+} from './protocol.js';
+import { TextStream } from './text-stream.js';
+
+/** Settings of the server. */
+export interface ServeOptions {
+  /** Address to bind; default 127.0.0.1 (loopback only). */
+  host: string;
+  /** TCP port; 0 picks a free one. Default 8000. */
+  port: number;
+  /** Most sequences of one model decoded in one batch; default 32. */
+  maxBatch: number;
+  /** Most sequences of one model waiting for a place in the batch; more are refused with 429. Default 64. */
+  maxWaiting: number;
+  /** Largest request body, in bytes; larger ones are refused with 413. Default 1 MiB. */
+  maxBodyBytes: number;
+}
+
+/** Defaults of ServeOptions. */
+export const SERVE_DEFAULTS: ServeOptions = {
+  host: '127.0.0.1',
+  port: 8000,
+  maxBatch: 32,
+  maxWaiting: 64,
+  maxBodyBytes: 1 << 20,
+};
+
+interface Served {
+  name: string;
+  pretrained: Pretrained;
+  batcher: Batcher;
+  /** Token ids that end a sequence: the tokenizer's eos and generation_config.json's. */
+  stopTokens: ReadonlySet<number>;
+  created: number;
+}
+
+/** What one choice needs decoded: its prompt and the request's settings. */
+interface ChoiceSettings {
+  maxTokens: number;
+  temperature: number;
+  topP: number;
+  seed: number;
+  stops: string[];
+  topLogprobs: number;
+}
+
+/** A finished choice. */
+interface ChoiceResult {
+  text: string;
+  tokens: SampledToken[];
+  finish: 'stop' | 'length';
+}
+
+/** Called as a choice's text grows: its index, the new text, the tokens since the last call, and the end if any. */
+type OnPiece = (index: number, text: string, tokens: SampledToken[], finish: 'stop' | 'length' | null) => void;
+
+const FINISH: Record<Exclude<SequenceEnd, 'cancelled'>, 'stop' | 'length'> = {
+  stop_token: 'stop',
+  stop_string: 'stop',
+  length: 'length',
+};
+
+/** A running server; `stop` shuts it down. */
+export class HacrlServer {
+  private readonly models = new Map<string, Served>();
+  private readonly inFlight = new Set<{ done: Promise<void>; abort: AbortController }>();
+  private closing = false;
+
+  private constructor(
+    private readonly http: Server,
+    private readonly o: ServeOptions,
+    /** The address clients use, e.g. http://127.0.0.1:8000/v1. */
+    readonly url: string,
+  ) {}
+
+  /** Loads nothing: serves the given models (name → checkpoint) on `o.host`:`o.port` until stop(). */
+  static async start(models: ReadonlyMap<string, Pretrained>, k: Kernels, options: Partial<ServeOptions> = {}) {
+    const o = { ...SERVE_DEFAULTS, ...options };
+    const http = createServer();
+    await new Promise<void>((resolve, reject) => {
+      http.once('error', reject);
+      http.listen(o.port, o.host, () => resolve());
+    });
+    const { address, port } = http.address() as AddressInfo;
+    const host = address.includes(':') ? `[${address}]` : address;
+    const server = new HacrlServer(http, o, `http://${host}:${port}/v1`);
+    const created = Math.floor(Date.now() / 1000);
+    for (const [name, pretrained] of models) {
+      const { tokenizer, generation } = pretrained;
+      const stopTokens = new Set([tokenizer.eosId, ...(generation?.eosIds ?? [])]);
+      const batcher = new Batcher(pretrained.model, k, o.maxBatch);
+      server.models.set(name, { name, pretrained, batcher, stopTokens, created });
+    }
+    http.on('request', (req: IncomingMessage, res: ServerResponse) => server.track(req, res));
+    return server;
+  }
+
+  /**
+   * Stops accepting requests, lets running ones finish for up to `graceMs` milliseconds, then cancels the rest
+   * (streams end with an error event, other requests get 503) and closes every connection.
+   */
+  async stop(graceMs = 10_000): Promise<void> {
+    this.closing = true;
+    const closed = new Promise<void>((r) => this.http.close(() => r()));
+    this.http.closeIdleConnections();
+    const all = (): Promise<unknown> => Promise.all([...this.inFlight].map((f) => f.done));
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([all(), new Promise((r) => (timer = setTimeout(r, graceMs)))]);
+    clearTimeout(timer);
+    for (const f of this.inFlight) f.abort.abort();
+    await all();
+    this.http.closeAllConnections();
+    await closed;
+    for (const m of this.models.values()) await m.batcher.close();
+  }
+
+  private track(req: IncomingMessage, res: ServerResponse): void {
+    const abort = new AbortController();
+    res.on('close', () => abort.abort());
+    const entry = { done: this.handle(req, res, abort.signal), abort };
+    this.inFlight.add(entry);
+    void entry.done.finally(() => this.inFlight.delete(entry));
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse, signal: AbortSignal): Promise<void> {
+    try {
+      if (this.closing) throw new ApiError(503, 'the server is shutting down');
+      const path = new URL(req.url ?? '/', 'http://localhost').pathname.replace(/\/+$/, '');
+      const route = `${req.method} ${path}`;
+      if (route === 'GET /v1/models')
+        return sendJson(res, 200, { object: 'list', data: [...this.models.values()].map(modelCard) });
+      if (req.method === 'GET' && path.startsWith('/v1/models/'))
+        return sendJson(res, 200, modelCard(this.model(decodeURIComponent(path.slice('/v1/models/'.length)))));
+      if (route === 'POST /v1/completions')
+        return await this.completions(parseBody(CompletionRequest, await this.readJson(req)), res, signal);
+      if (route === 'POST /v1/chat/completions')
+        return await this.chat(parseBody(ChatRequest, await this.readJson(req)), res, signal);
+      const known = ['/v1/models', '/v1/completions', '/v1/chat/completions'].includes(path);
+      throw known
+        ? new ApiError(405, `${req.method} is not allowed on ${path}`)
+        : new ApiError(404, `no such endpoint: ${req.method} ${path}`, null, 'unknown_url');
+    } catch (e) {
+      const err = e instanceof ApiError ? e : new ApiError(500, (e as Error).message);
+      if (!res.headersSent) sendJson(res, err.status, err.body());
+      else if (!res.writableEnded) res.end(`data: ${JSON.stringify(err.body())}\n\n`);
+    }
+  }
+
+  private model(name: string): Served {
+    const m = this.models.get(name);
+    if (!m)
+      throw new ApiError(
+        404,
+        `the model '${name}' does not exist; this server has ${[...this.models.keys()].join(', ')}`,
+        'model',
+        'model_not_found',
+      );
+    return m;
+  }
+
+  /** The body as JSON, refusing more than maxBodyBytes (413) and text that is not JSON (400). */
+  private async readJson(req: IncomingMessage): Promise<unknown> {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > this.o.maxBodyBytes)
+        throw new ApiError(413, `the request body is over the limit of ${this.o.maxBodyBytes} bytes`);
+      chunks.push(chunk);
+    }
+    try {
+      return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
+    } catch (e) {
+      throw new ApiError(400, `the request body is not valid JSON: ${(e as Error).message}`, null, 'invalid_json');
+    }
+  }
+
+  private async completions(r: Completion, res: ServerResponse, signal: AbortSignal): Promise<void> {
+    const m = this.model(r.model);
+    const tok = m.pretrained.tokenizer;
+    const raw = r.prompt;
+    const prompts: number[][] =
+      typeof raw === 'string'
+        ? [encode(m, raw, 'prompt')]
+        : typeof raw[0] === 'number'
+          ? [raw as number[]]
+          : (raw as (string | number[])[]).map((p, i) => (typeof p === 'string' ? encode(m, p, `prompt.${i}`) : p));
+    for (const p of prompts)
+      for (const id of p)
+        if (id >= m.pretrained.model.cfg.vocabSize)
+          throw new ApiError(400, `prompt token id ${id} is outside the vocabulary`, 'prompt', 'invalid_value');
+    const settings = this.settings(m, r, r.max_tokens ?? 16, r.logprobs ?? 0);
+    const id = `cmpl-${randomUUID()}`;
+    const head = { id, object: 'text_completion', created: now(), model: m.name };
+    const logprobs = (tokens: SampledToken[], offset: number) =>
+      r.logprobs === null || r.logprobs === undefined ? null : completionLogprobs(tok, tokens, offset);
+    if (r.stream) {
+      const sse = startSse(res);
+      const offsets = prompts.map(() => 0);
+      const results = await this.decode(m, prompts, settings, signal, (index, text, tokens, finish) => {
+        sse({
+          ...head,
+          choices: [{ index, text, logprobs: logprobs(tokens, offsets[index]!), finish_reason: finish }],
+        });
+        offsets[index] = offsets[index]! + text.length;
+      });
+      if (r.stream_options?.include_usage) sse({ ...head, choices: [], usage: usage(prompts, results) });
+      res.end('data: [DONE]\n\n');
+      return;
+    }
+    const results = await this.decode(m, prompts, settings, signal);
+    const choices = results.map((c, index) => ({
+      index,
+      text: c.text,
+      logprobs: logprobs(c.tokens, 0),
+      finish_reason: c.finish,
+    }));
+    sendJson(res, 200, { ...head, choices, usage: usage(prompts, results) });
+  }
+
+  private async chat(r: Chat, res: ServerResponse, signal: AbortSignal): Promise<void> {
+    const m = this.model(r.model);
+    const tok = m.pretrained.tokenizer;
+    if (tok.chatTemplate === null)
+      throw new ApiError(400, `the model '${m.name}' has no chat template; use /v1/completions`, 'messages');
+    let text: string;
+    try {
+      const messages = r.messages.map((msg) => ({ ...msg, content: messageText(msg.content) }));
+      text = tok.applyChatTemplate(messages, { addGenerationPrompt: true });
+    } catch (e) {
+      throw new ApiError(400, (e as Error).message, 'messages');
+    }
+    const prompt = encode(m, text, 'messages');
+    const room = m.pretrained.model.cfg.maxPositions - prompt.length;
+    const want = r.max_completion_tokens ?? r.max_tokens ?? Math.max(room, 1);
+    const settings = this.settings(m, r, want, r.logprobs ? (r.top_logprobs ?? 0) : 0);
+    const id = `chatcmpl-${randomUUID()}`;
+    const head = { id, created: now(), model: m.name };
+    const logprobs = (tokens: SampledToken[]) =>
+      r.logprobs ? { content: chatLogprobs(tok, tokens), refusal: null } : null;
+    if (r.stream) {
+      const sse = startSse(res);
+      const chunk = { ...head, object: 'chat.completion.chunk' };
+      sse({ ...chunk, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] });
+      const results = await this.decode(m, [prompt], settings, signal, (index, content, tokens, finish) => {
+        const delta = content === '' && finish ? {} : { content };
+        sse({ ...chunk, choices: [{ index, delta, logprobs: logprobs(tokens), finish_reason: finish }] });
+      });
+      if (r.stream_options?.include_usage) sse({ ...chunk, choices: [], usage: usage([prompt], results) });
+      res.end('data: [DONE]\n\n');
+      return;
+    }
+    const [c] = await this.decode(m, [prompt], settings, signal);
+    sendJson(res, 200, {
+      ...head,
+      object: 'chat.completion',
+      choices: [
+        {
+          index: 0,
+          message: { role: 'assistant', content: c!.text, refusal: null },
+          logprobs: logprobs(c!.tokens),
+          finish_reason: c!.finish,
+        },
+      ],
+      usage: usage([prompt], [c!]),
+    });
+  }
+
+  private settings(
+    m: Served,
+    r: Chat | Completion,
+    maxTokens: number,
+    topLogprobs: number,
+  ): ChoiceSettings & { check: (p: number[]) => void } {
+    const positions = m.pretrained.model.cfg.maxPositions;
+    return {
+      maxTokens,
+      temperature: r.temperature ?? 1,
+      topP: r.top_p ?? 1,
+      // Without a seed every request draws its own, as OpenAI's API does.
+      seed: r.seed ?? randomInt(2 ** 31),
+      stops: r.stop,
+      topLogprobs,
+      check: (p) => {
+        if (p.length + maxTokens > positions)
+          throw new ApiError(
+            400,
+            `this model's maximum context length is ${positions} tokens, but ${p.length + maxTokens} were ` +
+              `requested (${p.length} in the prompt, ${maxTokens} for the completion); shorten the prompt or ` +
+              'lower max_tokens',
+            'max_tokens',
+            'context_length_exceeded',
+          );
+      },
+    };
+  }
+
+  /** Decodes every prompt as one choice, calling `onPiece` as their text grows; 429 when the queue is full. */
+  private async decode(
+    m: Served,
+    prompts: number[][],
+    s: ChoiceSettings & { check: (p: number[]) => void },
+    signal: AbortSignal,
+    onPiece?: OnPiece,
+  ): Promise<ChoiceResult[]> {
+    for (const p of prompts) s.check(p);
+    if (m.batcher.load + prompts.length > this.o.maxBatch + this.o.maxWaiting)
+      throw new ApiError(
+        429,
+        `the model '${m.name}' has ${m.batcher.load} sequences running or waiting, the most it takes is ` +
+          `${this.o.maxBatch + this.o.maxWaiting}; retry later`,
+      );
+    const results = await Promise.all(
+      prompts.map(async (prompt, index): Promise<ChoiceResult> => {
+        const text = new TextStream(m.pretrained.tokenizer, s.stops);
+        const tokens: SampledToken[] = [];
+        let unsent: SampledToken[] = [];
+        const end = await m.batcher.submit(
+          {
+            prompt,
+            maxTokens: s.maxTokens,
+            temperature: s.temperature,
+            topP: s.topP,
+            seed: s.seed + index,
+            stopTokens: m.stopTokens,
+            topLogprobs: s.topLogprobs,
+            onToken: (t) => {
+              tokens.push(t);
+              unsent.push(t);
+              const piece = text.push(t.id);
+              if (onPiece && piece !== '') {
+                onPiece(index, piece, unsent, null);
+                unsent = [];
+              }
+              return text.stopped;
+            },
+          },
+          signal,
+        );
+        if (end === 'cancelled')
+          throw new ApiError(503, 'the request was cancelled: the client went away or the server is shutting down');
+        const finish = FINISH[end];
+        onPiece?.(index, text.finish(), unsent, finish);
+        return { text: text.all, tokens, finish };
+      }),
+    );
+    return results;
+  }
+}
+
+/** The prompt's token ids; a text the tokenizer refuses is the client's mistake (400). */
+function encode(m: Served, text: string, param: string): number[] {
+  try {
+    const ids = m.pretrained.tokenizer.encode(text);
+    if (ids.length === 0) throw new Error('the prompt encodes to no tokens');
+    return ids;
+  } catch (e) {
+    throw new ApiError(400, (e as Error).message, param);
+  }
+}
+
+function modelCard(m: Served): Record<string, unknown> {
+  return { id: m.name, object: 'model', created: m.created, owned_by: 'hacrl' };
+}
+
+function now(): number {
+  return Math.floor(Date.now() / 1000);
+}
+
+function usage(prompts: number[][], results: ChoiceResult[]) {
+  const prompt = prompts.reduce((n, p) => n + p.length, 0);
+  const completion = results.reduce((n, c) => n + c.tokens.length, 0);
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+/** Opens a server-sent-event stream; returns the function that sends one event. */
+function startSse(res: ServerResponse): (event: unknown) => void {
+  res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
+  return (event) => {
+    if (!res.writableEnded) res.write(`data: ${JSON.stringify(event)}\n\n`);
+  };
+}
+
+/** The text of one token; '' for rows past the tokenizer's ids (a padded embedding). */
+function tokenText(tok: Pretrained['tokenizer'], id: number): string {
+  return id < tok.vocabSize ? tok.decode([id]) : '';
+}
+
+/** The legacy completions logprobs object: token texts, their log-probs, the top alternatives, text offsets. */
+function completionLogprobs(tok: Pretrained['tokenizer'], tokens: SampledToken[], offset: number) {
+  const text = (id: number): string => tokenText(tok, id);
+  const offsets: number[] = [];
+  for (const t of tokens) {
+    offsets.push(offset);
+    offset += text(t.id).length;
+  }
+  return {
+    tokens: tokens.map((t) => text(t.id)),
+    token_logprobs: tokens.map((t) => t.logProb),
+    top_logprobs: tokens.map((t) => Object.fromEntries(t.top.map((a) => [text(a.id), a.logProb]))),
+    text_offset: offsets,
+  };
+}
+
+/** The chat logprobs entries: each token's text, log-prob, UTF-8 bytes and top alternatives. */
+function chatLogprobs(tok: Pretrained['tokenizer'], tokens: SampledToken[]) {
+  const entry = (id: number, logprob: number) => {
+    const token = tokenText(tok, id);
+    return { token, logprob, bytes: [...Buffer.from(token, 'utf8')] };
+  };
+  return tokens.map((t) => ({ ...entry(t.id, t.logProb), top_logprobs: t.top.map((a) => entry(a.id, a.logProb)) }));
+}

@@ -1,0 +1,245 @@
+// `hacrl serve` driven by the official openai client: both endpoints, streamed and not, the same tokens as generate,
+// batching that changes no token, and bad requests answered with 4xx while the server keeps serving.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import OpenAI from 'openai';
+import { engine } from '../src/backend/engine.js';
+import { generate } from '../src/model/generate.js';
+import { loadPretrained, type Pretrained } from '../src/model/pretrained.js';
+import { Batcher } from '../src/serve/batcher.js';
+import { HacrlServer } from '../src/serve/server.js';
+import { saveTinyAgent } from './tiny-agents.js';
+
+const root = await mkdtemp(join(tmpdir(), 'hacrl-serve-'));
+const dir = join(root, 'agent');
+let agent: Pretrained;
+let client: OpenAI;
+let baseURL: string;
+let stopServer: () => Promise<number | null>;
+
+before(async () => {
+  await saveTinyAgent(dir, 'llama');
+  agent = await loadPretrained(dir);
+  const child = spawn(process.execPath, ['dist/src/cli/main.js', 'serve', '--model', `tiny=${dir}`, '--port', '0'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((r) => child.once('close', (code) => r(code)));
+  baseURL = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /at (http:\/\/127\.0\.0\.1:\d+\/v1)/.exec(out);
+      if (m) resolve(m[1]!);
+    });
+    void exited.then((code) => reject(new Error(`hacrl serve exited (${code}) before listening: ${stderr}`)));
+  });
+  stopServer = () => {
+    child.kill('SIGTERM');
+    return exited;
+  };
+  client = new OpenAI({ baseURL, apiKey: 'unused', maxRetries: 0, timeout: 30_000 });
+});
+
+after(async () => {
+  await stopServer?.();
+  await rm(root, { recursive: true, force: true });
+});
+
+/** What generate gives for `prompt` alone: the text (special tokens dropped) and the log-probs. */
+function reference(prompt: number[], o: { seed: number; maxTokens: number; temperature: number; topP?: number }) {
+  const [g] = generate(agent.model, engine(), [prompt], {
+    seed: o.seed,
+    maxNewTokens: o.maxTokens,
+    temperature: o.temperature,
+    topP: o.topP ?? 1,
+    stopTokens: [agent.tokenizer.eosId],
+  });
+  return { text: agent.tokenizer.decode(g!.ids, { skipSpecialTokens: true }), logProbs: g!.logProbs, ids: g!.ids };
+}
+
+const chatPrompt = (content: string): number[] =>
+  agent.tokenizer.encode(agent.tokenizer.applyChatTemplate([{ role: 'user', content }], { addGenerationPrompt: true }));
+
+test('/v1/models lists the served model', async () => {
+  const models = await client.models.list();
+  assert.deepEqual(
+    models.data.map((m) => m.id),
+    ['tiny'],
+  );
+});
+
+test('a completion has the tokens and log-probs of generate with the same seed, streamed or not, every time', async () => {
+  const prompt = 'the answer is';
+  const ref = reference(agent.tokenizer.encode(prompt), { seed: 11, maxTokens: 20, temperature: 0.9 });
+  const body = { model: 'tiny', prompt, max_tokens: 20, temperature: 0.9, seed: 11, logprobs: 2 };
+  const a = await client.completions.create(body);
+  assert.equal(a.choices[0]!.text, ref.text);
+  const lp = a.choices[0]!.logprobs!;
+  assert.equal(lp.token_logprobs!.length, ref.logProbs.length);
+  lp.token_logprobs!.forEach((x, i) => assert.ok(Math.abs(x - ref.logProbs[i]!) < 1e-5, `token ${i}`));
+  assert.equal(Object.keys(lp.top_logprobs![0]!).length, 2);
+  assert.equal(a.usage!.completion_tokens, ref.ids.length);
+  const again = await client.completions.create(body);
+  assert.equal(again.choices[0]!.text, ref.text, 'the same seed gives the same text');
+  let streamed = '';
+  let finish: string | null = null;
+  for await (const chunk of await client.completions.create({ ...body, stream: true })) {
+    streamed += chunk.choices[0]?.text ?? '';
+    finish = chunk.choices[0]?.finish_reason ?? finish;
+  }
+  assert.equal(streamed, ref.text);
+  assert.equal(finish, a.choices[0]!.finish_reason);
+  const other = await client.completions.create({ ...body, seed: 12 });
+  assert.notEqual(other.choices[0]!.text, ref.text, 'another seed gives another text');
+});
+
+test('a chat completion runs the chat template and matches generate, streamed or not', async () => {
+  const ref = reference(chatPrompt('hello agents'), { seed: 5, maxTokens: 16, temperature: 1, topP: 0.9 });
+  const body = {
+    model: 'tiny',
+    messages: [{ role: 'user' as const, content: 'hello agents' }],
+    max_tokens: 16,
+    top_p: 0.9,
+    seed: 5,
+  };
+  const a = await client.chat.completions.create(body);
+  assert.equal(a.choices[0]!.message.content, ref.text);
+  assert.equal(a.usage!.prompt_tokens, chatPrompt('hello agents').length);
+  let streamed = '';
+  for await (const chunk of await client.chat.completions.create({ ...body, stream: true }))
+    streamed += chunk.choices[0]?.delta.content ?? '';
+  assert.equal(streamed, ref.text);
+});
+
+test('a stop string cuts the text before it', async () => {
+  const body = { model: 'tiny', prompt: 'hello world', max_tokens: 24, temperature: 0, seed: 1 };
+  const full = (await client.completions.create(body)).choices[0]!.text;
+  const stop = full.slice(5, 7);
+  const cut = await client.completions.create({ ...body, stop: [stop] });
+  assert.equal(cut.choices[0]!.text, full.slice(0, full.indexOf(stop)));
+  assert.equal(cut.choices[0]!.finish_reason, 'stop');
+});
+
+test('32 concurrent streams give the same text as one at a time', async () => {
+  const bodies = Array.from({ length: 32 }, (_, i) => ({
+    model: 'tiny',
+    prompt: `${'hello world, '.repeat(1 + (i % 5))}${i}`,
+    max_tokens: 8 + (i % 7) * 3,
+    temperature: i % 4 === 0 ? 0 : 1,
+    seed: 100 + i,
+  }));
+  const collect = async (b: (typeof bodies)[number]): Promise<string> => {
+    let text = '';
+    for await (const chunk of await client.completions.create({ ...b, stream: true }))
+      text += chunk.choices[0]?.text ?? '';
+    return text;
+  };
+  const alone: string[] = [];
+  for (const b of bodies) alone.push(await collect(b));
+  const together = await Promise.all(bodies.map(collect));
+  assert.deepEqual(together, alone);
+  bodies.forEach((b, i) =>
+    assert.equal(alone[i], reference(agent.tokenizer.encode(b.prompt), { ...b, maxTokens: b.max_tokens }).text),
+  );
+});
+
+test('bad requests get 4xx with a message, and the server goes on serving', async () => {
+  const status = async (p: Promise<unknown>): Promise<[number, string]> => {
+    try {
+      await p;
+    } catch (e) {
+      if (e instanceof OpenAI.APIError) return [e.status!, e.message];
+      throw e;
+    }
+    assert.fail('the request succeeded');
+  };
+  const [tooLong, tooLongMsg] = await status(
+    client.completions.create({ model: 'tiny', prompt: 'hello world '.repeat(80), max_tokens: 4 }),
+  );
+  assert.equal(tooLong, 400);
+  assert.match(tooLongMsg, /maximum context length is 128 tokens/);
+  const [unknown, unknownMsg] = await status(client.completions.create({ model: 'nope', prompt: 'hi' }));
+  assert.equal(unknown, 404);
+  assert.match(unknownMsg, /'nope' does not exist/);
+  const [negative, negativeMsg] = await status(
+    client.completions.create({ model: 'tiny', prompt: 'hi', max_tokens: -1 }),
+  );
+  assert.equal(negative, 400);
+  assert.match(negativeMsg, /max_tokens/);
+  const malformed = await fetch(`${baseURL}/completions`, { method: 'POST', body: '{"model": "tiny",' });
+  assert.equal(malformed.status, 400);
+  assert.match(((await malformed.json()) as { error: { message: string } }).error.message, /not valid JSON/);
+  const huge = await fetch(`${baseURL}/completions`, { method: 'POST', body: `"${'x'.repeat(2 << 20)}"` });
+  assert.equal(huge.status, 413);
+  const ok = await client.completions.create({ model: 'tiny', prompt: 'hi', max_tokens: 3, seed: 1 });
+  assert.equal(ok.usage!.completion_tokens <= 3, true);
+});
+
+test('sequences joining and leaving a running batch get the tokens they get alone', async () => {
+  const batcher = new Batcher(agent.model, engine(), 8);
+  const prompts = ['hello', 'the answer is 42', 'a', 'hello world, hello agents', 'q'].map((t) =>
+    agent.tokenizer.encode(t),
+  );
+  const runs = [];
+  for (const [i, prompt] of prompts.entries()) {
+    const ids: number[] = [];
+    const o = { seed: 7 + i, maxTokens: 6 + 5 * i, temperature: 1, topP: i % 2 ? 0.8 : 1 };
+    const stopTokens = new Set([agent.tokenizer.eosId]);
+    const done = batcher.submit({ prompt, ...o, stopTokens, topLogprobs: 0, onToken: (t) => !ids.push(t.id) });
+    runs.push({ prompt, o, ids, done });
+    // A decode step or two runs before the next request arrives.
+    for (let k = 0; k < 2; k++) await new Promise((r) => setImmediate(r));
+  }
+  // The later ones join while the first ones run, and the short ones leave while the long ones go on.
+  for (const r of runs) await r.done;
+  assert.ok(batcher.peakBatch >= 3, `at most ${batcher.peakBatch} sequences were decoded together`);
+  for (const r of runs) assert.deepEqual(r.ids, reference(r.prompt, r.o).ids);
+  await batcher.close();
+});
+
+test('a sequence whose step fails ends with the error, and the batcher goes on', async () => {
+  const batcher = new Batcher(agent.model, engine(), 4);
+  const request = (onToken: () => boolean) => ({
+    prompt: agent.tokenizer.encode('hello'),
+    maxTokens: 4,
+    temperature: 0,
+    topP: 1,
+    seed: 1,
+    stopTokens: new Set<number>(),
+    topLogprobs: 0,
+    onToken,
+  });
+  await assert.rejects(
+    batcher.submit(
+      request(() => {
+        throw new Error('client gone');
+      }),
+    ),
+    /client gone/,
+  );
+  assert.equal(await batcher.submit(request(() => false)), 'length');
+  await batcher.close();
+});
+
+test('shutting down cancels running streams cleanly and stops listening', async () => {
+  const server = await HacrlServer.start(new Map([['tiny', agent]]), engine(), { port: 0 });
+  const own = new OpenAI({ baseURL: server.url, apiKey: 'unused', maxRetries: 0 });
+  const stream = await own.completions.create({ model: 'tiny', prompt: 'hello', max_tokens: 100, stream: true });
+  let pieces = 0;
+  let stopped: Promise<void> | null = null;
+  await assert.rejects(async () => {
+    for await (const chunk of stream) if (chunk && pieces++ === 0) stopped = server.stop(0);
+  }, /shutting down/);
+  await stopped;
+  await assert.rejects(fetch(`${server.url}/models`));
+});
+
+test('SIGTERM stops the server cleanly', async () => {
+  assert.equal(await stopServer(), 0);
+});

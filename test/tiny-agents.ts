@@ -1,0 +1,32 @@
+// Whole tiny agent folders (model, byte-level BPE tokenizer with a ChatML template, generation defaults) of each
+// family, for the tests of what runs on saved agents: the server and the GGUF export.
+import { savePretrained } from '../src/model/pretrained.js';
+import { trainBpeTokenizer } from '../src/tokenizer/bpe-trainer.js';
+import { CONFIGS, testModel } from './tiny-models.js';
+
+/** ChatML, as Qwen's templates write it. */
+export const CHATML =
+  "{% for m in messages %}{{ '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}{% endfor %}" +
+  "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
+/** Ids of the tiny agents: 3 special tokens, 256 bytes and up to 61 merges. */
+export const AGENT_VOCAB = 320;
+
+const CORPUS = [
+  'the answer is 42. the question is what it means.',
+  'a small model answers small questions; the agent learns from rewards.',
+  'hello world, hello agents. 12 + 30 = 42 and 7 * 6 = 42.',
+];
+
+/** Saves the tiny `family` model (test/tiny-models.ts, vocabulary widened to AGENT_VOCAB) as an agent in `dir`. */
+export async function saveTinyAgent(dir: string, family: 'llama' | 'qwen2' | 'qwen3' | 'gpt2', seed = 1) {
+  const tokenizer = trainBpeTokenizer(CORPUS, {
+    vocabSize: AGENT_VOCAB,
+    minFrequency: 1,
+    specialTokens: ['<|endoftext|>', '<|im_start|>', '<|im_end|>'],
+    names: { eos: '<|im_end|>' },
+    chatTemplate: CHATML,
+  });
+  const model = testModel({ ...CONFIGS[family]!, vocab_size: AGENT_VOCAB }, seed);
+  await savePretrained(dir, { model, tokenizer, generation: null });
+}
