@@ -31,7 +31,13 @@ import type { Agent } from '../rollout/rollout.js';
 import type { Rng } from '../util/rng.js';
 import { runUpdates, splitMiniBatches, summarizeUpdates } from './policy-updates.js';
 import type { StepMetrics } from './sample-sources.js';
-import { generatorOldNormalized, generatorSpanLogProbs, learnerView, type SampleRecord } from './sample-table.js';
+import {
+  generatorOldNormalized,
+  generatorSpanLogProbs,
+  learnerView,
+  type LearnerView,
+  type SampleRecord,
+} from './sample-table.js';
 
 /** The run-wide settings every learner's update follows (the algorithm's recipe with the config's overrides). */
 export interface UpdateRecipe {
@@ -129,17 +135,44 @@ function advantages(
   return { values, fallbackGroups: a.fallbackGroups, omega };
 }
 
-/** The mini-batches of one learner (indices into its view): per epoch shuffled together, or its own ones first. */
-function miniBatches(view: readonly number[], own: (i: number) => boolean, l: Learner, r: UpdateRecipe, rng: Rng) {
+/** What learner `name` trains on in a step, and in which mini-batches. */
+export interface LearnerBatches {
+  view: LearnerView;
+  /** The records its advantages compare (its own, or every agent's when sharing). */
+  pool: number[];
+  /** Per table record: whether its prompt group carries signal over `pool` (groupsWithVariance). */
+  signal: boolean[];
+  /** Its mini-batches, every epoch's, as table indices. */
+  batches: number[][];
+}
+
+/**
+ * The mini-batches of learner `name` in the step (per epoch its view shuffled together, or its own records first),
+ * drawn from `rng`. The draws depend on the table alone, so a process that runs only some of the learners calls this
+ * for the others to keep a shared `rng` where one process running all of them would leave it (src/distributed).
+ */
+export function learnerBatches(
+  table: readonly SampleRecord[],
+  name: string,
+  order: Learner['order'],
+  recipe: UpdateRecipe,
+  rng: Rng,
+): LearnerBatches {
+  const shared = recipe.sharing !== 'none';
+  const view = learnerView(table, name, shared);
+  const own = (i: number): boolean => table[i]!.generator === name;
+  const pool = table.filter((r) => shared || r.generator === name).map((r) => r.id);
+  const signal = groupsWithVariance(table, pool);
+  const kept = view.records.filter((i) => !recipe.filterZeroVariance || signal[i]);
   const batches: number[][] = [];
-  for (let epoch = 0; epoch < r.epochs && view.length > 0; epoch++) {
-    const order =
-      l.order === 'shuffled'
-        ? rng.shuffle([...view])
-        : [...rng.shuffle(view.filter(own)), ...rng.shuffle(view.filter((i) => !own(i)))];
-    batches.push(...splitMiniBatches(order, r.miniBatches));
+  for (let epoch = 0; epoch < recipe.epochs && kept.length > 0; epoch++) {
+    const shuffled =
+      order === 'shuffled'
+        ? rng.shuffle([...kept])
+        : [...rng.shuffle(kept.filter(own)), ...rng.shuffle(kept.filter((i) => !own(i)))];
+    batches.push(...splitMiniBatches(shuffled, recipe.miniBatches));
   }
-  return batches;
+  return { view, pool, signal, batches };
 }
 
 /** The per-update numbers of the loss under the names the run log and the report use. */
@@ -209,9 +242,8 @@ export function learnerStep(
   const l = team[k]!;
   const name = l.policy.name;
   const shared = recipe.sharing !== 'none';
-  const view = learnerView(table, name, shared);
+  const { view, pool, signal, batches } = learnerBatches(table, name, l.order, recipe, rng);
   const isOwn = (i: number): boolean => table[i]!.generator === name;
-  const pool = table.filter((r) => shared || r.generator === name).map((r) => r.id);
   const adv = advantages(table, pool, team, k, recipe, capability);
   const coefficients = shared ? discrepancyCoefficients(capability, k) : null;
   if (recipe.kl) {
@@ -223,9 +255,6 @@ export function learnerStep(
     const ref = scoreResponses(l.reference ?? l.policy.model, kernels, items);
     own.forEach((i, j) => (table[i]!.refLogProbs[name] = ref[j]!));
   }
-  const signal = groupsWithVariance(table, pool);
-  const kept = view.records.filter((i) => !recipe.filterZeroVariance || signal[i]);
-  const batches = miniBatches(kept, isOwn, l, recipe, rng);
   const generatorIndex = new Map(team.map((t, j) => [t.policy.name, j]));
   const perChar = l.ratioNormalization === 'char';
 

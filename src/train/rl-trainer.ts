@@ -22,14 +22,20 @@ import { formatReward, mathReward, type WeightedReward } from '../rewards/reward
 import type { Agent } from '../rollout/rollout.js';
 import { RunFolder } from '../run/run-folder.js';
 import type { StopRequest } from '../run/interrupt.js';
-import { loadNewestValidState, saveTrainState, type DataCursor, type TrainState } from '../run/train-state.js';
+import {
+  loadNewestValidState,
+  saveTrainState,
+  type AgentTrainState,
+  type DataCursor,
+  type TrainState,
+} from '../run/train-state.js';
 import { loadDataSpec } from '../tasks/data-spec.js';
 import type { Problem } from '../tasks/problem.js';
 import { readJsonl } from '../util/jsonl.js';
 import { memoryMetrics } from '../util/memory.js';
 import { Rng } from '../util/rng.js';
 import { healthWarnings, type HealthThresholds, type HealthWarning, type MetricRow } from './health-warnings.js';
-import { learnerStep, type Learner, type UpdateRecipe } from './learner-step.js';
+import { learnerBatches, learnerStep, type Learner, type UpdateRecipe } from './learner-step.js';
 import { RolloutSource, type RolloutOptions, type StepMetrics } from './sample-sources.js';
 import { addLearnerTokens, type SampleRecord } from './sample-table.js';
 import { createProgressDisplay, type ProgressDisplay, type StepProgress } from './progress.js';
@@ -138,6 +144,16 @@ function agentMetrics(name: string, row: MetricRow): MetricRow {
   );
 }
 
+/** Agent `i` as its starting checkpoint holds it, with a new optimizer and its RNGs from the seed. */
+async function freshAgent(cfg: RunConfig, a: ResolvedAgent, i: number): Promise<AgentTrainState> {
+  return {
+    name: a.name,
+    pretrained: await loadPretrained(a.checkpoint),
+    optimizer: { step: 0, m: new Map(), v: new Map() },
+    rngs: { sampling: new Rng(cfg.seed * 104729 + 17 * i + 2).state() },
+  };
+}
+
 /** A fresh state: the agents as their checkpoints hold them, new optimizers, RNGs from the seed. */
 async function initialState(cfg: RunConfig, agents: ResolvedAgent[]): Promise<TrainState> {
   return {
@@ -145,19 +161,27 @@ async function initialState(cfg: RunConfig, agents: ResolvedAgent[]): Promise<Tr
     nonFiniteStreak: 0,
     cursor: { epoch: 0, position: 0 },
     rngs: { order: new Rng(cfg.seed * 7919 + 1).state() },
-    agents: await Promise.all(
-      agents.map(async (a, i) => {
-        const pretrained = await loadPretrained(a.checkpoint);
-        return {
-          name: a.name,
-          pretrained,
-          optimizer: { step: 0, m: new Map(), v: new Map() },
-          rngs: { sampling: new Rng(cfg.seed * 104729 + 17 * i + 2).state() },
-        };
-      }),
-    ),
+    agents: await Promise.all(agents.map((a, i) => freshAgent(cfg, a, i))),
     extra: {},
   };
+}
+
+/**
+ * Completes each step's table with the records of agents that run in other processes (src/distributed). This process
+ * samples, trains, validates, logs and checkpoints only its `local` agents; the others are read for their tokenizers.
+ */
+export interface StepExchange {
+  /** Names of the agents this process runs. */
+  readonly local: ReadonlySet<string>;
+  /**
+   * Given this process's records of step `step` (from 1; ids from 0, in agent order) and their sampling metrics,
+   * returns every agent's records in agent order, numbered as one process numbers them, and every agent's metrics.
+   */
+  complete(
+    step: number,
+    table: SampleRecord[],
+    sampled: Map<string, StepMetrics>,
+  ): Promise<{ table: SampleRecord[]; sampled: Map<string, StepMetrics> }>;
 }
 
 /** Options of a training run. */
@@ -168,6 +192,8 @@ export interface TrainOptions {
   progress: ProgressFn | ProgressDisplay;
   /** Stops the loop after the current step, with a checkpoint (src/run/interrupt.ts); default: never. */
   stop?: StopRequest;
+  /** Other processes run some of the agents and exchange records each step; default: every agent runs here. */
+  exchange?: StepExchange;
 }
 
 /** Runs (or resumes) the training described by `cfg`. */
@@ -176,6 +202,7 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
   const display = typeof options.progress === 'function' ? createProgressDisplay(options.progress) : options.progress;
   const run = new RunFolder(cfg.runDir);
   const agentsCfg = resolveAgents(cfg);
+  const local = (name: string): boolean => options.exchange?.local.has(name) ?? true;
   let state: TrainState;
   if (options.resume) {
     const latest = await run.latestCheckpoint();
@@ -187,6 +214,9 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
         `--resume: the configuration differs from the one ${cfg.runDir} was started with; resume with the same file and overrides`,
       );
     state = await loadNewestValidState(run.path('checkpoints'), (line) => display.message(line));
+    // A checkpoint holds this process's agents; the others start as their checkpoints (read for their tokenizers).
+    const checkpointed = new Map(state.agents.map((a) => [a.name, a]));
+    state.agents = await Promise.all(agentsCfg.map((a, i) => checkpointed.get(a.name) ?? freshAgent(cfg, a, i)));
     await run.truncateLogsAfter(state.step);
     display.message(`resuming ${cfg.runDir} from step ${state.step}`);
   } else {
@@ -210,7 +240,9 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
     return opt;
   });
   const references: (Transformer | null)[] = await Promise.all(
-    agentsCfg.map(async (a) => (cfg.optim.klCoef > 0 ? (await loadPretrained(a.checkpoint)).model : null)),
+    agentsCfg.map(async (a) =>
+      cfg.optim.klCoef > 0 && local(a.name) ? (await loadPretrained(a.checkpoint)).model : null,
+    ),
   );
   const orderRng = Rng.fromState(state.rngs.order!);
   const samplingRngs = state.agents.map((a) => Rng.fromState(a.rngs.sampling!));
@@ -229,16 +261,15 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
   let teamAtStart: Promise<ValidationMetrics> | null = null;
   const validateBase = workflow ? () => (teamAtStart ??= workflow.validate(cfg.eval.problems)) : validate;
   if (cfg.eval.atStart && state.step === 0 && (workflow !== null || validation.length > 0))
-    await validateAtStart(agents, validateBase, history, run, display);
+    await validateAtStart(agents, local, validateBase, history, run, display);
   const source =
     workflow ??
     new RolloutSource(
-      agents.map((policy, i) => ({
-        name: policy.name,
-        policy,
-        rollout: rolloutOptions(agentsCfg[i]!, rewards),
-        rng: samplingRngs[i]!,
-      })),
+      agents.flatMap((policy, i) =>
+        local(policy.name)
+          ? [{ name: policy.name, policy, rollout: rolloutOptions(agentsCfg[i]!, rewards), rng: samplingRngs[i]! }]
+          : [],
+      ),
     );
   const byName = new Map(agents.map((a) => [a.name, a]));
 
@@ -246,11 +277,15 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
     const stepStart = performance.now();
     const problems = nextProblems(train, cfg.seed, state.cursor, cfg.rollout.promptsPerStep);
     const t0 = performance.now();
-    const table: SampleRecord[] = [];
-    const sampled = await source.collect({ problems, k, step }, table);
+    const here: SampleRecord[] = [];
+    const sampledHere = await source.collect({ problems, k, step }, here);
+    const { table, sampled } = options.exchange
+      ? await options.exchange.complete(step + 1, here, sampledHere)
+      : { table: here, sampled: sampledHere };
     if (shared) for (const a of agents) addLearnerTokens(table, a, byName);
-    // Eq. 9: this step's mean reward enters each agent's window before anyone updates.
-    if (shared) agents.forEach((a, i) => trackers[i]!.record(sampled.get(a.name)!.reward_mean!));
+    // Eq. 9: this step's mean reward enters each agent's window before anyone updates (an agent left out as late
+    // under exchange.onLate: continue has no reward this step).
+    if (shared) agents.forEach((a, i) => sampled.has(a.name) && trackers[i]!.record(sampled.get(a.name)!.reward_mean!));
     const capability = trackers.map((t) => t.estimate());
     const tSampled = performance.now();
     const team: Learner[] = agents.map((policy, i) => ({
@@ -270,6 +305,11 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
     let updates = 0;
     let skipped = 0;
     for (const [i, agent] of agents.entries()) {
+      if (!local(agent.name)) {
+        // Another process trains it; its mini-batch draws still advance the order stream shared by the learners.
+        learnerBatches(table, agent.name, team[i]!.order, recipe, orderRng);
+        continue;
+      }
       const t1 = performance.now();
       const r = learnerStep(table, team, i, recipe, capability, k, orderRng);
       const t2 = performance.now();
@@ -319,7 +359,14 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
     }
     await run.appendMetrics(row as { step: number });
     const seconds = (performance.now() - stepStart) / 1e3;
-    const progress = agentProgress(agents, sampled, shared ? capability : null, seconds);
+    const shown = agents.flatMap((a, i) => (sampled.has(a.name) ? [i] : []));
+    const pHats = shared ? shown.map((i) => capability[i]!) : null;
+    const progress = agentProgress(
+      shown.map((i) => agents[i]!),
+      sampled,
+      pHats,
+      seconds,
+    );
     display.step({ step: step + 1, total: cfg.steps, seconds, rssMiB: memory['mem/rss_mib'], ...progress });
     state.nonFiniteStreak = updates > 0 && skipped === updates ? state.nonFiniteStreak + 1 : 0;
     if (state.nonFiniteStreak >= cfg.maxNonFiniteSteps) {
@@ -339,7 +386,8 @@ export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<vo
         a.optimizer = optimizers[i]!.state();
         a.rngs = { sampling: samplingRngs[i]!.state() };
       });
-      const ref = await run.commitCheckpoint(step + 1, (dir) => saveTrainState(dir, state), cfg.checkpoint.keepLast);
+      const mine = { ...state, agents: state.agents.filter((a) => local(a.name)) };
+      const ref = await run.commitCheckpoint(step + 1, (dir) => saveTrainState(dir, mine), cfg.checkpoint.keepLast);
       display.message(`checkpoint ${ref.dir}`);
       if (stopping && !last) throw options.stop!.interrupted(step + 1, ref.dir);
     }
@@ -366,9 +414,13 @@ async function metricHistory(
   return new Map(agents.map((a) => [a.name, rows.map((row) => agentMetrics(a.name, row))]));
 }
 
-/** The base models' validation, logged as the row of step 0 so that every curve starts before the first update. */
+/**
+ * The base models' validation of the agents this process runs, logged as the row of step 0 so that every curve starts
+ * before the first update.
+ */
 async function validateAtStart(
   agents: readonly Agent[],
+  local: (name: string) => boolean,
   validate: (i: number) => Promise<ValidationMetrics>,
   history: Map<string, MetricRow[]>,
   run: RunFolder,
@@ -376,6 +428,7 @@ async function validateAtStart(
 ): Promise<void> {
   const row: Record<string, unknown> = { step: 0 };
   for (const [i, agent] of agents.entries()) {
+    if (!local(agent.name)) continue;
     const val = await validate(i);
     Object.assign(row, namespaced(agent.name, val));
     history.get(agent.name)!.push(val);

@@ -1,0 +1,338 @@
+// Agents as separate processes (`hacrl agent`) exchanging rollouts over a real nats-server: a HACPO pair with
+// different tokenizers, and three agents, end with the same weights and metrics as the single-process run — also
+// when an agent or the broker is SIGKILLed mid-run, when a publish is repeated, and when steps go through the Object
+// Store. The exchange's own rules (agent order, rejected records, late agents) are checked in process first.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { RolloutExchange, type ExchangeOptions } from '../src/distributed/exchange.js';
+import { NatsTransport } from '../src/distributed/nats-transport.js';
+import { decodeStep, encodeStep } from '../src/distributed/records.js';
+import { InProcessTransport } from '../src/distributed/transport.js';
+import type { SampleRecord } from '../src/train/sample-table.js';
+import { hacrl, metricRows, TINY_AGENT_FLAGS } from './cli.js';
+import { NatsServer } from './nats-server.js';
+
+/** Record `i` of agent `agent` in a step of 2 prompts × 2 responses. */
+function record(agent: string, i: number, text = `${agent} says ${i}`): SampleRecord {
+  return {
+    id: i,
+    generator: agent,
+    role: agent,
+    episode: i,
+    group: Math.floor(i / 2),
+    prompt: `question ${Math.floor(i / 2)}`,
+    gold: '4',
+    text,
+    tokens: { [agent]: { prompt: [1, 2, 3], response: [4, 5, i], generatorSpan: 3 } },
+    dropped: {},
+    generatorLogProbs: [-0.5, -1.25, -0.1 * (i + 1)],
+    refLogProbs: {},
+    reward: i % 2,
+    rewardParts: { math: i % 2 },
+    truncated: false,
+    stoppedByEos: true,
+  };
+}
+const records = (agent: string): SampleRecord[] => [0, 1, 2, 3].map((i) => record(agent, i));
+const metricsOf = (agent: string): Map<string, Record<string, number>> => new Map([[agent, { reward_mean: 0.5 }]]);
+
+const exchangeOptions = (local: string, extra: Partial<ExchangeOptions> = {}): ExchangeOptions => ({
+  run: 'unit',
+  agents: ['a', 'b'],
+  local: [local],
+  limits: () => ({ groups: 2, groupSize: 2, vocabSize: 10 }),
+  waitSeconds: 5,
+  onLate: 'stop',
+  log: () => {},
+  ...extra,
+});
+
+describe('the rollout exchange', () => {
+  test('every agent gets the same table, in agent order whatever the arrival order, numbered as one process', async () => {
+    const transport = new InProcessTransport();
+    const b = new RolloutExchange(transport, exchangeOptions('b')).complete(1, records('b'), metricsOf('b'));
+    await sleep(20); // b has published and waits for a
+    const a = await new RolloutExchange(transport, exchangeOptions('a')).complete(1, records('a'), metricsOf('a'));
+    const fromB = await b;
+    assert.deepEqual(fromB.table, a.table);
+    assert.deepEqual(
+      a.table.map((r) => [r.generator, r.id, r.episode]),
+      [...records('a'), ...records('b')].map((r, i) => [r.generator, i, i]),
+    );
+    assert.deepEqual([...fromB.sampled.keys()], ['a', 'b']);
+  });
+
+  test('a record that fails validation is rejected naming the agent and the step', async () => {
+    const transport = new InProcessTransport();
+    const bad = records('b');
+    bad[2]!.tokens.b!.response = [4, 5, 99];
+    await transport.publish(3, 'b', encodeStep('unit', 3, 'b', bad, { reward_mean: 0.5 }));
+    await assert.rejects(
+      new RolloutExchange(transport, exchangeOptions('a')).complete(3, records('a'), metricsOf('a')),
+      /rejected agent b's records of step 3: record 2: token id 99 outside the vocabulary \(10\)/,
+    );
+    await transport.publish(4, 'b', new TextEncoder().encode('{"format": "hacrl-step", "code": "rm -rf /"}'));
+    await assert.rejects(
+      new RolloutExchange(transport, exchangeOptions('a')).complete(4, records('a'), metricsOf('a')),
+      /rejected agent b's records of step 4: /,
+    );
+  });
+
+  test('a late agent is named with the step after the wait: the run stops, or goes on without it', async () => {
+    const lines: string[] = [];
+    const opts = (onLate: 'stop' | 'continue'): ExchangeOptions =>
+      exchangeOptions('a', { waitSeconds: 0.2, onLate, log: (l) => lines.push(l) });
+    const t0 = Date.now();
+    await assert.rejects(
+      new RolloutExchange(new InProcessTransport(), opts('stop')).complete(2, records('a'), metricsOf('a')),
+      /agent b did not publish records of step 2 within 0\.2 s .*stopping/,
+    );
+    assert.ok(Date.now() - t0 < 2000, 'no wait beyond the configured time');
+    const r = await new RolloutExchange(new InProcessTransport(), opts('continue')).complete(
+      2,
+      records('a'),
+      metricsOf('a'),
+    );
+    assert.deepEqual(
+      r.table.map((x) => x.generator),
+      ['a', 'a', 'a', 'a'],
+    );
+    assert.match(lines.join('\n'), /agent b did not publish records of step 2 .* goes on without it/);
+  });
+});
+
+const root = await mkdtemp(join(tmpdir(), 'hacrl-distributed-'));
+let broker: NatsServer | null = null;
+after(async () => {
+  await broker?.stop();
+  await rm(root, { recursive: true, force: true });
+});
+const rewardPath = join(root, 'digits.mjs');
+
+/** The starting agents: two with character tokenizers, one GPT-2-style with a byte-level BPE. */
+const AGENTS: Record<string, string[]> = {
+  char: [...TINY_AGENT_FLAGS, '--steps', '10'],
+  bpe: ['--arch', 'gpt2', '--tokenizer', 'bpe', '--bpe-vocab', '300', ...TINY_AGENT_FLAGS, '--steps', '10'],
+  third: [...TINY_AGENT_FLAGS, '--steps', '10', '--model-seed', '1'],
+};
+const agentDir = (name: string): string => join(root, 'agents', name);
+const STEPS = 3;
+
+/** `--set` overrides of a small HACPO run of `agents` in `runDir`, the same for `hacrl train` and `hacrl agent`. */
+function settings(runDir: string, agents: string[], extra: string[] = []): string[] {
+  return [
+    '--set',
+    ...agents.flatMap((a, i) => [`agents.${i}.name=${a}`, `agents.${i}.checkpoint=${agentDir(a)}`]),
+    'preset=hacpo',
+    `runDir=${runDir}`,
+    'data.train=easy:train:64',
+    'data.validation=[easy:test:4]',
+    'data.template={question}',
+    'rollout.promptsPerStep=2',
+    'rollout.groupSize=4',
+    'rollout.maxNewTokens=12',
+    'optim.lr=0.003',
+    'reward.math=0',
+    `reward.custom=[{path: ${rewardPath}, weight: 1, name: digits}]`,
+    `steps=${STEPS}`,
+    'eval.every=0',
+    'eval.problems=4',
+    'checkpoint.every=1',
+    'exchange.waitSeconds=60',
+    ...extra,
+  ];
+}
+
+interface Exit {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** `hacrl agent --agent NAME` started in the background. */
+function startAgent(runDir: string, agents: string[], name: string, extra: string[] = []) {
+  const args = ['agent', '--agent', name, '--broker', broker!.url, ...settings(runDir, agents, extra)];
+  const child = spawn(process.execPath, ['dist/src/cli/main.js', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let [stdout, stderr] = ['', ''];
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const done = new Promise<Exit>((r) => child.once('close', (status) => r({ status, stdout, stderr })));
+  return { child, done };
+}
+
+/** Resolves once `file` exists; fails when `process` ends first. */
+async function whenExists(file: string, process: Promise<Exit>): Promise<void> {
+  let ended: Exit | null = null;
+  void process.then((e) => (ended = e));
+  while (!existsSync(file)) {
+    if (ended) assert.fail(`the agent ended before ${file} appeared: ${(ended as Exit).stderr}`);
+    await sleep(5);
+  }
+}
+
+/** Each of `agents` as its own process; all must finish. */
+async function runAgents(runDir: string, agents: string[], extra: string[] = []): Promise<void> {
+  const exits = await Promise.all(agents.map((a) => startAgent(runDir, agents, a, extra).done));
+  exits.forEach((e, i) => assert.equal(e.status, 0, `${agents[i]}: ${e.stderr}`));
+}
+
+const checkpoint = (runDir: string, step: number): string =>
+  join(runDir, 'checkpoints', `step-${String(step).padStart(6, '0')}`);
+const weights = (dir: string): Promise<Buffer> => readFile(join(dir, 'model.safetensors'));
+
+/** The single-process run of `agents` in `runDir`. */
+function oneProcess(runDir: string, agents: string[]): void {
+  const r = hacrl(['train', ...settings(runDir, agents)]);
+  assert.equal(r.status, 0, r.stderr);
+}
+
+/** Every agent of the distributed run in `dist` ends with the weights and metrics of the one-process run `whole`. */
+async function assertSameAsOneProcess(whole: string, dist: string, agents: string[]): Promise<void> {
+  const wholeRows = await metricRows(whole);
+  for (const a of agents) {
+    const final = await weights(join(checkpoint(join(dist, a), STEPS), 'agents', a));
+    assert.ok(final.equals(await weights(join(checkpoint(whole, STEPS), 'agents', a))), `${a}: final weights`);
+    assert.ok(!final.equals(await weights(agentDir(a))), `${a}: the weights changed`);
+    const rows = await metricRows(join(dist, a));
+    assert.equal(rows.length, STEPS + 1, `${a}: the base validation and one row per step`);
+    assert.deepEqual(
+      rows,
+      wholeRows.filter((r) => r.agent === a),
+      `${a}: metrics`,
+    );
+  }
+}
+
+describe('hacrl agent: one process per agent over a real nats-server', () => {
+  const pair = ['char', 'bpe'];
+  const whole = join(root, 'whole');
+  before(async () => {
+    await writeFile(
+      rewardPath,
+      'export default (s) => (s.response.match(/[0-9]/g) ?? []).length / Math.max(1, s.response.length);\n',
+    );
+    for (const [name, flags] of Object.entries(AGENTS)) {
+      const r = hacrl([
+        'sft',
+        '--out',
+        agentDir(name),
+        '--eval-every',
+        '0',
+        '--eval-n',
+        '4',
+        '--train-n',
+        '200',
+        ...flags,
+      ]);
+      assert.equal(r.status, 0, r.stderr);
+    }
+    broker = await NatsServer.start();
+    oneProcess(whole, pair);
+  });
+
+  test('a HACPO pair with different tokenizers as two processes ends byte-equal to one process', async () => {
+    const dist = join(root, 'pair');
+    await runAgents(dist, pair, ['exchange.runId=pair']);
+    await assertSameAsOneProcess(whole, dist, pair);
+  });
+
+  test('a repeated publish is ignored: a rerun agent republishes every step and still ends byte-equal', async () => {
+    // The first run's records are on the broker (run "pair"). A forged publish with the id of char's step 1 is
+    // dropped, and char run again in a new folder publishes every step a second time.
+    const t = await NatsTransport.open({
+      broker: broker!.url,
+      run: 'pair',
+      agent: 'test',
+      maxMessageBytes: 1 << 20,
+      maxObjectBytes: 1 << 24,
+      connectSeconds: 10,
+    });
+    const before = await t.fetch(1, 'char');
+    await t.publish(1, 'char', new TextEncoder().encode('forged'));
+    assert.deepEqual(await t.fetch(1, 'char'), before);
+    await t.close();
+    const again = join(root, 'pair-again');
+    const r = await startAgent(again, pair, 'char', ['exchange.runId=pair']).done;
+    assert.equal(r.status, 0, r.stderr);
+    await assertSameAsOneProcess(whole, again, ['char']);
+  });
+
+  test('an agent SIGKILLed mid-run and started again resumes and ends byte-equal', async () => {
+    const dist = join(root, 'killed-agent');
+    const a = startAgent(dist, pair, 'char');
+    const b = startAgent(dist, pair, 'bpe');
+    await whenExists(join(checkpoint(join(dist, 'bpe'), 1), 'state.json'), b.done);
+    b.child.kill('SIGKILL');
+    assert.equal((await b.done).status, null, 'killed');
+    assert.ok(!existsSync(checkpoint(join(dist, 'bpe'), STEPS)), 'killed before the end');
+    const restarted = await startAgent(dist, pair, 'bpe').done;
+    assert.equal(restarted.status, 0, restarted.stderr);
+    assert.match(restarted.stdout, /resuming .* from step [1-2]/);
+    assert.equal((await a.done).status, 0);
+    await assertSameAsOneProcess(whole, dist, pair);
+  });
+
+  test('the broker SIGKILLed mid-run and started again loses nothing: byte-equal', async () => {
+    const dist = join(root, 'killed-broker');
+    const a = startAgent(dist, pair, 'char');
+    const b = startAgent(dist, pair, 'bpe');
+    await whenExists(join(checkpoint(join(dist, 'char'), 1), 'state.json'), a.done);
+    await broker!.kill();
+    await sleep(300);
+    await broker!.restart();
+    for (const [name, p] of [
+      ['char', a],
+      ['bpe', b],
+    ] as const) {
+      const e = await p.done;
+      assert.equal(e.status, 0, `${name}: ${e.stderr}`);
+    }
+    await assertSameAsOneProcess(whole, dist, pair);
+  });
+
+  test('records over the message limit go through the Object Store: a 1.5 MB record, and whole runs, byte-equal', async () => {
+    const t = await NatsTransport.open({
+      broker: broker!.url,
+      run: 'big',
+      agent: 'test',
+      maxMessageBytes: 1 << 20,
+      maxObjectBytes: 1 << 24,
+      connectSeconds: 10,
+    });
+    const big = [record('a', 0, 'x'.repeat(1_500_000)), ...[1, 2, 3].map((i) => record('a', i))];
+    const payload = encodeStep('big', 1, 'a', big, { reward_mean: 0.5 });
+    assert.ok(payload.length > 1 << 20);
+    await t.publish(1, 'a', payload);
+    const back = decodeStep('big', 1, 'a', (await t.fetch(1, 'a'))!, { groups: 2, groupSize: 2, vocabSize: 10 });
+    assert.deepEqual(back.records, big);
+    await t.close();
+    // Every step of every agent over a 1 KiB message limit: all records travel through the Object Store.
+    const dist = join(root, 'objects');
+    await runAgents(dist, pair, ['exchange.maxMessageBytes=1024']);
+    await assertSameAsOneProcess(whole, dist, pair);
+  });
+
+  test('three agents as three processes end byte-equal to one process', async () => {
+    const trio = ['char', 'bpe', 'third'];
+    const whole3 = join(root, 'whole3');
+    oneProcess(whole3, trio);
+    const dist = join(root, 'trio');
+    await runAgents(dist, trio);
+    await assertSameAsOneProcess(whole3, dist, trio);
+  });
+
+  test('a late agent: the other stops after the configured wait, naming it and the step', async () => {
+    const t0 = Date.now();
+    const r = await startAgent(join(root, 'late'), pair, 'char', ['exchange.waitSeconds=2']).done;
+    const seconds = (Date.now() - t0) / 1e3;
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(r.stderr, /agent bpe did not publish records of step 1 within 2 s \(exchange\.waitSeconds\)/);
+    assert.ok(seconds < 2 + 20, `stopped after ${seconds} s`);
+  });
+});
