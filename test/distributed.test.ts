@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RolloutExchange, type ExchangeOptions } from '../src/distributed/exchange.js';
-import { NatsTransport } from '../src/distributed/nats-transport.js';
+import { brokerCredentials, NatsTransport, printableBroker } from '../src/distributed/nats-transport.js';
 import { decodeStep, encodeStep } from '../src/distributed/records.js';
 import { InProcessTransport } from '../src/distributed/transport.js';
 import type { SampleRecord } from '../src/train/sample-table.js';
@@ -104,6 +104,47 @@ describe('the rollout exchange', () => {
       ['a', 'a', 'a', 'a'],
     );
     assert.match(lines.join('\n'), /agent b did not publish records of step 2 .* goes on without it/);
+  });
+});
+
+describe('broker credentials', () => {
+  test('user and password from a file or the environment; refused ones fail at once and are never printed', async () => {
+    const server = await NatsServer.start(['--user', 'trainer', '--pass', 'right-secret']);
+    const dir = await mkdtemp(join(tmpdir(), 'hacrl-creds-'));
+    try {
+      await writeFile(join(dir, 'password'), 'wrong-secret\n');
+      const fromFile = await brokerCredentials({ user: 'trainer', passwordFile: join(dir, 'password') }, {});
+      assert.deepEqual(fromFile, { user: 'trainer', password: 'wrong-secret' });
+      const open = (c: object) =>
+        NatsTransport.open({
+          broker: server.url,
+          run: 'creds',
+          agent: 'a',
+          maxMessageBytes: 1 << 20,
+          maxObjectBytes: 1 << 20,
+          connectSeconds: 30,
+          ...c,
+        });
+      const t0 = Date.now();
+      await assert.rejects(open(fromFile), (e: Error) => {
+        assert.match(e.message, /refused this agent's credentials/);
+        assert.doesNotMatch(e.message, /secret/);
+        return true;
+      });
+      assert.ok(Date.now() - t0 < 10_000, 'refused credentials are not retried');
+      const fromEnv = await brokerCredentials(
+        { user: 'trainer', passwordFile: join(dir, 'password') },
+        { HACRL_NATS_PASSWORD: 'right-secret' },
+      );
+      const t = await open(fromEnv);
+      await t.publish(1, 'a', new TextEncoder().encode('{}'));
+      assert.equal(new TextDecoder().decode((await t.fetch(1, 'a'))!), '{}');
+      await t.close();
+      assert.equal(printableBroker('nats://trainer:right-secret@10.0.0.2:4222'), 'nats://***@10.0.0.2:4222');
+    } finally {
+      await server.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 

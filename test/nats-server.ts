@@ -25,6 +25,7 @@ export class NatsServer {
   private constructor(
     readonly port: number,
     private readonly store: string,
+    private readonly extra: readonly string[],
   ) {}
 
   /** The address agents connect to. */
@@ -32,16 +33,17 @@ export class NatsServer {
     return `nats://127.0.0.1:${this.port}`;
   }
 
-  /** Starts a server on a free loopback port with an empty store. */
-  static async start(): Promise<NatsServer> {
-    const server = new NatsServer(await freePort(), await mkdtemp(join(tmpdir(), 'hacrl-nats-')));
+  /** Starts a server on a free loopback port with an empty store; `extra`: more nats-server flags (e.g. --user). */
+  static async start(extra: readonly string[] = []): Promise<NatsServer> {
+    const server = new NatsServer(await freePort(), await mkdtemp(join(tmpdir(), 'hacrl-nats-')), extra);
     await server.restart();
     return server;
   }
 
   /** Starts the server (again) on the same port and store; resolves once it accepts clients. */
   async restart(): Promise<void> {
-    const child = spawn('nats-server', ['-js', '-a', '127.0.0.1', '-p', String(this.port), '-sd', this.store], {
+    const args = ['-js', '-a', '127.0.0.1', '-p', String(this.port), '-sd', this.store, ...this.extra];
+    const child = spawn('nats-server', args, {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     this.child = child;

@@ -107,6 +107,12 @@ export class NatsTransport implements RolloutTransport {
       try {
         nc = await connect(options);
       } catch (e) {
+        // Refused credentials will not improve with waiting (and the error never carries them).
+        if ((e as Error).name === 'AuthorizationError')
+          throw new Error(
+            `the NATS server at ${printableBroker(s.broker)} refused this agent's credentials (${(e as Error).message}): ` +
+              'check exchange.user / passwordFile / nkeySeedFile or HACRL_NATS_USER / HACRL_NATS_PASSWORD / HACRL_NATS_NKEY_SEED',
+          );
         if (Date.now() >= deadline)
           throw new Error(
             `cannot reach the NATS server at ${printableBroker(s.broker)} within ${s.connectSeconds} s ` +
