@@ -84,6 +84,17 @@ describe('the rollout exchange', () => {
     );
   });
 
+  test('a step that differs from the stored one (another run under the same name) stops at once', async () => {
+    const transport = new InProcessTransport();
+    await transport.publish(1, 'a', encodeStep('unit', 1, 'a', records('b').slice(0, 0), { reward_mean: 0 }));
+    const t0 = Date.now();
+    await assert.rejects(
+      new RolloutExchange(transport, exchangeOptions('a')).complete(1, records('a'), metricsOf('a')),
+      /agent a's records of step 1 differ from the stored ones/,
+    );
+    assert.ok(Date.now() - t0 < 1000, 'no waiting');
+  });
+
   test('a late agent is named with the step after the wait: the run stops, or goes on without it', async () => {
     const lines: string[] = [];
     const opts = (onLate: 'stop' | 'continue'): ExchangeOptions =>
@@ -284,8 +295,8 @@ describe('hacrl agent: one process per agent over a real nats-server', () => {
   });
 
   test('a repeated publish is ignored: a rerun agent republishes every step and still ends byte-equal', async () => {
-    // The first run's records are on the broker (run "pair"). A forged publish with the id of char's step 1 is
-    // dropped, and char run again in a new folder publishes every step a second time.
+    // The first run's records are on the broker (run "pair"). A different payload with the id of char's step 1 is
+    // refused, the same one dropped, and char run again in a new folder publishes every step a second time.
     const t = await NatsTransport.open({
       broker: broker!.url,
       run: 'pair',
@@ -295,7 +306,11 @@ describe('hacrl agent: one process per agent over a real nats-server', () => {
       connectSeconds: 10,
     });
     const before = await t.fetch(1, 'char');
-    await t.publish(1, 'char', new TextEncoder().encode('forged'));
+    await assert.rejects(
+      t.publish(1, 'char', new TextEncoder().encode('forged')),
+      /already holds different records of agent char for step 1 of run pair/,
+    );
+    await t.publish(1, 'char', before!);
     assert.deepEqual(await t.fetch(1, 'char'), before);
     await t.close();
     const again = join(root, 'pair-again');

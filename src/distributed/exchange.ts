@@ -9,7 +9,7 @@ import type { StepExchange } from '../train/rl-trainer.js';
 import type { StepMetrics } from '../train/sample-sources.js';
 import type { SampleRecord } from '../train/sample-table.js';
 import { decodeStep, encodeStep, type AgentStep, type StepLimits } from './records.js';
-import type { RolloutTransport } from './transport.js';
+import { ConflictingPayload, type RolloutTransport } from './transport.js';
 
 /** What to do when an agent's records of a step have not come within the wait. */
 export type LatePolicy = 'stop' | 'continue';
@@ -108,12 +108,16 @@ export class RolloutExchange implements StepExchange {
     this.o.log(`${what}; step ${step} goes on without it (exchange.onLate: continue)`);
   }
 
-  /** Runs `f` until it succeeds; a transport that keeps failing (a broker down) past `deadline` stops the run. */
+  /**
+   * Runs `f` until it succeeds; a transport that keeps failing (a broker down) past `deadline` stops the run, and so
+   * does a conflict at once (waiting cannot resolve it).
+   */
   private async retry<T>(what: string, deadline: number, f: () => Promise<T>): Promise<T> {
     for (let pause = 50; ; pause = Math.min(2 * pause, 1000)) {
       try {
         return await f();
       } catch (e) {
+        if (e instanceof ConflictingPayload) throw e;
         if (Date.now() >= deadline)
           throw new Error(`${what}: the transport kept failing for ${this.o.waitSeconds} s: ${(e as Error).message}`);
         await sleep(pause);

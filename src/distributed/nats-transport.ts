@@ -1,7 +1,8 @@
 /**
  * The rollout exchange over NATS JetStream. Agent A's records of step t go on the stream `HACRL_<run>` under
  * `run.<run>.step.<t>.agent.<A>` with the message id `<run>/<t>/<A>`: the server drops a repeated publish of the same
- * id, and readers take the first message on the subject, so a restarted agent's publishes change nothing. A step
+ * id, and readers take the first message with it on the subject, so a restarted agent's publishes change nothing
+ * (and a publisher whose bytes differ from the stored ones learns it is another run under the same name). A step
  * over the message limit goes through the Object Store `hacrl_<run>` and the stream carries a reference (name, size,
  * SHA-256). Both use file storage, so a broker killed and restarted loses nothing it acknowledged.
  */
@@ -23,7 +24,7 @@ import {
   type NodeConnectionOptions,
 } from '@nats-io/transport-node';
 import { z } from 'zod';
-import type { RolloutTransport } from './transport.js';
+import { ConflictingPayload, type RolloutTransport } from './transport.js';
 
 /** How to reach the broker and what it may carry. */
 export interface NatsSettings {
@@ -75,9 +76,8 @@ const ENVELOPE_BYTES = 1024;
 
 const ObjectRefSchema = z.strictObject({ object: z.string(), size: z.number().int().min(0), digest: z.string() });
 
-/** The Object Store's digest of `data` (SHA-256, base64url, padding dropped so both spellings compare equal). */
-const digestOf = (data: Uint8Array): string => `SHA-256=${createHash('sha256').update(data).digest('base64url')}`;
-const unpadded = (digest: string): string => digest.replace(/=+$/, '');
+/** The SHA-256 of `data`, hex: names an object by its content and checks it on the way back. */
+const digestOf = (data: Uint8Array): string => createHash('sha256').update(data).digest('hex');
 
 /** The JetStream transport of one agent process. */
 export class NatsTransport implements RolloutTransport {
@@ -157,14 +157,22 @@ export class NatsTransport implements RolloutTransport {
             `(${this.s.maxObjectBytes})`,
         );
       const digest = digestOf(payload);
-      // A restarted agent finds its object already whole: putting it again would replace it under a reader.
-      const stored = await this.objects.info(subject);
-      if (stored === null || stored.deleted || unpadded(stored.digest) !== digest)
-        await this.objects.putBlob({ name: subject }, payload);
+      // Named by content: an object, once referenced, is never replaced under a reader.
+      const object = `${subject}/${digest}`;
+      const stored = await this.objects.info(object);
+      if (stored === null || stored.deleted) await this.objects.putBlob({ name: object }, payload);
       h.set(KIND, 'object');
-      body = new TextEncoder().encode(JSON.stringify({ object: subject, size: payload.length, digest }));
+      body = new TextEncoder().encode(JSON.stringify({ object, size: payload.length, digest }));
     }
-    await this.js.publish(subject, body, { msgID: this.id(step, agent), headers: h });
+    const ack = await this.js.publish(subject, body, { msgID: this.id(step, agent), headers: h });
+    if (!ack.duplicate) return;
+    const first = await this.firstWithId(subject, this.id(step, agent));
+    if (first !== null && (first.header.get(KIND) !== h.get(KIND) || !Buffer.from(first.data).equals(body)))
+      throw new ConflictingPayload(
+        `the broker already holds different records of agent ${agent} for step ${step} of run ${this.s.run}: ` +
+          'another run under the same name (the same configuration started over, or its starting checkpoints ' +
+          `changed)? Set exchange.runId to a new name, or delete the stream HACRL_${this.s.run}`,
+      );
   }
 
   async fetch(step: number, agent: string): Promise<Uint8Array | null> {

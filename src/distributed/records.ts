@@ -44,7 +44,10 @@ export interface AgentStep {
   metrics: StepMetrics;
 }
 
-/** The bytes agent `agent` publishes for step `step` of run `run`: its own records (generator === agent). */
+/**
+ * The bytes agent `agent` publishes for step `step` of run `run`: its own records (generator === agent) and its
+ * sampling metrics without wall times.
+ */
 export function encodeStep(
   run: string,
   step: number,
@@ -66,7 +69,10 @@ export function encodeStep(
     truncated: r.truncated,
     stoppedByEos: r.stoppedByEos,
   }));
-  const payload = { format: 'hacrl-step', version: 1, run, step, agent, metrics, records: wire };
+  // Wall times differ between a run and its restart; the rest of a step is a function of the config and seeds, so a
+  // republished step is byte-equal to the first (the transport tells a restart from another run by that).
+  const steady = Object.fromEntries(Object.entries(metrics).filter(([k]) => !k.startsWith('time_')));
+  const payload = { format: 'hacrl-step', version: 1, run, step, agent, metrics: steady, records: wire };
   return new TextEncoder().encode(JSON.stringify(payload));
 }
 
