@@ -176,30 +176,45 @@ const AGENTS: Record<string, string[]> = {
 const agentDir = (name: string): string => join(root, 'agents', name);
 const STEPS = 3;
 
-/** `--set` overrides of a small HACPO run of `agents` in `runDir`, the same for `hacrl train` and `hacrl agent`. */
-function settings(runDir: string, agents: string[], extra: string[] = []): string[] {
-  return [
-    '--set',
-    ...agents.flatMap((a, i) => [`agents.${i}.name=${a}`, `agents.${i}.checkpoint=${agentDir(a)}`]),
-    'preset=hacpo',
-    `runDir=${runDir}`,
-    'data.train=easy:train:64',
-    'data.validation=[easy:test:4]',
-    'data.template={question}',
-    'rollout.promptsPerStep=2',
-    'rollout.groupSize=4',
-    'rollout.maxNewTokens=12',
-    'optim.lr=0.003',
-    'reward.math=0',
-    `reward.custom=[{path: ${rewardPath}, weight: 1, name: digits}]`,
-    `steps=${STEPS}`,
-    'eval.every=0',
-    'eval.problems=4',
-    'checkpoint.every=1',
-    'exchange.waitSeconds=60',
-    ...extra,
+/** A small HACPO run of `agents` as a YAML file: the one file `hacrl train` and every `hacrl agent` read. */
+async function runConfig(name: string, agents: string[]): Promise<string> {
+  const file = join(root, `${name}.yaml`);
+  const yaml = [
+    'preset: hacpo',
+    'agents:',
+    ...agents.flatMap((a) => [`  - name: ${a}`, `    checkpoint: ${agentDir(a)}`]),
+    "data: { train: 'easy:train:64', validation: ['easy:test:4'], template: '{question}' }",
+    'rollout: { promptsPerStep: 2, groupSize: 4, maxNewTokens: 12 }',
+    'optim: { lr: 0.003 }',
+    `reward: { math: 0, custom: [{ path: ${rewardPath}, weight: 1, name: digits }] }`,
+    `steps: ${STEPS}`,
+    'eval: { every: 0, problems: 4 }',
+    'checkpoint: { every: 1 }',
+    'exchange: { waitSeconds: 60 }',
   ];
+  await writeFile(file, `${yaml.join('\n')}\n`);
+  return file;
 }
+
+/** The command-line settings of a run of `config` in `runDir`, with more `key=value` overrides. */
+const settings = (config: string, runDir: string, extra: string[]): string[] => [
+  '--config',
+  config,
+  '--set',
+  `runDir=${runDir}`,
+  ...extra,
+];
+
+/** A transport of the test's own on the broker, for run `run`. */
+const openTransport = (run: string): Promise<NatsTransport> =>
+  NatsTransport.open({
+    broker: broker!.url,
+    run,
+    agent: 'test',
+    maxMessageBytes: 1 << 20,
+    maxObjectBytes: 1 << 24,
+    connectSeconds: 10,
+  });
 
 interface Exit {
   status: number | null;
@@ -208,8 +223,8 @@ interface Exit {
 }
 
 /** `hacrl agent --agent NAME` started in the background. */
-function startAgent(runDir: string, agents: string[], name: string, extra: string[] = []) {
-  const args = ['agent', '--agent', name, '--broker', broker!.url, ...settings(runDir, agents, extra)];
+function startAgent(config: string, runDir: string, name: string, extra: string[] = []) {
+  const args = ['agent', '--agent', name, '--broker', broker!.url, ...settings(config, runDir, extra)];
   const child = spawn(process.execPath, ['dist/src/cli/main.js', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let [stdout, stderr] = ['', ''];
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -229,8 +244,8 @@ async function whenExists(file: string, process: Promise<Exit>): Promise<void> {
 }
 
 /** Each of `agents` as its own process; all must finish. */
-async function runAgents(runDir: string, agents: string[], extra: string[] = []): Promise<void> {
-  const exits = await Promise.all(agents.map((a) => startAgent(runDir, agents, a, extra).done));
+async function runAgents(config: string, runDir: string, agents: string[], extra: string[] = []): Promise<void> {
+  const exits = await Promise.all(agents.map((a) => startAgent(config, runDir, a, extra).done));
   exits.forEach((e, i) => assert.equal(e.status, 0, `${agents[i]}: ${e.stderr}`));
 }
 
@@ -238,9 +253,9 @@ const checkpoint = (runDir: string, step: number): string =>
   join(runDir, 'checkpoints', `step-${String(step).padStart(6, '0')}`);
 const weights = (dir: string): Promise<Buffer> => readFile(join(dir, 'model.safetensors'));
 
-/** The single-process run of `agents` in `runDir`. */
-function oneProcess(runDir: string, agents: string[]): void {
-  const r = hacrl(['train', ...settings(runDir, agents)]);
+/** The single-process run of `config` in `runDir`. */
+function oneProcess(config: string, runDir: string): void {
+  const r = hacrl(['train', ...settings(config, runDir, [])]);
   assert.equal(r.status, 0, r.stderr);
 }
 
@@ -264,6 +279,7 @@ async function assertSameAsOneProcess(whole: string, dist: string, agents: strin
 describe('hacrl agent: one process per agent over a real nats-server', () => {
   const pair = ['char', 'bpe'];
   const whole = join(root, 'whole');
+  let config = '';
   before(async () => {
     await writeFile(
       rewardPath,
@@ -285,26 +301,20 @@ describe('hacrl agent: one process per agent over a real nats-server', () => {
       assert.equal(r.status, 0, r.stderr);
     }
     broker = await NatsServer.start();
-    oneProcess(whole, pair);
+    config = await runConfig('pair', pair);
+    oneProcess(config, whole);
   });
 
   test('a HACPO pair with different tokenizers as two processes ends byte-equal to one process', async () => {
     const dist = join(root, 'pair');
-    await runAgents(dist, pair, ['exchange.runId=pair']);
+    await runAgents(config, dist, pair, ['exchange.runId=pair']);
     await assertSameAsOneProcess(whole, dist, pair);
   });
 
   test('a repeated publish is ignored: a rerun agent republishes every step and still ends byte-equal', async () => {
     // The first run's records are on the broker (run "pair"). A different payload with the id of char's step 1 is
     // refused, the same one dropped, and char run again in a new folder publishes every step a second time.
-    const t = await NatsTransport.open({
-      broker: broker!.url,
-      run: 'pair',
-      agent: 'test',
-      maxMessageBytes: 1 << 20,
-      maxObjectBytes: 1 << 24,
-      connectSeconds: 10,
-    });
+    const t = await openTransport('pair');
     const before = await t.fetch(1, 'char');
     await assert.rejects(
       t.publish(1, 'char', new TextEncoder().encode('forged')),
@@ -314,20 +324,20 @@ describe('hacrl agent: one process per agent over a real nats-server', () => {
     assert.deepEqual(await t.fetch(1, 'char'), before);
     await t.close();
     const again = join(root, 'pair-again');
-    const r = await startAgent(again, pair, 'char', ['exchange.runId=pair']).done;
+    const r = await startAgent(config, again, 'char', ['exchange.runId=pair']).done;
     assert.equal(r.status, 0, r.stderr);
     await assertSameAsOneProcess(whole, again, ['char']);
   });
 
   test('an agent SIGKILLed mid-run and started again resumes and ends byte-equal', async () => {
     const dist = join(root, 'killed-agent');
-    const a = startAgent(dist, pair, 'char');
-    const b = startAgent(dist, pair, 'bpe');
+    const a = startAgent(config, dist, 'char');
+    const b = startAgent(config, dist, 'bpe');
     await whenExists(join(checkpoint(join(dist, 'bpe'), 1), 'state.json'), b.done);
     b.child.kill('SIGKILL');
     assert.equal((await b.done).status, null, 'killed');
     assert.ok(!existsSync(checkpoint(join(dist, 'bpe'), STEPS)), 'killed before the end');
-    const restarted = await startAgent(dist, pair, 'bpe').done;
+    const restarted = await startAgent(config, dist, 'bpe').done;
     assert.equal(restarted.status, 0, restarted.stderr);
     assert.match(restarted.stdout, /resuming .* from step [1-2]/);
     assert.equal((await a.done).status, 0);
@@ -336,8 +346,8 @@ describe('hacrl agent: one process per agent over a real nats-server', () => {
 
   test('the broker SIGKILLed mid-run and started again loses nothing: byte-equal', async () => {
     const dist = join(root, 'killed-broker');
-    const a = startAgent(dist, pair, 'char');
-    const b = startAgent(dist, pair, 'bpe');
+    const a = startAgent(config, dist, 'char');
+    const b = startAgent(config, dist, 'bpe');
     await whenExists(join(checkpoint(join(dist, 'char'), 1), 'state.json'), a.done);
     await broker!.kill();
     await sleep(300);
@@ -353,14 +363,7 @@ describe('hacrl agent: one process per agent over a real nats-server', () => {
   });
 
   test('records over the message limit go through the Object Store: a 1.5 MB record, and whole runs, byte-equal', async () => {
-    const t = await NatsTransport.open({
-      broker: broker!.url,
-      run: 'big',
-      agent: 'test',
-      maxMessageBytes: 1 << 20,
-      maxObjectBytes: 1 << 24,
-      connectSeconds: 10,
-    });
+    const t = await openTransport('big');
     const big = [record('a', 0, 'x'.repeat(1_500_000)), ...[1, 2, 3].map((i) => record('a', i))];
     const payload = encodeStep('big', 1, 'a', big, { reward_mean: 0.5 });
     assert.ok(payload.length > 1 << 20);
@@ -370,22 +373,23 @@ describe('hacrl agent: one process per agent over a real nats-server', () => {
     await t.close();
     // Every step of every agent over a 1 KiB message limit: all records travel through the Object Store.
     const dist = join(root, 'objects');
-    await runAgents(dist, pair, ['exchange.maxMessageBytes=1024']);
+    await runAgents(config, dist, pair, ['exchange.maxMessageBytes=1024']);
     await assertSameAsOneProcess(whole, dist, pair);
   });
 
   test('three agents as three processes end byte-equal to one process', async () => {
     const trio = ['char', 'bpe', 'third'];
+    const config3 = await runConfig('trio', trio);
     const whole3 = join(root, 'whole3');
-    oneProcess(whole3, trio);
+    oneProcess(config3, whole3);
     const dist = join(root, 'trio');
-    await runAgents(dist, trio);
+    await runAgents(config3, dist, trio);
     await assertSameAsOneProcess(whole3, dist, trio);
   });
 
   test('a late agent: the other stops after the configured wait, naming it and the step', async () => {
     const t0 = Date.now();
-    const r = await startAgent(join(root, 'late'), pair, 'char', ['exchange.waitSeconds=2']).done;
+    const r = await startAgent(config, join(root, 'late'), 'char', ['exchange.waitSeconds=2']).done;
     const seconds = (Date.now() - t0) / 1e3;
     assert.equal(r.status, 1, r.stderr);
     assert.match(r.stderr, /agent bpe did not publish records of step 1 within 2 s \(exchange\.waitSeconds\)/);
