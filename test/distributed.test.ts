@@ -11,7 +11,12 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RolloutExchange, type ExchangeOptions } from '../src/distributed/exchange.js';
-import { brokerCredentials, NatsTransport, printableBroker } from '../src/distributed/nats-transport.js';
+import {
+  brokerCredentials,
+  NatsTransport,
+  printableBroker,
+  type NatsSettings,
+} from '../src/distributed/nats-transport.js';
 import { decodeStep, encodeStep } from '../src/distributed/records.js';
 import { InProcessTransport } from '../src/distributed/transport.js';
 import type { SampleRecord } from '../src/train/sample-table.js';
@@ -118,7 +123,30 @@ describe('the rollout exchange', () => {
   });
 });
 
-describe('broker credentials', () => {
+/** A transport of the test's own on the broker at `url`, for run `run`. */
+const transportOn = (url: string, run: string, more: Partial<NatsSettings> = {}): Promise<NatsTransport> =>
+  NatsTransport.open({
+    broker: url,
+    run,
+    agent: 'test',
+    maxMessageBytes: 1 << 20,
+    maxObjectBytes: 1 << 24,
+    connectSeconds: 10,
+    ...more,
+  });
+
+describe('reaching the broker', () => {
+  test('a broker that does not answer stops the agent after the wait, naming its address', async () => {
+    const gone = await NatsServer.start();
+    await gone.stop();
+    const t0 = Date.now();
+    await assert.rejects(
+      transportOn(gone.url, 'gone', { connectSeconds: 0.5 }),
+      new RegExp(`cannot reach the NATS server at ${gone.url} within 0.5 s .*start it \\(nats-server -js\\)`),
+    );
+    assert.ok(Date.now() - t0 < 10_000, 'no wait beyond the configured time');
+  });
+
   test('user and password from a file or the environment; refused ones fail at once and are never printed', async () => {
     const server = await NatsServer.start(['--user', 'trainer', '--pass', 'right-secret']);
     const dir = await mkdtemp(join(tmpdir(), 'hacrl-creds-'));
@@ -126,16 +154,7 @@ describe('broker credentials', () => {
       await writeFile(join(dir, 'password'), 'wrong-secret\n');
       const fromFile = await brokerCredentials({ user: 'trainer', passwordFile: join(dir, 'password') }, {});
       assert.deepEqual(fromFile, { user: 'trainer', password: 'wrong-secret' });
-      const open = (c: object) =>
-        NatsTransport.open({
-          broker: server.url,
-          run: 'creds',
-          agent: 'a',
-          maxMessageBytes: 1 << 20,
-          maxObjectBytes: 1 << 20,
-          connectSeconds: 30,
-          ...c,
-        });
+      const open = (c: Partial<NatsSettings>) => transportOn(server.url, 'creds', c);
       const t0 = Date.now();
       await assert.rejects(open(fromFile), (e: Error) => {
         assert.match(e.message, /refused this agent's credentials/);
@@ -205,16 +224,8 @@ const settings = (config: string, runDir: string, extra: string[]): string[] => 
   ...extra,
 ];
 
-/** A transport of the test's own on the broker, for run `run`. */
-const openTransport = (run: string): Promise<NatsTransport> =>
-  NatsTransport.open({
-    broker: broker!.url,
-    run,
-    agent: 'test',
-    maxMessageBytes: 1 << 20,
-    maxObjectBytes: 1 << 24,
-    connectSeconds: 10,
-  });
+/** A transport of the test's own on the test's broker, for run `run`. */
+const openTransport = (run: string): Promise<NatsTransport> => transportOn(broker!.url, run);
 
 interface Exit {
   status: number | null;
