@@ -348,7 +348,8 @@ describe('hacrl agent: one process per agent over a real nats-server', () => {
     b.child.kill('SIGKILL');
     assert.equal((await b.done).status, null, 'killed');
     assert.ok(!existsSync(checkpoint(join(dist, 'bpe'), STEPS)), 'killed before the end');
-    const restarted = await startAgent(config, dist, 'bpe').done;
+    // Started again with a longer wait: exchange settings may change between restarts.
+    const restarted = await startAgent(config, dist, 'bpe', ['exchange.waitSeconds=90']).done;
     assert.equal(restarted.status, 0, restarted.stderr);
     assert.match(restarted.stdout, /resuming .* from step [1-2]/);
     assert.equal((await a.done).status, 0);

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { resolveAgents, type RunConfig } from '../config/rl-config.js';
 import { readHfConfig } from '../model/hf-config.js';
 import type { StopRequest } from '../run/interrupt.js';
-import { findLatestCheckpoint } from '../run/run-folder.js';
+import { findLatestCheckpoint, RunFolder } from '../run/run-folder.js';
 import type { ProgressDisplay } from '../train/progress.js';
 import { trainRl } from '../train/rl-trainer.js';
 import { RolloutExchange } from './exchange.js';
@@ -47,7 +47,11 @@ export async function runAgentProcess(cfg: RunConfig, o: AgentRunOptions): Promi
   if (cfg.workflow)
     throw new Error('hacrl agent runs single-turn rollouts (grpo, gspo, hacpo, naive); run workflows with hacrl train');
   const runDir = join(cfg.runDir, o.agent);
-  const mine: RunConfig = { ...cfg, runDir };
+  const resume = (await findLatestCheckpoint(runDir)) !== null;
+  // Waits, limits and credentials may change between restarts (a longer wait after a late partner): they do not
+  // change what is trained, so a restart keeps the exchange section the run folder was started with.
+  const started = resume ? ((await new RunFolder(runDir).readConfig()) as Partial<RunConfig>) : {};
+  const mine: RunConfig = { ...cfg, runDir, exchange: started.exchange ?? cfg.exchange };
   const vocab = new Map(
     await Promise.all(agents.map(async (a) => [a.name, (await readHfConfig(a.checkpoint)).vocabSize] as const)),
   );
@@ -81,7 +85,6 @@ export async function runAgentProcess(cfg: RunConfig, o: AgentRunOptions): Promi
       onLate: x.onLate,
       log: (line) => o.progress.message(line),
     });
-    const resume = (await findLatestCheckpoint(runDir)) !== null;
     await trainRl(mine, { resume, progress: o.progress, exchange, ...(o.stop ? { stop: o.stop } : {}) });
   } finally {
     await transport.close();
