@@ -244,12 +244,12 @@ function startAgent(config: string, runDir: string, name: string, extra: string[
   return { child, done };
 }
 
-/** Resolves once `file` exists; fails when `process` ends first. */
-async function whenExists(file: string, process: Promise<Exit>): Promise<void> {
+/** Resolves once `ready()` holds; fails when `process` ends first. */
+async function when(what: string, ready: () => boolean | Promise<boolean>, process: Promise<Exit>): Promise<void> {
   let ended: Exit | null = null;
   void process.then((e) => (ended = e));
-  while (!existsSync(file)) {
-    if (ended) assert.fail(`the agent ended before ${file} appeared: ${(ended as Exit).stderr}`);
+  while (!(await ready())) {
+    if (ended) assert.fail(`the agent ended before ${what}: ${(ended as Exit).stderr}`);
     await sleep(5);
   }
 }
@@ -342,14 +342,18 @@ describe('hacrl agent: one process per agent over a real nats-server', () => {
 
   test('an agent SIGKILLed mid-run and started again resumes and ends byte-equal', async () => {
     const dist = join(root, 'killed-agent');
-    const a = startAgent(config, dist, 'char');
-    const b = startAgent(config, dist, 'bpe');
-    await whenExists(join(checkpoint(join(dist, 'bpe'), 1), 'state.json'), b.done);
+    const a = startAgent(config, dist, 'char', ['exchange.runId=killed-agent']);
+    const b = startAgent(config, dist, 'bpe', ['exchange.runId=killed-agent']);
+    // Mid-step: bpe has published its records of step 2 and not yet checkpointed the step.
+    const t = await openTransport('killed-agent');
+    await when('its step 2 was published', async () => (await t.fetch(2, 'bpe')) !== null, b.done);
     b.child.kill('SIGKILL');
+    await t.close();
     assert.equal((await b.done).status, null, 'killed');
     assert.ok(!existsSync(checkpoint(join(dist, 'bpe'), STEPS)), 'killed before the end');
     // Started again with a longer wait: exchange settings may change between restarts.
-    const restarted = await startAgent(config, dist, 'bpe', ['exchange.waitSeconds=90']).done;
+    const restarted = await startAgent(config, dist, 'bpe', ['exchange.runId=killed-agent', 'exchange.waitSeconds=90'])
+      .done;
     assert.equal(restarted.status, 0, restarted.stderr);
     assert.match(restarted.stdout, /resuming .* from step [1-2]/);
     assert.equal((await a.done).status, 0);
@@ -360,7 +364,8 @@ describe('hacrl agent: one process per agent over a real nats-server', () => {
     const dist = join(root, 'killed-broker');
     const a = startAgent(config, dist, 'char');
     const b = startAgent(config, dist, 'bpe');
-    await whenExists(join(checkpoint(join(dist, 'char'), 1), 'state.json'), a.done);
+    const ready = join(checkpoint(join(dist, 'char'), 1), 'state.json');
+    await when(`${ready} appeared`, () => existsSync(ready), a.done);
     await broker!.kill();
     await sleep(300);
     await broker!.restart();
