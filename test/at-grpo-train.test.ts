@@ -277,6 +277,7 @@ describe('AT-GRPO training', () => {
     );
     const learner = {
       policy: agent,
+      local: true,
       optimizer,
       reference: null,
       rng: new Rng(1),
