@@ -210,6 +210,7 @@ async function benchSetting(agents: Agent[], recipe: UpdateRecipe, knobs: Learne
   const shared = recipe.sharing !== 'none';
   const team: TeamMember[] = agents.map((policy, i) => ({
     policy,
+    local: true,
     optimizer: new AdamW(policy.model.params, { lr: LR }),
     reference: null,
     rng: new Rng(10 + i),

@@ -3,12 +3,14 @@
 # Debian packages: a C toolchain for the native addon, the BLAS libraries it loads at run time (oneDNN, BLIS,
 # OpenBLAS: it uses the fastest present), and PyTorch with NumPy (python3-torch), which the tests and benchmarks use
 # as the independent reference implementation, Chromium, which renders `hacrl report` pages to PNG (and lets the
-# tests check the plots are drawn), and bubblewrap, the namespaces of the sandbox for model-written code
-# (docs/sandbox.md). Safe to run again: it installs only what is missing.
+# tests check the plots are drawn), bubblewrap, the namespaces of the sandbox for model-written code
+# (docs/sandbox.md), and nats-server, the broker agents run as separate processes exchange rollouts through
+# (`hacrl agent`; the tests start their own on a free loopback port). Safe to run again: it installs only what is
+# missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(build-essential python3 libdnnl-dev libblis-dev libopenblas-dev python3-torch python3-numpy chromium bubblewrap)
+packages=(build-essential python3 libdnnl-dev libblis-dev libopenblas-dev python3-torch python3-numpy chromium bubblewrap nats-server)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

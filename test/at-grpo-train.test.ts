@@ -283,6 +283,7 @@ describe('AT-GRPO training', () => {
     );
     const learner = {
       policy: agent,
+      local: true,
       optimizer,
       reference: null,
       lr: 1e-3,

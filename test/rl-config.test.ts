@@ -433,6 +433,7 @@ test('the JSON Schema documents every field, with the default of every defaulted
     'eval',
     'logging',
     'checkpoint',
+    'exchange',
     'runDir',
     'samplesPerStep',
     'maxNonFiniteSteps',

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { writeFile } from 'node:fs/promises';
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { runAgent, type AgentCliOptions } from './agent.js';
 import { BENCH_FAST, BENCH_FULL, BENCH_TINY } from '../experiments/mas-sizes.js';
 import { runBenchPaper, type BenchPaperCliOptions } from '../experiments/paper.js';
 import { runConfigResolve, runConfigSchema } from './config.js';
@@ -160,6 +161,30 @@ program
   .option('--set <key=value...>', 'overrides, e.g. --set rollout.groupSize=8 agents.0.lr=1e-5', [])
   .option('--resume', "continue the run folder's latest complete checkpoint", false)
   .action((o: { config?: string; set: string[]; resume: boolean }) => runTrain(o));
+
+program
+  .command('agent')
+  .description(
+    'one agent of a run in its own process: it samples, trains and checkpoints only that agent (in <runDir>/<agent>) ' +
+      "and exchanges each step's rollouts with the other agents' processes over NATS JetStream (docs/distributed.md); " +
+      'started again, it continues from its newest checkpoint',
+  )
+  .option('--config <file>', 'run configuration (YAML or JSON), the same file for every agent')
+  .option(
+    '--set <key=value...>',
+    'overrides after the file, the same for every agent (e.g. exchange.waitSeconds=60)',
+    [],
+  )
+  .requiredOption('--agent <name>', 'the agent of the configuration this process runs')
+  .option('--broker <url>', "NATS server (default: the config's exchange.broker, nats://127.0.0.1:4222)")
+  .addHelpText(
+    'after',
+    '\nCredentials come from the environment (HACRL_NATS_USER, HACRL_NATS_PASSWORD, HACRL_NATS_NKEY_SEED) or from\n' +
+      'files named in the config (exchange.user, passwordFile, nkeySeedFile, tlsCaFile, tlsCertFile, tlsKeyFile);\n' +
+      'they are never printed. exchange.waitSeconds and exchange.onLate say how long to wait for a late agent and\n' +
+      'what then; `hacrl config schema` documents every exchange field.',
+  )
+  .action((o: AgentCliOptions) => runAgent(o));
 
 /** Adds the flags of a small agent built from scratch (hacrl sft, hacrl mas warmstart). */
 function withAgentOptions(c: Command): Command {

@@ -341,6 +341,56 @@ const RunConfigObject = z.strictObject({
     }),
     'Checkpoints for resuming',
   ),
+  exchange: section(
+    {
+      ...defaults({
+        broker: field(
+          z.string().min(1),
+          'nats://127.0.0.1:4222',
+          'NATS server address (hacrl agent --broker overrides)',
+        ),
+        runId: field(
+          z.string().regex(/^[A-Za-z0-9_-]*$/, 'use letters, digits, "_" and "-"'),
+          '',
+          "The run's name on the broker (stream, subjects, object store); empty: a hash of the rest of this config, " +
+            'the same for every agent given the same file and overrides',
+        ),
+        waitSeconds: field(
+          z.number().positive(),
+          600,
+          "Seconds an agent waits for another agent's records of a step, or for the broker, before onLate applies",
+        ),
+        onLate: field(
+          z.enum(['stop', 'continue']),
+          'stop',
+          'A late agent: stop naming it and the step, or train this step without its records (logged; the run is ' +
+            'then no longer equal to one process)',
+        ),
+        maxMessageBytes: field(
+          count(1024),
+          1048576,
+          "Largest message on the stream, bytes (at most the server's max_payload); larger steps go through the Object Store",
+        ),
+        maxObjectBytes: field(count(1), 268435456, "Largest step of one agent's records, bytes; larger is refused"),
+      }),
+      user: z.string().min(1).optional().describe('User name on the broker (HACRL_NATS_USER overrides); default none'),
+      passwordFile: z
+        .string()
+        .min(1)
+        .optional()
+        .describe('File holding the password (HACRL_NATS_PASSWORD overrides); default none'),
+      nkeySeedFile: z
+        .string()
+        .min(1)
+        .optional()
+        .describe('File holding an nkey seed (HACRL_NATS_NKEY_SEED overrides); default none'),
+      tlsCaFile: z.string().min(1).optional().describe("PEM file of the broker's CA: connect with TLS; default none"),
+      tlsCertFile: z.string().min(1).optional().describe('PEM client certificate for TLS; default none'),
+      tlsKeyFile: z.string().min(1).optional().describe('PEM client key for TLS; default none'),
+    },
+    'Rollout exchange of agents run as separate processes by `hacrl agent` over NATS JetStream ' +
+      '(docs/distributed.md); `hacrl train` ignores it',
+  ),
   ...defaults({
     runDir: field(z.string().min(1), 'runs/rl', 'Run folder: config, metrics.jsonl, samples.jsonl, checkpoints/'),
     samplesPerStep: field(count(0), 4, 'Completions per step written to samples.jsonl with parsed and gold answers'),

@@ -42,6 +42,7 @@ import {
   generatorOldNormalized,
   generatorSpanLogProbs,
   learnerView,
+  type LearnerView,
   type SampleRecord,
 } from './sample-table.js';
 
@@ -140,17 +141,44 @@ function advantages(
   return { ...out, values };
 }
 
-/** The mini-batches of one learner (indices into its view): per epoch shuffled together, or its own ones first. */
-function miniBatches(view: readonly number[], own: (i: number) => boolean, l: Learner, r: UpdateRecipe, rng: Rng) {
+/** What learner `name` trains on in a step, and in which mini-batches. */
+export interface LearnerBatches {
+  view: LearnerView;
+  /** The records its advantages compare (its own, or every agent's when sharing). */
+  pool: number[];
+  /** Per table record: whether its prompt group carries signal over `pool` (groupsWithVariance). */
+  signal: boolean[];
+  /** Its mini-batches, every epoch's, as table indices. */
+  batches: number[][];
+}
+
+/**
+ * The mini-batches of learner `name` in the step (per epoch its view shuffled together, or its own records first),
+ * drawn from `rng`. The draws depend on the table alone, so a process that trains only some of the learners calls
+ * this for the others to leave a shared `rng` where one process training all of them would (src/distributed).
+ */
+export function learnerBatches(
+  table: readonly SampleRecord[],
+  name: string,
+  order: Learner['order'],
+  recipe: UpdateRecipe,
+  rng: Rng,
+): LearnerBatches {
+  const shared = recipe.sharing !== 'none';
+  const view = learnerView(table, name, shared);
+  const own = (i: number): boolean => table[i]!.generator === name;
+  const pool = table.filter((r) => shared || r.generator === name).map((r) => r.id);
+  const signal = groupsWithVariance(table, pool);
+  const kept = view.records.filter((i) => !recipe.filterZeroVariance || signal[i]);
   const batches: number[][] = [];
-  for (let epoch = 0; epoch < r.epochs && view.length > 0; epoch++) {
-    const order =
-      l.order === 'shuffled'
-        ? rng.shuffle([...view])
-        : [...rng.shuffle(view.filter(own)), ...rng.shuffle(view.filter((i) => !own(i)))];
-    batches.push(...splitMiniBatches(order, r.miniBatches));
+  for (let epoch = 0; epoch < recipe.epochs && kept.length > 0; epoch++) {
+    const shuffled =
+      order === 'shuffled'
+        ? rng.shuffle([...kept])
+        : [...rng.shuffle(kept.filter(own)), ...rng.shuffle(kept.filter((i) => !own(i)))];
+    batches.push(...splitMiniBatches(shuffled, recipe.miniBatches));
   }
-  return batches;
+  return { view, pool, signal, batches };
 }
 
 /** The per-update numbers of the loss under the names the run log and the report use. */
@@ -205,9 +233,11 @@ function inBandByForm(
 }
 
 /**
- * Every learner's update at training step `step` on the step's complete `table`, in team order. When the recipe
- * shares rollouts, each learner first gets its tokens of every foreign record and records this step's P_t (HACRL
- * Eq. 9: the mean reward of its own records), so every learner sees the same P̂ of every agent.
+ * The update of every learner this process trains (`local`) at training step `step` on the step's complete `table`,
+ * one result each in team order; a learner another process trains only draws its mini-batches, so the shared `rng`
+ * moves as in one process. When the recipe shares rollouts, each learner first gets its tokens of every foreign
+ * record and records this step's P_t (HACRL Eq. 9: the mean reward of its own records; an agent with no records in
+ * the table — left out as late by the exchange — records none), so every learner sees the same P̂ of every agent.
  */
 export function teamStep(
   table: SampleRecord[],
@@ -220,15 +250,23 @@ export function teamStep(
   if (recipe.sharing !== 'none') {
     const byName = new Map(members.map((l) => [l.policy.name, l.policy]));
     for (const l of members) addLearnerTokens(table, l.policy, byName);
-    for (const l of members)
-      l.capability.record(mean(table.filter((r) => r.generator === l.policy.name).map((r) => r.reward)));
+    // An agent left out as late (exchange onLate: continue) has no records this step and no accuracy to record.
+    for (const l of members) {
+      const own = table.filter((r) => r.generator === l.policy.name);
+      if (own.length > 0) l.capability.record(mean(own.map((r) => r.reward)));
+    }
   }
   const capability = members.map((l) => l.capability.estimate());
   const team: Learner[] = members.map((l) => ({ ...l, lr: l.lr(step) }));
-  return team.map((_, k) => {
+  return team.flatMap((l, k) => {
+    // A learner another process trains still draws its mini-batches, so the shared order stream moves as in one process.
+    if (!members[k]!.local) {
+      learnerBatches(table, l.policy.name, l.order, recipe, rng);
+      return [];
+    }
     const t0 = performance.now();
     const r = learnerStep(table, team, k, recipe, capability, kernels, rng);
-    return { ...r, seconds: (performance.now() - t0) / 1e3 };
+    return [{ ...r, seconds: (performance.now() - t0) / 1e3 }];
   });
 }
 
@@ -249,9 +287,8 @@ export function learnerStep(
   const lr = l.lr;
   const name = l.policy.name;
   const shared = recipe.sharing !== 'none';
-  const view = learnerView(table, name, shared);
+  const { view, pool, signal, batches } = learnerBatches(table, name, l.order, recipe, rng);
   const isOwn = (i: number): boolean => table[i]!.generator === name;
-  const pool = table.filter((r) => shared || r.generator === name).map((r) => r.id);
   const adv = advantages(table, pool, team, k, recipe, capability);
   if (recipe.kl) {
     const own = view.records.filter(isOwn);
@@ -262,9 +299,6 @@ export function learnerStep(
     const ref = scoreResponses(l.reference ?? l.policy.model, kernels, items);
     own.forEach((i, j) => (table[i]!.refLogProbs[name] = ref[j]!));
   }
-  const signal = groupsWithVariance(table, pool);
-  const kept = view.records.filter((i) => !recipe.filterZeroVariance || signal[i]);
-  const batches = miniBatches(kept, isOwn, l, recipe, rng);
   const generatorIndex = new Map(team.map((t, j) => [t.policy.name, j]));
   const perChar = l.ratioNormalization === 'char';
 

@@ -5,11 +5,11 @@
  * latest; `saveLearners` writes back what a checkpoint needs to continue bit for bit.
  */
 import { CapabilityTracker } from '../algorithms/hacpo/index.js';
-import { resolveAgents, type RunConfig } from '../config/rl-config.js';
+import { resolveAgents, type ResolvedAgent, type RunConfig } from '../config/rl-config.js';
 import { loadPretrained } from '../model/pretrained.js';
 import { AdamW } from '../optim/adamw.js';
 import { learningRate } from '../optim/schedule.js';
-import type { TrainState } from '../run/train-state.js';
+import type { AgentTrainState, TrainState } from '../run/train-state.js';
 import { Rng } from '../util/rng.js';
 import type { Learner } from './learner-step.js';
 
@@ -18,12 +18,27 @@ import type { Learner } from './learner-step.js';
  * learning-rate schedule in place of one step's rate, its sampling RNG and its capability tracker.
  */
 export interface TeamMember extends Omit<Learner, 'lr'> {
+  /**
+   * Whether this process trains it. A learner trained by another process (src/distributed) is here for its tokenizer
+   * and its mini-batch draws only: it samples nothing, has no reference, and is neither validated nor checkpointed.
+   */
+  local: boolean;
   /** Its learning rate at a training step (from 0): warm-up, then the configured decay. */
   lr: (step: number) => number;
   /** The RNG its responses are sampled with. */
   rng: Rng;
   /** Its capability estimate P̂ over the last K steps (HACRL Eq. 9); read only when rollouts are shared. */
   capability: CapabilityTracker;
+}
+
+/** Agent `i` as its starting checkpoint holds it, with a new optimizer and its RNGs from the seed. */
+async function freshAgent(cfg: RunConfig, a: ResolvedAgent, i: number): Promise<AgentTrainState> {
+  return {
+    name: a.name,
+    pretrained: await loadPretrained(a.checkpoint),
+    optimizer: { step: 0, m: new Map(), v: new Map() },
+    rngs: { sampling: new Rng(cfg.seed * 104729 + 17 * i + 2).state() },
+  };
 }
 
 /** A fresh state: the agents as their checkpoints hold them, new optimizers, RNGs from the seed. */
@@ -33,20 +48,27 @@ export async function initialState(cfg: RunConfig): Promise<TrainState> {
     nonFiniteStreak: 0,
     cursor: { epoch: 0, position: 0 },
     rngs: { order: new Rng(cfg.seed * 7919 + 1).state() },
-    agents: await Promise.all(
-      resolveAgents(cfg).map(async (a, i) => ({
-        name: a.name,
-        pretrained: await loadPretrained(a.checkpoint),
-        optimizer: { step: 0, m: new Map(), v: new Map() },
-        rngs: { sampling: new Rng(cfg.seed * 104729 + 17 * i + 2).state() },
-      })),
-    ),
+    agents: await Promise.all(resolveAgents(cfg).map((a, i) => freshAgent(cfg, a, i))),
     extra: {},
   };
 }
 
-/** The run's learners, in config order, from `state` (fresh or resumed). */
-export async function buildLearners(cfg: RunConfig, state: TrainState): Promise<TeamMember[]> {
+/**
+ * A resumed state with every agent of the run, in config order: a checkpoint holds the agents its process trains,
+ * the others start as their checkpoints hold them (read for their tokenizers).
+ */
+export async function withEveryAgent(cfg: RunConfig, state: TrainState): Promise<TrainState> {
+  const saved = new Map(state.agents.map((a) => [a.name, a]));
+  const agents = await Promise.all(resolveAgents(cfg).map((a, i) => saved.get(a.name) ?? freshAgent(cfg, a, i)));
+  return { ...state, agents };
+}
+
+/** The run's learners, in config order, from `state` (fresh or resumed); `local` says which this process trains. */
+export async function buildLearners(
+  cfg: RunConfig,
+  state: TrainState,
+  local: (name: string) => boolean,
+): Promise<TeamMember[]> {
   const o = cfg.optim;
   const saved = (state.extra.capability ?? {}) as Record<string, number[]>;
   return Promise.all(
@@ -57,8 +79,9 @@ export async function buildLearners(cfg: RunConfig, state: TrainState): Promise<
       const schedule = { peak: a.lr, warmupSteps: o.warmupSteps, totalSteps: cfg.steps, kind: o.schedule };
       return {
         policy: { name: s.name, model: s.pretrained.model, tokenizer: s.pretrained.tokenizer },
+        local: local(s.name),
         optimizer,
-        reference: o.klCoef > 0 ? (await loadPretrained(a.checkpoint)).model : null,
+        reference: o.klCoef > 0 && local(s.name) ? (await loadPretrained(a.checkpoint)).model : null,
         rng: Rng.fromState(s.rngs.sampling!),
         capability: CapabilityTracker.fromHistory(cfg.hacpo.capabilityWindow, saved[s.name] ?? []),
         lr: (step) => learningRate(step, { ...schedule, minRatio: o.minLrRatio }),
@@ -71,11 +94,15 @@ export async function buildLearners(cfg: RunConfig, state: TrainState): Promise<
   );
 }
 
-/** Writes the learners' optimizer and RNG states (and, when rollouts are shared, their capability history). */
-export function saveLearners(state: TrainState, team: readonly TeamMember[], shared: boolean): void {
+/**
+ * Writes the learners' optimizer and RNG states (and, when rollouts are shared, every learner's capability history)
+ * into `state`, and returns the state a checkpoint of this process saves: its own agents only.
+ */
+export function saveLearners(state: TrainState, team: readonly TeamMember[], shared: boolean): TrainState {
   if (shared) state.extra.capability = Object.fromEntries(team.map((l) => [l.policy.name, l.capability.history()]));
   state.agents.forEach((a, i) => {
     a.optimizer = team[i]!.optimizer.state();
     a.rngs = { sampling: team[i]!.rng.state() };
   });
+  return { ...state, agents: state.agents.filter((_, i) => team[i]!.local) };
 }

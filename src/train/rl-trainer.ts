@@ -14,10 +14,11 @@ import { lockRunDir } from '../run/run-lock.js';
 import type { StopRequest } from '../run/interrupt.js';
 import { loadNewestValidState, saveTrainState, type TrainState } from '../run/train-state.js';
 import { Rng } from '../util/rng.js';
-import { buildLearners, initialState, saveLearners } from './learners.js';
+import { buildLearners, initialState, saveLearners, withEveryAgent } from './learners.js';
 import { teamStep, type UpdateRecipe } from './learner-step.js';
 import { createProgressDisplay, type ProgressDisplay } from './progress.js';
 import { runSource } from './run-source.js';
+import type { StepMetrics } from './sample-sources.js';
 import type { SampleRecord } from './sample-table.js';
 import { StepLog } from './step-log.js';
 
@@ -47,6 +48,24 @@ export function updateRecipe(cfg: RunConfig): UpdateRecipe {
   };
 }
 
+/**
+ * Completes each step's table with the records of agents that other processes train (src/distributed). This process
+ * samples, trains, validates, logs and checkpoints only its `local` agents; the others are read for their tokenizers.
+ */
+export interface StepExchange {
+  /** Names of the agents this process trains. */
+  readonly local: ReadonlySet<string>;
+  /**
+   * Given this process's records of step `step` (from 1; ids from 0, in agent order) and their sampling metrics,
+   * returns every agent's records in agent order, numbered as one process numbers them, and every agent's metrics.
+   */
+  complete(
+    step: number,
+    table: SampleRecord[],
+    sampled: Map<string, StepMetrics>,
+  ): Promise<{ table: SampleRecord[]; sampled: Map<string, StepMetrics> }>;
+}
+
 /** Options of a training run. */
 export interface TrainOptions {
   /** Continue from the run folder's latest complete checkpoint (an error when there is none). */
@@ -56,11 +75,10 @@ export interface TrainOptions {
   /** Stops the loop after the current step, with a checkpoint (src/run/interrupt.ts); default: never. */
   stop?: StopRequest;
   /**
-   * The rollout exchange: called once per step (from 0) with the step's table when the source has filled it and
-   * before any learner reads it, to send its records to agents on other machines and append theirs (ids continuing
-   * the numbering); default none (every agent in this process).
+   * The rollout exchange with the processes of the other agents, called each step when the source has filled the
+   * table and before any learner reads it; default none (every agent trains in this process).
    */
-  exchange?: (step: number, table: SampleRecord[]) => Promise<void>;
+  exchange?: StepExchange;
 }
 
 /**
@@ -82,7 +100,7 @@ async function trainLocked(cfg: RunConfig, options: TrainOptions): Promise<void>
   const display = typeof options.progress === 'function' ? createProgressDisplay(options.progress) : options.progress;
   const run = new RunFolder(cfg.runDir);
   const state = await openRun(run, cfg, options.resume, display);
-  const team = await buildLearners(cfg, state);
+  const team = await buildLearners(cfg, state, (name) => options.exchange?.local.has(name) ?? true);
   const source = await runSource(cfg, team, state.cursor, k);
   const log = await StepLog.open(run, cfg, team, display, options.resume);
   const recipe = updateRecipe(cfg);
@@ -93,9 +111,12 @@ async function trainLocked(cfg: RunConfig, options: TrainOptions): Promise<void>
   if (cfg.eval.atStart && state.step === 0) await log.baseValidation(await source.validate(validation));
   for (let step = state.step; step < cfg.steps; step++) {
     const start = performance.now();
-    const table: SampleRecord[] = [];
-    const sampled = await source.collect({ k, step }, table);
-    await options.exchange?.(step, table);
+    const here: SampleRecord[] = [];
+    const sampledHere = await source.collect({ k, step }, here);
+    const { table, sampled } = (await options.exchange?.complete(step + 1, here, sampledHere)) ?? {
+      table: here,
+      sampled: sampledHere,
+    };
     const sampleSeconds = (performance.now() - start) / 1e3;
     const learned = teamStep(table, team, recipe, k, orderRng, step);
     // Validation every eval.every steps and always after the last one (eval.every = 0: only then).
@@ -126,8 +147,8 @@ async function trainLocked(cfg: RunConfig, options: TrainOptions): Promise<void>
     const stopping = options.stop?.requested === true;
     if (last || stopping || (cfg.checkpoint.every > 0 && (step + 1) % cfg.checkpoint.every === 0)) {
       state.rngs = { order: orderRng.state() };
-      saveLearners(state, team, shared);
-      const ref = await run.commitCheckpoint(step + 1, (dir) => saveTrainState(dir, state), cfg.checkpoint.keepLast);
+      const saved = saveLearners(state, team, shared);
+      const ref = await run.commitCheckpoint(step + 1, (dir) => saveTrainState(dir, saved), cfg.checkpoint.keepLast);
       display.message(`checkpoint ${ref.dir}`);
       if (stopping && !last) throw options.stop!.interrupted(step + 1, ref.dir);
     }
@@ -155,7 +176,8 @@ async function openRun(run: RunFolder, cfg: RunConfig, resume: boolean, display:
     throw new Error(
       `--resume: the configuration differs from the one ${cfg.runDir} was started with; resume with the same file and overrides`,
     );
-  const state = await loadNewestValidState(run.path('checkpoints'), (line) => display.message(line));
+  const checkpoint = await loadNewestValidState(run.path('checkpoints'), (line) => display.message(line));
+  const state = await withEveryAgent(cfg, checkpoint);
   await run.truncateLogsAfter(state.step);
   display.message(`resuming ${cfg.runDir} from step ${state.step}`);
   return state;

@@ -53,19 +53,28 @@ function rolloutOptions(a: ResolvedAgent, rewards: WeightedReward[]): RolloutOpt
   };
 }
 
-/** Every agent answering the training problems, one role each, validated on the validation sets. */
+/**
+ * Every agent this process trains answering the training problems, one role each, validated on the validation sets
+ * (the other agents' processes sample theirs).
+ */
 async function rolloutSource(cfg: RunConfig, team: readonly TeamMember[], cursor: DataCursor): Promise<RolloutSource> {
   const train = (await loadDataSpec(cfg.data.train)).problems;
   const validation = await Promise.all(cfg.data.validation.map(loadDataSpec));
   const rewards = await buildRewards(cfg);
   const settings = resolveAgents(cfg);
-  const roles = team.map((l, i) => ({
-    name: l.policy.name,
-    policy: l.policy,
-    rollout: rolloutOptions(settings[i]!, rewards),
-    rng: l.rng,
-    validation: settings[i]!,
-  }));
+  const roles = team.flatMap((l, i) =>
+    l.local
+      ? [
+          {
+            name: l.policy.name,
+            policy: l.policy,
+            rollout: rolloutOptions(settings[i]!, rewards),
+            rng: l.rng,
+            validation: settings[i]!,
+          },
+        ]
+      : [],
+  );
   return new RolloutSource(roles, {
     train: new ProblemStream(train, cfg.seed, cursor),
     promptsPerStep: cfg.rollout.promptsPerStep,

@@ -21,9 +21,9 @@ import { formatValidation } from './validation.js';
 export interface StepRecord {
   /** The step's number (1-based). */
   step: number;
-  /** What the source sampled, per policy. */
+  /** What was sampled, per policy (under an exchange, the other processes' policies too). */
   sampled: ReadonlyMap<string, StepMetrics>;
-  /** Each learner's update (team order), with the seconds it took. */
+  /** The update of each learner this process trains (team order), with the seconds it took. */
   learned: readonly (LearnerResult & { seconds: number })[];
   /** Seconds spent filling the table. */
   sampleSeconds: number;
@@ -37,16 +37,23 @@ export interface StepRecord {
   capability: readonly number[] | null;
 }
 
-/** The run's step log over `team`'s agents. */
+/**
+ * The run's step log over the agents of `team` this process trains; the status line shows every agent the step has
+ * samples of (under an exchange, the other processes' too).
+ */
 export class StepLog {
+  private readonly local: readonly TeamMember[];
+
   private constructor(
     private readonly run: RunFolder,
     private readonly team: readonly TeamMember[],
     private readonly display: ProgressDisplay,
-    private readonly thresholds: HealthThresholds[],
+    private readonly thresholds: ReadonlyMap<string, HealthThresholds>,
     private readonly history: Map<string, MetricRow[]>,
     private readonly total: number,
-  ) {}
+  ) {
+    this.local = team.filter((l) => l.local);
+  }
 
   /**
    * The log of a run: each agent's metric rows so far are what the health warnings read, so a resume reloads them
@@ -60,9 +67,11 @@ export class StepLog {
     resume: boolean,
   ): Promise<StepLog> {
     const rows = resume ? await readJsonl(run.path('metrics'), z.looseObject({})) : [];
-    const names = team.map((l) => l.policy.name);
+    const names = team.flatMap((l) => (l.local ? [l.policy.name] : []));
     const history = new Map(names.map((n) => [n, rows.map((row) => agentMetrics(n, row))]));
-    const thresholds = resolveAgents(cfg).map((a) => ({ ...cfg.logging, maxNewTokens: a.maxNewTokens }));
+    const thresholds = new Map(
+      resolveAgents(cfg).map((a) => [a.name, { ...cfg.logging, maxNewTokens: a.maxNewTokens }]),
+    );
     return new StepLog(run, team, display, thresholds, history, cfg.steps);
   }
 
@@ -70,7 +79,7 @@ export class StepLog {
   async baseValidation(validations: readonly Validation[]): Promise<void> {
     if (validations.length === 0) return;
     const row: Record<string, unknown> = { step: 0 };
-    for (const l of this.team) {
+    for (const l of this.local) {
       const val = validationOf(validations, l.policy.name);
       Object.assign(row, namespaced(l.policy.name, val));
       this.history.get(l.policy.name)!.push(val);
@@ -82,7 +91,7 @@ export class StepLog {
   /** Writes step `s`'s metrics and samples, prints its warnings, validations and status line. */
   async step(s: StepRecord): Promise<void> {
     const row: Record<string, unknown> = { step: s.step };
-    for (const [i, l] of this.team.entries()) {
+    for (const [i, l] of this.local.entries()) {
       const name = l.policy.name;
       const own = s.sampled.get(name)!;
       const r = s.learned[i]!;
@@ -93,7 +102,7 @@ export class StepLog {
         tokens_per_s: own.tokens! / (r.seconds + s.sampleSeconds / this.team.length),
         ...validationOf(s.validations, name),
       };
-      const warnings = healthWarnings([...this.history.get(name)!, agentRow], this.thresholds[i]!);
+      const warnings = healthWarnings([...this.history.get(name)!, agentRow], this.thresholds.get(name)!);
       for (const w of warnings) agentRow[w.metric] = 1;
       this.history.get(name)!.push(agentRow);
       for (const w of warnings.filter((w) => w.first))
@@ -105,16 +114,18 @@ export class StepLog {
     // Memory belongs to the process, not to an agent: run-level fields, measured once every learner has updated.
     const memory = memoryMetrics();
     await this.run.appendMetrics({ ...row, ...memory, step: s.step });
-    const own = this.team.map((l) => s.sampled.get(l.policy.name)!);
+    // An agent left out of the step as late (exchange.onLate: continue) has no samples to show.
+    const shown = this.team.flatMap((l, i) => (s.sampled.has(l.policy.name) ? [i] : []));
+    const own = shown.map((i) => s.sampled.get(this.team[i]!.policy.name)!);
     this.display.step({
       step: s.step,
       total: this.total,
       seconds: s.seconds,
       rssMiB: memory['mem/rss_mib'],
-      agents: this.team.map((l, i) => ({
-        name: l.policy.name,
-        reward: own[i]!.reward_mean!,
-        accuracy: own[i]!.accuracy!,
+      agents: shown.map((i, j) => ({
+        name: this.team[i]!.policy.name,
+        reward: own[j]!.reward_mean!,
+        accuracy: own[j]!.accuracy!,
         ...(s.capability ? { pHat: s.capability[i]! } : {}),
       })),
       tokensPerS: own.reduce((n, m) => n + m.tokens!, 0) / s.seconds,

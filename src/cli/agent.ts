@@ -1,0 +1,36 @@
+import { loadRunConfig } from '../config/load-config.js';
+import { runAgentProcess } from '../distributed/agent-run.js';
+import { closeDefaultPool } from '../rewards/worker-pool.js';
+import { StopRequest } from '../run/interrupt.js';
+import { createProgressDisplay } from '../train/progress.js';
+
+/** Options of `hacrl agent`. */
+export interface AgentCliOptions {
+  /** YAML or JSON run configuration: the same file for every agent. */
+  config?: string;
+  /** `key.path=value` overrides applied after the file (every agent needs the same ones). */
+  set: string[];
+  /** The agent of the config this process runs. */
+  agent: string;
+  /** NATS server address; default the config's exchange.broker. */
+  broker?: string;
+}
+
+/** `hacrl agent`: one agent of a run in this process, exchanging rollouts with the others over NATS JetStream. */
+export async function runAgent(o: AgentCliOptions): Promise<void> {
+  const cfg = await loadRunConfig(o.config, o.set);
+  // The same command continues the agent from its newest checkpoint: no --resume needed.
+  const stop = new StopRequest({ resumeHint: 'Run the same command again to continue' }).install();
+  try {
+    await runAgentProcess(cfg, {
+      agent: o.agent,
+      ...(o.broker === undefined ? {} : { broker: o.broker }),
+      env: process.env,
+      progress: createProgressDisplay(process.stdout),
+      stop,
+    });
+  } finally {
+    stop.dispose();
+    await closeDefaultPool();
+  }
+}

@@ -1,0 +1,92 @@
+/**
+ * One agent of a run as its own process: it samples, trains, validates and checkpoints only its agent, in its own
+ * folder `<runDir>/<agent>`, and exchanges each step's records with the other agents over NATS JetStream. Given the
+ * same config and seeds, every agent ends exactly where the single-process run (`hacrl train`) leaves it.
+ */
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import { resolveAgents, type RunConfig } from '../config/rl-config.js';
+import { readHfConfig } from '../model/hf-config.js';
+import type { StopRequest } from '../run/interrupt.js';
+import { findLatestCheckpoint, RunFolder } from '../run/run-folder.js';
+import type { ProgressDisplay } from '../train/progress.js';
+import { trainRl } from '../train/rl-trainer.js';
+import { RolloutExchange } from './exchange.js';
+import { brokerCredentials, NatsTransport } from './nats-transport.js';
+import type { StepLimits } from './records.js';
+
+/** How one agent process runs. */
+export interface AgentRunOptions {
+  /** The agent of the config this process runs. */
+  agent: string;
+  /** Broker address; default the config's exchange.broker. */
+  broker?: string;
+  /** Where credentials may come from (HACRL_NATS_USER, HACRL_NATS_PASSWORD, HACRL_NATS_NKEY_SEED). */
+  env: NodeJS.ProcessEnv;
+  progress: ProgressDisplay;
+  stop?: StopRequest;
+}
+
+/**
+ * The run's name on the broker: exchange.runId, or a hash of the config without its exchange section (where the
+ * broker is and how to log in do not change what is trained), so agents given the same file agree without talking.
+ */
+export function runIdOf(cfg: RunConfig): string {
+  if (cfg.exchange.runId !== '') return cfg.exchange.runId;
+  const trained = JSON.stringify({ ...cfg, exchange: null });
+  return createHash('sha256').update(trained).digest('hex').slice(0, 16);
+}
+
+/** Runs agent `o.agent` of `cfg` until the last step; a restart continues from its newest checkpoint. */
+export async function runAgentProcess(cfg: RunConfig, o: AgentRunOptions): Promise<void> {
+  const agents = resolveAgents(cfg);
+  if (!agents.some((a) => a.name === o.agent))
+    throw new Error(
+      `--agent ${o.agent}: the config has no such agent (it has ${agents.map((a) => a.name).join(', ')})`,
+    );
+  if (cfg.workflow)
+    throw new Error('hacrl agent runs single-turn rollouts (grpo, gspo, hacpo, naive); run workflows with hacrl train');
+  const runDir = join(cfg.runDir, o.agent);
+  const resume = (await findLatestCheckpoint(runDir)) !== null;
+  // Waits, limits and credentials may change between restarts (a longer wait after a late partner): they do not
+  // change what is trained, so a restart keeps the exchange section the run folder was started with.
+  const started = resume ? ((await new RunFolder(runDir).readConfig()) as Partial<RunConfig>) : {};
+  const mine: RunConfig = { ...cfg, runDir, exchange: started.exchange ?? cfg.exchange };
+  const vocab = new Map(
+    await Promise.all(agents.map(async (a) => [a.name, (await readHfConfig(a.checkpoint)).vocabSize] as const)),
+  );
+  const limits = (name: string): StepLimits => ({
+    groups: cfg.rollout.promptsPerStep,
+    groupSize: agents.find((a) => a.name === name)!.groupSize,
+    vocabSize: vocab.get(name)!,
+  });
+  const x = cfg.exchange;
+  const tlsFiles = { caFile: x.tlsCaFile, certFile: x.tlsCertFile, keyFile: x.tlsKeyFile };
+  const tls = Object.values(tlsFiles).some((f) => f !== undefined)
+    ? Object.fromEntries(Object.entries(tlsFiles).filter(([, f]) => f !== undefined))
+    : null;
+  const transport = await NatsTransport.open({
+    broker: o.broker ?? x.broker,
+    run: runIdOf(cfg),
+    agent: o.agent,
+    maxMessageBytes: x.maxMessageBytes,
+    maxObjectBytes: x.maxObjectBytes,
+    connectSeconds: x.waitSeconds,
+    ...(await brokerCredentials(x, o.env)),
+    ...(tls ? { tls } : {}),
+  });
+  try {
+    const exchange = new RolloutExchange(transport, {
+      run: runIdOf(cfg),
+      agents: agents.map((a) => a.name),
+      local: [o.agent],
+      limits,
+      waitSeconds: x.waitSeconds,
+      onLate: x.onLate,
+      log: (line) => o.progress.message(line),
+    });
+    await trainRl(mine, { resume, progress: o.progress, exchange, ...(o.stop ? { stop: o.stop } : {}) });
+  } finally {
+    await transport.close();
+  }
+}
