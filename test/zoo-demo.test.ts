@@ -6,7 +6,7 @@ import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { pairedDifference } from '../src/util/stats.js';
+import { pairedDifference, type Difference } from '../src/util/stats.js';
 import { agentDir, agentHash, readManifest } from '../src/zoo/build.js';
 import { pairRecipe, ZOO } from '../src/zoo/recipes.js';
 import { hacrl, metricRows } from './cli.js';
@@ -134,6 +134,14 @@ describe('hacrl demo (tiny pair, 2 steps)', () => {
     assert.equal(second.status, 0, second.stderr);
     const rows = async (run: string) => JSON.parse(await readFile(join(root, run, 'demo.json'), 'utf8')).rows;
     assert.deepEqual(await rows('demo-b'), await rows('demo-a'));
+    // At test size every reward is 0 (the tiny pair answers nothing right), so the demo cannot show a direction here;
+    // what must hold is that each printed change is after − before, paired over the same problems.
+    type Row = { agent: string; before: { value: number; n: number }; after: { value: number }; change: Difference };
+    for (const r of (await rows('demo-a')) as Row[]) {
+      assert.ok(Math.abs(r.change.mean - (r.after.value - r.before.value)) < 1e-12, JSON.stringify(r));
+      assert.equal(r.change.n, r.before.n);
+      assert.ok(r.change.low <= r.change.mean && r.change.mean <= r.change.high);
+    }
     assert.deepEqual(await metricRows(join(root, 'demo-b')), await metricRows(join(root, 'demo-a')));
   });
 });
