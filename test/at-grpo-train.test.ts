@@ -23,7 +23,7 @@ import { modelPolicy } from '../src/workflows/model-policy.js';
 import type { Policy } from '../src/workflows/policy.js';
 import { buildWorkflow } from '../src/workflows/registry.js';
 import { parseWorkflowConfig } from '../src/workflows/workflow-config.js';
-import { hacrl, hacrlKilledAt, metricRows } from './cli.js';
+import { assertSameCheckpoint, hacrl, hacrlKilledAt, metricRows } from './cli.js';
 
 const root = await mkdtemp(join(tmpdir(), 'hacrl-atgrpo-'));
 after(() => rm(root, { recursive: true, force: true }));
@@ -134,6 +134,7 @@ describe('AT-GRPO training', () => {
     assert.match(resumed.stdout, /resuming .* from step [2-3]/);
     for (const a of ['tool', 'planner'])
       assert.ok((await weights(killed, a, 4)).equals(await weights(whole, a, 4)), `${a}: final weights`);
+    await assertSameCheckpoint(killed, whole, 4, ['tool', 'planner']);
     assert.deepEqual(await metricRows(killed), await metricRows(whole));
     assert.equal(
       await readFile(join(killed, 'samples.jsonl'), 'utf8'),

@@ -3,11 +3,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Engine } from '../src/backend/engine.js';
-import { availableBackends } from '../src/backend/select.js';
 import * as ops from '../src/tensor/ops.js';
 import { giveBack, takeZeroed } from '../src/tensor/grad-pool.js';
 import { Tape, type Ctx } from '../src/tensor/tape.js';
 import { Tensor } from '../src/tensor/tensor.js';
+import { testedBackends } from './backends.js';
 import { mulberry32, randn, relError } from './helpers.js';
 import {
   refAddBias,
@@ -183,7 +183,7 @@ const cases: Case[] = [
   },
 ];
 
-for (const backend of availableBackends()) {
+for (const backend of testedBackends('autograd')) {
   const k = new Engine(backend);
   describe(`autograd on ${backend.name}`, () => {
     for (const c of cases)

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { benchPlan, METHODS, methodOf, planRuns } from '../src/experiments/paper-matrix.js';
 import { chosenLr, heldOut } from '../src/experiments/paper-run.js';
-import { pairedCell, type RunResult } from '../src/experiments/paper-table.js';
+import { pairedCell, renderTables, type RunResult } from '../src/experiments/paper-table.js';
 import { seedMean } from '../src/util/stats.js';
 import randomReward from '../src/experiments/random-reward.js';
 import { hacrl } from './cli.js';
@@ -86,6 +86,38 @@ describe('bench paper: plan and statistics', () => {
     assert.ok(Math.abs(d.mean - 0.125) < 1e-12);
     assert.ok(Math.abs(d.high - d.mean - (12.706 * Math.sqrt(0.03125)) / Math.sqrt(2)) < 1e-9);
     assert.equal(pairedCell(runs, 'size', 'a', 'test', 'naive'), null);
+  });
+
+  test('the tables hold the seed means and paired differences of the per-problem results', () => {
+    // HACPO: agent a right on [1,1,0,0] (seed 1) and [1,0,0,0] (seed 2) → 37.5; GSPO [1,0,0,0] both seeds → 25.0;
+    // HACPO − GSPO per seed 0.25 and 0 → +12.5. Agent b only has HACPO runs: 75.0 and no difference.
+    const results = [1, 2].flatMap((seed) => [
+      result({
+        id: `hacpo-${seed}`,
+        seed,
+        correct: { a: { test: seed === 1 ? [1, 1, 0, 0] : [1, 0, 0, 0] }, b: { test: [1, 1, 1, 0] } },
+        mechanisms: { a: { p_hat: 0.25 + seed / 8 } },
+      }),
+      result({ seed, method: 'gspo', agent: 'a', correct: { a: { test: [1, 0, 0, 0] } } }),
+      result({ phase: 'sweep', seed, method: 'gspo', agent: 'a', correct: { a: { test: [1, 1, 1, 1] } } }),
+    ]);
+    const md = renderTables(results, {
+      pairs: [{ name: 'size', agents: ['a', 'b'] }],
+      methods: [
+        { name: 'hacpo', budget: 'B·G' },
+        { name: 'gspo', budget: 'B·G' },
+      ],
+      splits: [{ key: 'test', label: 'test' }],
+      sweep: [],
+      header: ['# bench'],
+    });
+    // Sweep runs never enter a table (their 100% would show).
+    assert.match(md, /\| size \/ a \| 37\.5 \[[^\]]+\] \| 25\.0 \[[^\]]+\] \|/);
+    assert.match(md, /\| size \/ b \| 75\.0 \[[^\]]+\] \| — \|/);
+    assert.match(md, /\| size \/ a \| test \| \+12\.5 \[[^\]]+\] \| — \| — \|/);
+    assert.match(md, /\| size \/ b \| test \| — \| — \| — \|/);
+    assert.match(md, /\| hacpo-1 \| a \| — \| — \| — \| 0\.375 \| — \|/);
+    assert.match(md, /\| hacpo-2 \| a \| — \| — \| — \| 0\.500 \| — \|/);
   });
 
   test('the random reward ignores the gold and is the same for the same sample', () => {

@@ -92,3 +92,37 @@ export async function metricRows(runDir: string): Promise<Record<string, unknown
     .flatMap(rowsPerAgent)
     .map((row) => Object.fromEntries(Object.entries(row).filter(([key]) => !/^time_|tokens_per_s/.test(key))));
 }
+
+/**
+ * Asserts that the checkpoints of `step` of two runs hold the same bytes: every agent's weights and AdamW moments, and
+ * state.json — the step, the data cursor, every RNG state (run-wide and per agent) and the trainer's extra state
+ * (e.g. HACPO's capability history) — so that a resumed run is shown to continue exactly, not only to end with equal
+ * weights.
+ */
+export async function assertSameCheckpoint(
+  runA: string,
+  runB: string,
+  step: number,
+  agents: readonly string[],
+): Promise<void> {
+  const dir = (run: string): string => join(run, 'checkpoints', `step-${String(step).padStart(6, '0')}`);
+  const files = [
+    'state.json',
+    ...agents.flatMap((a) => [join('agents', a, 'model.safetensors'), join('optimizer', `${a}.safetensors`)]),
+  ];
+  for (const f of files) {
+    const [a, b] = await Promise.all([readFile(join(dir(runA), f)), readFile(join(dir(runB), f))]);
+    assert.ok(a.equals(b), `checkpoint step ${step}: ${f} differs between ${runA} and ${runB}`);
+  }
+  // The comparison covers RNG states only if the checkpoint holds them.
+  const state = JSON.parse(await readFile(join(dir(runA), 'state.json'), 'utf8')) as {
+    rngs: Record<string, number[]>;
+    agents: { name: string; rngs: Record<string, number[]> }[];
+  };
+  assert.ok(Object.keys(state.rngs).length > 0, 'state.json holds the run-wide RNG states');
+  assert.deepEqual(
+    state.agents.map((a) => a.name),
+    agents,
+  );
+  for (const a of state.agents) assert.ok(Object.keys(a.rngs).length > 0, `state.json holds ${a.name}'s RNG states`);
+}

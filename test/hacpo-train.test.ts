@@ -7,7 +7,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { hacrl, hacrlKilledAt, metricRows as metrics, TINY_AGENT_FLAGS } from './cli.js';
+import { assertSameCheckpoint, hacrl, hacrlKilledAt, metricRows as metrics, TINY_AGENT_FLAGS } from './cli.js';
 
 const root = await mkdtemp(join(tmpdir(), 'hacrl-hacpo-'));
 after(() => rm(root, { recursive: true, force: true }));
@@ -199,6 +199,7 @@ describe('hacrl train: collaborative runs', () => {
     assert.match(resumed.stdout, /resuming .* from step [2-4]/);
     for (const a of ['base', 'model'])
       assert.ok((await finalWeights(killed, a, 5)).equals(await finalWeights(whole, a, 5)), `${a}: final weights`);
+    await assertSameCheckpoint(killed, whole, 5, ['base', 'model']);
     assert.deepEqual(await metrics(killed), await metrics(whole));
   });
 });

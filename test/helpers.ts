@@ -136,3 +136,13 @@ export function assertGradientMatches(grad: readonly Float32Array[], fd: readonl
     label,
   );
 }
+
+/** A safetensors file built by hand from a header object and raw data, padded like the reference. */
+export function rawFile(header: unknown, data: Uint8Array, pad: boolean = true): Uint8Array {
+  let json = JSON.stringify(header);
+  if (pad) json += ' '.repeat((8 - (Buffer.byteLength(json) % 8)) % 8);
+  const h = Buffer.from(json);
+  const len = Buffer.alloc(8);
+  len.writeBigUInt64LE(BigInt(h.byteLength));
+  return Buffer.concat([len, h, data]);
+}

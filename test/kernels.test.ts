@@ -4,8 +4,8 @@
  */
 import { describe, test } from 'node:test';
 import type { AttentionShape, GemmArgs, Kernels } from '../src/backend/kernels.js';
-import { availableBackends } from '../src/backend/select.js';
 import { typescriptKernels } from '../src/backend/typescript.js';
+import { testedBackends } from './backends.js';
 import { assertOutputsClose, mulberry32, randInt, randn, type Outputs, type Rng } from './helpers.js';
 import * as ref from './reference.js';
 
@@ -795,7 +795,7 @@ kernelCase(
 
 // ---------------------------------------------------------------------------------------------------------------
 
-const backends = availableBackends();
+const backends = testedBackends('kernels');
 
 for (const k of backends)
   describe(`${k.name} backend (${k.blas})`, () => {

@@ -14,6 +14,7 @@ import { loadModel, saveModel, tensorsForCheckpoint } from '../src/model/weights
 import { ChatTemplate, MAX_TEMPLATE_MS } from '../src/tokenizer/chat-template.js';
 import { CharTokenizer } from '../src/tokenizer/char-tokenizer.js';
 import { Rng } from '../src/util/rng.js';
+import { rawFile } from './helpers.js';
 import { CONFIGS, testModel } from './tiny-models.js';
 
 const root = await mkdtemp(join(tmpdir(), 'hacrl-folder-limits-'));
@@ -130,17 +131,132 @@ describe('fuzz (seeded, bounded): the readers refuse bad bytes with an error, ne
         for (let k = 0; k < 1 + rng.int(4); k++) if (bytes.length) bytes[rng.int(bytes.length)] = rng.int(256);
       }
       tally.tried++;
+      // Fewer than 8 bytes, or a header longer than what follows it: no reading of these can be right.
+      const claim = bytes.length < 8 ? Infinity : Number(new DataView(bytes.buffer).getBigUint64(0, true));
       const start = performance.now();
+      let parsed = false;
       try {
         parseSafetensors(bytes, 'fuzz');
-        tally.parsed++;
+        parsed = true;
       } catch (e) {
         assert.ok(e instanceof Error && e.message.length > 0, `input ${i}: ${String(e)}`);
         tally.error++;
       }
+      if (parsed) {
+        assert.ok(
+          8 + claim <= bytes.length,
+          `input ${i}: ${bytes.length} bytes claiming a ${claim}-byte header parsed`,
+        );
+        tally.parsed++;
+      }
       assert.ok(performance.now() - start < 200, `input ${i} was slow`);
     }
     console.log(`safetensors fuzz: ${JSON.stringify(tally)}`);
+  });
+
+  test('safetensors files with one seeded defect each are all refused; harmless changes load the exact bytes', () => {
+    // Four tensors laid end to end with no slack, so cutting any byte off the file cuts a header or a tensor.
+    const layout: [string, string, number[]][] = [
+      ['a', 'F32', [2, 3]],
+      ['b', 'I32', [4]],
+      ['c', 'F32', [5]],
+      ['d', 'U8', [3]],
+    ];
+    const size: Record<string, number> = { F64: 8, F32: 4, I32: 4, F16: 2, BF16: 2, I16: 2, I8: 1, U8: 1, BOOL: 1 };
+    const rng = new Rng(23);
+    const pick = <T>(xs: readonly T[]): T => xs[rng.int(xs.length)]!;
+    const defects = [
+      'truncated',
+      'overlap',
+      'dtype size',
+      'unknown dtype',
+      'huge shape',
+      'bad shape',
+      'offsets out of range',
+      'bad offsets',
+      'header length',
+    ] as const;
+    const harmless = ['data byte', 'metadata', 'key order'] as const;
+    const seen: Record<string, number> = {};
+    for (let i = 0; i < 400; i++) {
+      const header: Record<string, Record<string, unknown>> = {};
+      let end = 0;
+      for (const [name, dtype, shape] of layout) {
+        const n = shape.reduce((x, y) => x * y, 1) * size[dtype]!;
+        header[name] = { dtype, shape, data_offsets: [end, end + n] };
+        end += n;
+      }
+      const data = Uint8Array.from({ length: end }, () => rng.int(256));
+      const kind = i % 4 === 3 ? pick(harmless) : pick(defects);
+      seen[kind] = (seen[kind] ?? 0) + 1;
+      const [name] = pick(layout);
+      const t = header[name]!;
+      const [begin, stop] = t.data_offsets as [number, number];
+      let file: Uint8Array | null = null;
+      switch (kind) {
+        case 'overlap': {
+          // Another tensor moved to start inside this one, same length.
+          const other = header[pick(layout.filter(([n]) => n !== name))[0]]!;
+          const [ob, oe] = other.data_offsets as [number, number];
+          const at = begin + rng.int(stop - begin);
+          other.data_offsets = [at, at + oe - ob];
+          break;
+        }
+        case 'dtype size':
+          t.dtype = pick(Object.keys(size).filter((d) => size[d] !== size[t.dtype as string]));
+          break;
+        case 'unknown dtype':
+          t.dtype = pick(['Q4', 'f32', '', 'F8_E4M3X', 4, null]);
+          break;
+        case 'huge shape':
+          t.shape = pick([[2 ** 31, 2 ** 31], [2 ** 53], [1e20], [2 ** 32, 2 ** 32, 4], [Number.MAX_SAFE_INTEGER, 2]]);
+          break;
+        case 'bad shape':
+          t.shape = pick([[-1], [1.5], ['2'], null, {}, [2, -3]]);
+          break;
+        case 'offsets out of range':
+          t.data_offsets = [begin + end, stop + end];
+          break;
+        case 'bad offsets':
+          t.data_offsets = pick([[stop, begin], [begin], [-4, stop - begin - 4], [begin, stop + 0.5], null, 'x']);
+          break;
+        case 'data byte':
+          data[rng.int(end)] ^= 1 + rng.int(255);
+          break;
+        case 'metadata':
+          header.__metadata__ = { format: 'pt', note: 'ü' };
+          break;
+        case 'key order': {
+          const keys = rng.shuffle(Object.keys(header));
+          file = rawFile(Object.fromEntries(keys.map((k) => [k, header[k]])), data);
+          break;
+        }
+      }
+      file ??= rawFile(header, data);
+      if (kind === 'truncated') file = file.slice(0, rng.int(file.length));
+      if (kind === 'header length') {
+        // Past the end of the file, or short of the JSON's closing brace.
+        const json = Buffer.byteLength(JSON.stringify(header));
+        const claim = rng.next() < 0.5 ? file.length - 8 + 1 + rng.int(1000) : 1 + rng.int(json - 1);
+        new DataView(file.buffer, file.byteOffset).setBigUint64(0, BigInt(claim), true);
+      }
+      if (kind === 'data byte' || kind === 'metadata' || kind === 'key order') {
+        const parsed = parseSafetensors(file, 'fuzz').tensors;
+        assert.deepEqual([...parsed.keys()].sort(), ['a', 'b', 'c', 'd'], `input ${i} (${kind})`);
+        for (const [n, dtype, shape] of layout) {
+          const got = parsed.get(n)!;
+          assert.deepEqual([got.dtype, got.shape], [dtype, shape], `input ${i} (${kind}): ${n}`);
+          const [b, e] = header[n]!.data_offsets as [number, number];
+          if (dtype === 'F32')
+            assert.ok(
+              Buffer.from(new Uint8Array(got.data.buffer, got.data.byteOffset, e - b)).equals(data.subarray(b, e)),
+            );
+          else assert.equal(got.data.length, (e - b) / size[dtype]!);
+        }
+      } else assert.throws(() => parseSafetensors(file, 'fuzz'), /fuzz/, `input ${i} (${kind}) was accepted`);
+    }
+    // Every kind came up, so each is checked.
+    assert.deepEqual(Object.keys(seen).sort(), [...defects, ...harmless].sort());
   });
 
   test('config.json objects with random field values', () => {

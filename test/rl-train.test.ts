@@ -11,6 +11,7 @@ import { spawn } from 'node:child_process';
 import {
   hacrl,
   hacrlKilledAt,
+  assertSameCheckpoint,
   hacrlSignalledAt,
   metricRows as metrics,
   rawMetricRows,
@@ -153,6 +154,7 @@ describe('hacrl train', () => {
     assert.equal(/length blow-up/.test(resumed.stdout), firstBlowUp > from && firstBlowUp <= 5);
     assert.ok(!/^step 0 /m.test(resumed.stdout), 'a resume does not validate the base model again');
     assert.ok((await finalWeights(dir)).equals(await finalWeights(join(root, 'a'))), 'final weights equal');
+    await assertSameCheckpoint(dir, join(root, 'a'), 5, ['a']);
     assert.deepEqual(await metrics(dir), await metrics(join(root, 'a')));
   });
 
@@ -188,6 +190,7 @@ describe('hacrl train', () => {
     assert.equal(resumed.status, 0, resumed.stderr);
     assert.match(resumed.stdout, new RegExp(`resuming .* from step ${stopped[1]}`));
     assert.ok((await finalWeights(dir)).equals(await finalWeights(join(root, 'a'))), 'final weights equal');
+    await assertSameCheckpoint(dir, join(root, 'a'), 5, ['a']);
     assert.deepEqual(await metrics(dir), await metrics(join(root, 'a')));
 
     // The newest checkpoints damaged after the fact: resume falls back to the newest one that loads, and says so.

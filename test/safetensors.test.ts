@@ -15,7 +15,7 @@ import {
   type TensorToWrite,
 } from '../src/model/safetensors.js';
 import { writeFileAtomic } from '../src/util/atomic-write.js';
-import { mulberry32 } from './helpers.js';
+import { mulberry32, rawFile } from './helpers.js';
 
 const root = await mkdtemp(join(tmpdir(), 'hacrl-st-'));
 after(() => rm(root, { recursive: true, force: true }));
@@ -36,16 +36,6 @@ function randomBitsF32(n: number, seed: number): Float32Array {
 
 function bytesOf(d: TensorData): Uint8Array {
   return new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
-}
-
-/** A safetensors file built by hand from a header object and raw data, padded like the reference. */
-function rawFile(header: unknown, data: Uint8Array, pad: boolean = true): Uint8Array {
-  let json = JSON.stringify(header);
-  if (pad) json += ' '.repeat((8 - (Buffer.byteLength(json) % 8)) % 8);
-  const h = Buffer.from(json);
-  const len = Buffer.alloc(8);
-  len.writeBigUInt64LE(BigInt(h.byteLength));
-  return Buffer.concat([len, h, data]);
 }
 
 test('F32/I32/I64 tensors round-trip bit for bit, with metadata', async () => {

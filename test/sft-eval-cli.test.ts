@@ -1,11 +1,14 @@
 // `hacrl sft` and `hacrl eval` end to end on a very small agent.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { meanInterval, wilson } from '../src/eval/evaluate.js';
+import { savePretrained } from '../src/model/pretrained.js';
 import { hacrl, TINY_AGENT_FLAGS } from './cli.js';
+import { bigramModel, tokenizer } from './two-answer-model.js';
 
 const root = await mkdtemp(join(tmpdir(), 'hacrl-sft-'));
 after(() => rm(root, { recursive: true, force: true }));
@@ -46,6 +49,14 @@ describe('hacrl sft and hacrl eval', () => {
     ]);
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /sft: greedy accuracy \d+\.\d% \(95% CI \d+\.\d–\d+\.\d%, n=12\) on easy test/);
+    // Twelve steps are too few for accuracy, but not for the loss: its last three steps are clearly below its first.
+    const { history } = JSON.parse(readFileSync(join(dir, 'hacrl_sft.json'), 'utf8')) as {
+      history: { loss: number }[];
+    };
+    assert.equal(history.length, 12);
+    const mean = (xs: { loss: number }[]): number => xs.reduce((a, x) => a + x.loss, 0) / xs.length;
+    const [first, last] = [mean(history.slice(0, 3)), mean(history.slice(-3))];
+    assert.ok(last < first - 0.05, `sft loss: first steps ${first}, last steps ${last}`);
     return readdir(dir).then((files) => {
       for (const f of [
         'config.json',
@@ -100,6 +111,45 @@ describe('hacrl sft and hacrl eval', () => {
     assert.ok(g.n === 10 && g.low <= g.value && g.value <= g.high);
     const full = JSON.parse(await readFile(out, 'utf8')) as { problems: unknown[] }[];
     assert.equal(full[0]!.problems.length, 10);
+  });
+
+  test('eval scores what the model answers against the golds: greedy, avg@k and maj@k flip with the golds', async () => {
+    // The hand-wired agent answers 7 greedily and 7 or 3 when sampled: with 5 of 8 golds 7, greedy accuracy is 5/8;
+    // with every gold swapped it is 3/8, and each sampled answer (the same samples: same prompts and seed) is right
+    // under exactly one of the two gold sets, so avg@k and maj@k of the two add up to 1.
+    const agent = join(root, 'two-answer');
+    await savePretrained(agent, { model: bigramModel(), tokenizer, generation: null });
+    const golds = ['7', '3', '7', '7', '3', '7', '3', '7'];
+    const run = async (name: string, gs: string[]) => {
+      const data = join(root, name);
+      await writeFile(data, gs.map((g, i) => `${JSON.stringify({ prompt: `q${i}`, answer: g })}\n`).join(''));
+      const r = hacrl([
+        'eval',
+        '--model',
+        agent,
+        '--data',
+        data,
+        '--template',
+        '{question}',
+        '--k',
+        '5',
+        '--max-new-tokens',
+        '16',
+        '--json',
+      ]);
+      assert.equal(r.status, 0, r.stderr);
+      type E = { value: number; n: number };
+      return (JSON.parse(r.stdout.trim().split('\n').pop()!) as { results: Record<string, E>[] }).results[0]!;
+    };
+    const right = await run('golds.jsonl', golds);
+    const swapped = await run(
+      'swapped.jsonl',
+      golds.map((g) => (g === '7' ? '3' : '7')),
+    );
+    assert.deepEqual([right.greedy!.value, swapped.greedy!.value, right.greedy!.n], [5 / 8, 3 / 8, 8]);
+    for (const rate of ['avg_at_k', 'maj_at_k'])
+      assert.ok(Math.abs(right[rate]!.value + swapped[rate]!.value - 1) < 1e-12, `${rate}: ${right[rate]!.value}`);
+    assert.ok(right.maj_at_k!.value > 0 && right.maj_at_k!.value < 1, 'the samples split the problems');
   });
 
   test('bad options and data are refused with what to change', async () => {

@@ -1,0 +1,83 @@
+// `hacrl train` must make an agent better at what it is rewarded for, not only run: the hand-wired two-answer agent
+// (greedy "\boxed{7}", sampled 7 or 3) trained where every gold is 3 goes from 0% to 100% greedy accuracy, alone under
+// GRPO and as a team of two under HACPO.
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { savePretrained } from '../src/model/pretrained.js';
+import { hacrl, metricRows } from './cli.js';
+import { bigramModel, tokenizer } from './two-answer-model.js';
+
+const root = await mkdtemp(join(tmpdir(), 'hacrl-direction-'));
+after(() => rm(root, { recursive: true, force: true }));
+
+/** Trains the two-answer agent(s) where every gold is 3; returns each agent's greedy accuracy per validated step. */
+async function train(name: string, set: string[]): Promise<Record<string, unknown>[]> {
+  const runDir = join(root, name);
+  const r = hacrl([
+    'train',
+    '--set',
+    `runDir=${runDir}`,
+    `data.train=${data}`,
+    `data.validation=[${data}]`,
+    'data.template={question}',
+    'rollout.promptsPerStep=4',
+    'rollout.groupSize=4',
+    'rollout.maxNewTokens=12',
+    'eval.problems=8',
+    ...set,
+  ]);
+  assert.equal(r.status, 0, r.stderr);
+  // The validation metric is named after the data file.
+  return (await metricRows(runDir)).flatMap((row) => {
+    const greedy = Object.entries(row).find(([k]) => /^val\/.*threes\/greedy$/.test(k))?.[1];
+    return greedy === undefined ? [] : [{ step: row.step, agent: row.agent, greedy }];
+  });
+}
+
+const agent = join(root, 'agent');
+const data = join(root, 'threes.jsonl');
+before(async () => {
+  await savePretrained(agent, { model: bigramModel(), tokenizer, generation: null });
+  await writeFile(
+    data,
+    Array.from({ length: 8 }, (_, i) => `${JSON.stringify({ prompt: `q${i}`, answer: '3' })}\n`).join(''),
+  );
+});
+
+test('GRPO on the two-answer agent with every gold 3: greedy accuracy rises from 0 to 1', async () => {
+  const rows = await train('grpo', [
+    'algorithm=grpo',
+    'agents.0.name=a',
+    `agents.0.checkpoint=${agent}`,
+    'optim.lr=0.01',
+    'steps=6',
+    'eval.every=6',
+  ]);
+  assert.deepEqual(rows, [
+    { step: 0, agent: 'a', greedy: 0 },
+    { step: 6, agent: 'a', greedy: 1 },
+  ]);
+});
+
+test('HACPO with two copies of it: both agents go from 0 to 1', async () => {
+  // Four updates a step (the recipe's mini-batches): a smaller rate than GRPO's single update, or Adam overshoots.
+  const rows = await train('hacpo', [
+    'algorithm=hacpo',
+    'agents.0.name=a',
+    `agents.0.checkpoint=${agent}`,
+    'agents.1.name=b',
+    `agents.1.checkpoint=${agent}`,
+    'optim.lr=0.003',
+    'steps=8',
+    'eval.every=8',
+  ]);
+  assert.deepEqual(rows, [
+    { step: 0, agent: 'a', greedy: 0 },
+    { step: 0, agent: 'b', greedy: 0 },
+    { step: 8, agent: 'a', greedy: 1 },
+    { step: 8, agent: 'b', greedy: 1 },
+  ]);
+});
