@@ -143,7 +143,10 @@ export async function rebuildMismatches(
   try {
     for (const [i, agent] of pair.agents.entries()) {
       const again = await ensureAgent(pair, agent, scratch, log, true);
-      const want = built[i]!.manifest.weightsSha256;
+      // The cached file's own hash, not the one its manifest records: a damaged file must not pass the check.
+      const want = createHash('sha256')
+        .update(await readFile(join(built[i]!.dir, 'model.safetensors')))
+        .digest('hex');
       const same = again.manifest.weightsSha256 === want;
       if (!same) mismatches++;
       log(
