@@ -37,6 +37,7 @@ import { RolloutSource } from '../src/train/sample-sources.js';
 import { learnerView, type SampleRecord } from '../src/train/sample-table.js';
 import { memoryMetrics } from '../src/util/memory.js';
 import { Rng } from '../src/util/rng.js';
+import { mean } from '../src/util/stats.js';
 import { matmulParams } from './flops.js';
 import { machinePeak, peakLine } from './peak.js';
 import { openmpWaitPolicy } from '../src/backend/native.js';
@@ -130,7 +131,6 @@ function stepFlops(agents: readonly Agent[], table: readonly SampleRecord[], sha
   return { generate, train };
 }
 
-const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
 const round = (x: number, d = 3): number => Number(x.toFixed(d));
 
 /** One setting's averages over its timed steps. */
