@@ -9,6 +9,11 @@
  * differs, is run as well and shown as a second column. Decoding is also timed in llama.cpp (bench/llama-cpp.ts:
  * node-llama-cpp's prebuilt CPU build on the same weights exported to GGUF f32, same prompts, threads and batch).
  * With --json the last line is one JSON object.
+ *
+ * `--shape NAME` (smollm2-135m, qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b; src/model/shapes.ts) times hacrl alone on that
+ * public checkpoint's shape with random weights made here, on every thread: SFT training tokens/s (1 warm-up step,
+ * then --steps=N timed, default 1), greedy decode tokens/s at batch 16 (--quick: 16 new tokens) and the process's peak
+ * memory. No PyTorch or llama.cpp column: a second copy of a 0.5–1B model does not fit beside it on a small machine.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -20,6 +25,7 @@ import type { Kernels } from '../src/backend/kernels.js';
 import { nativeBackend, nativeLoadError } from '../src/backend/select.js';
 import { generate, sampleRows } from '../src/model/generate.js';
 import { parseHfConfig, type TransformerConfig } from '../src/model/hf-config.js';
+import { shapeConfig } from '../src/model/shapes.js';
 import { KVCache } from '../src/model/kv-cache.js';
 import type { PromptResponse } from '../src/model/pack.js';
 import { sftLoss } from '../src/model/sft.js';
@@ -53,6 +59,15 @@ const envCore = process.env.OPENBLAS_CORETYPE ?? '';
 const CANDIDATE_CORES = ['', 'SkylakeX', 'Cooperlake', 'Haswell', 'Zen'];
 const json = args.has('--json');
 const quick = args.has('--quick');
+/** --shape=NAME or --shape NAME: a public checkpoint's shape (src/model/shapes.ts) instead of the built-in models. */
+const shapeArg = ((): string | undefined => {
+  const argv = process.argv.slice(2);
+  const i = argv.indexOf('--shape');
+  return i >= 0 ? argv[i + 1] : argv.find((a) => a.startsWith('--shape='))?.split('=')[1];
+})();
+/** Timed training steps under --shape (after one warm-up step); default 1. */
+const shapeSteps = Number(process.argv.find((a) => a.startsWith('--steps='))?.split('=')[1] ?? 1);
+if (!Number.isInteger(shapeSteps) || shapeSteps < 1) throw new Error(`--steps=N needs a whole number ≥ 1`);
 const log = (s: string): void => {
   if (!json) console.log(s);
 };
@@ -588,6 +603,50 @@ async function generateCheck(k: Kernels, threads: number): Promise<GenerateCheck
   };
 }
 
+/** What `--shape` measures: hacrl alone on a public checkpoint's shape with random weights. */
+async function benchShape(name: string, k: Kernels, threads: number): Promise<void> {
+  const cfg = shapeConfig(name);
+  const model = initModel(cfg, SEED);
+  const n = matmulParams(model);
+  log(
+    `${name}: ${model.numParameters.toLocaleString('en-US')} parameters (${n.toLocaleString('en-US')} in matmuls), ` +
+      `random weights, ${threads} threads`,
+  );
+  const rng = new Rng(SEED + 1);
+  const items = Array.from({ length: TRAIN.batch }, () => {
+    const ids = randomIds(rng, TRAIN.seqLen, cfg.vocabSize);
+    return { prompt: ids.slice(0, TRAIN.promptLen), response: ids.slice(TRAIN.promptLen) };
+  });
+  const train = hacrlTrain(k, model, items, shapeSteps);
+  const trainTps = (TRAIN.batch * TRAIN.seqLen) / median(train.stepS);
+  log(
+    `  train: B=${TRAIN.batch} × T=${TRAIN.seqLen}, ${round(median(train.stepS), 2)} s per step (median of ` +
+      `${shapeSteps}), ${fmt(trainTps)} tokens/s`,
+  );
+  const batch = HEADLINE.decodeBatch;
+  const prompts = Array.from({ length: batch }, () => randomIds(rng, DECODE.promptLen, cfg.vocabSize));
+  const decode = hacrlDecode(k, model, prompts, DECODE.newTokens);
+  const decodeTps = (batch * decode.stepS.length) / sum(decode.stepS);
+  log(
+    `  decode: batch ${batch}, prompt ${DECODE.promptLen}, ${DECODE.newTokens} new tokens: prefill ` +
+      `${round(decode.prefillS, 2)} s, ${fmt(decodeTps)} tokens/s`,
+  );
+  const peakRss = round(process.resourceUsage().maxRSS / 1024);
+  log(`  peak resident memory ${fmt(peakRss)} MiB`);
+  if (json)
+    console.log(
+      JSON.stringify({
+        shape: name,
+        threads,
+        parameters: model.numParameters,
+        matmul_parameters: n,
+        train: { batch: TRAIN.batch, seq_len: TRAIN.seqLen, step_s: train.stepS, tokens_per_s: round(trainTps) },
+        decode: { batch, new_tokens: DECODE.newTokens, prefill_s: decode.prefillS, tokens_per_s: round(decodeTps) },
+        peak_rss_mb: peakRss,
+      }),
+    );
+}
+
 async function main(): Promise<void> {
   const started = performance.now();
   const native = nativeBackend();
@@ -597,6 +656,7 @@ async function main(): Promise<void> {
   }
   const k = engine();
   const maxThreads = native.maxThreads();
+  if (shapeArg !== undefined) return benchShape(shapeArg, k, maxThreads);
   const threadCounts = quick ? [Math.min(2, maxThreads)] : maxThreads >= 2 ? [1, 2] : [1];
   const peakProbe = machinePeak(native, threadCounts);
   const peak = peakProbe.gflops;

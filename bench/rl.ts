@@ -12,6 +12,11 @@
  * table, each learner's `learnerStep` updates it. Steps after the first are averaged (the first warms caches and the
  * reward worker pool). --single times only the one agent (no pair, no PyTorch). With --json the last line is one JSON
  * object.
+ *
+ * `--shape NAME` (smollm2-135m, qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b; src/model/shapes.ts) times one GRPO agent of
+ * that public checkpoint's shape with random weights made here — B=8 prompts × G=4 responses of 256 new tokens
+ * (--new-tokens=N changes the length), 1 timed step after the warm-up unless --steps=N — with no pair and no PyTorch
+ * peer: the split, tokens/s and peak memory of the step the issue's targets name.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -23,11 +28,13 @@ import { CapabilityTracker } from '../src/algorithms/hacpo/index.js';
 import { ALGORITHM_RECIPES, type Recipe } from '../src/algorithms/recipes.js';
 import { engine } from '../src/backend/engine.js';
 import { nativeBackend } from '../src/backend/select.js';
-import { saveModel } from '../src/model/weights.js';
+import { shapeConfig } from '../src/model/shapes.js';
+import { initModel, saveModel } from '../src/model/weights.js';
 import { AdamW } from '../src/optim/adamw.js';
 import { mathReward } from '../src/rewards/reward.js';
 import { closeDefaultPool } from '../src/rewards/worker-pool.js';
 import type { Agent } from '../src/rollout/rollout.js';
+import type { Tokenizer } from '../src/tokenizer/tokenizer.js';
 import { DEFAULT_PLAIN_FORMAT, renderPrompt } from '../src/tasks/prompt.js';
 import { makeTaskDataset, presetSpec } from '../src/tasks/splits.js';
 import { AgentSpecSchema, buildModel, buildTokenizer } from '../src/model/agent-spec.js';
@@ -44,11 +51,24 @@ import { openmpWaitPolicy } from '../src/backend/native.js';
 
 const argv = process.argv.slice(2);
 const json = argv.includes('--json');
-const singleOnly = argv.includes('--single');
+/** The value of `--NAME=VALUE` or `--NAME VALUE`. */
+const option = (name: string): string | undefined => {
+  const i = argv.indexOf(`--${name}`);
+  return i >= 0 ? argv[i + 1] : argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
+};
+/** A public checkpoint's shape (src/model/shapes.ts) for the one agent, checked before any work. */
+const SHAPE = option('shape');
+if (SHAPE !== undefined) shapeConfig(SHAPE);
+const singleOnly = argv.includes('--single') || SHAPE !== undefined;
 const withTorch = !argv.includes('--no-torch') && !singleOnly;
-/** Timed steps per setting after the warm-up step; default 3. */
-const STEPS = Number(argv.find((a) => a.startsWith('--steps='))?.split('=')[1] ?? 3);
-if (!Number.isInteger(STEPS) || STEPS < 1) throw new Error(`--steps=N needs a whole number ≥ 1, got ${STEPS}`);
+/** A whole number ≥ 1 from `--NAME=N`, or `fallback`. */
+const count = (name: string, fallback: number): number => {
+  const v = Number(option(name) ?? fallback);
+  if (!Number.isInteger(v) || v < 1) throw new Error(`--${name}=N needs a whole number ≥ 1, got ${option(name)}`);
+  return v;
+};
+/** Timed steps per setting after the warm-up step; default 3 (1 under --shape). */
+const STEPS = count('steps', SHAPE === undefined ? 3 : 1);
 const log = (s: string): void => {
   if (!json) console.log(s);
 };
@@ -56,9 +76,9 @@ const PYTHON = '/usr/bin/python3';
 const TORCH_SCRIPT = fileURLToPath(new URL('../../bench/torch_rl_bench.py', import.meta.url));
 
 const k = engine();
-const B = 16;
-const G = 8;
-const MAX_NEW = 64;
+const B = SHAPE === undefined ? 16 : 8;
+const G = SHAPE === undefined ? 8 : 4;
+const MAX_NEW = count('new-tokens', SHAPE === undefined ? 64 : 256);
 const MINI_BATCHES = 4;
 const EPOCHS = 1;
 const LR = 1e-5;
@@ -86,6 +106,25 @@ function makeAgent(name: string, spec: Record<string, unknown>): Agent {
   const s = AgentSpecSchema.parse(spec);
   const tokenizer = buildTokenizer(s, corpus);
   return { name, model: buildModel(s, tokenizer), tokenizer };
+}
+
+/**
+ * An agent of `shape` with random weights and the character tokenizer, widened to the shape's vocabulary: random
+ * weights sample any id, and an id past the alphabet reads as an alphabet character (the text only feeds the reward).
+ */
+function shapeAgent(shape: string): Agent {
+  const base = buildTokenizer(AgentSpecSchema.parse({}), corpus);
+  const model = initModel(shapeConfig(shape), 1);
+  const specials = 2; // EOS and PAD come first in the alphabet
+  const fold = (id: number): number =>
+    id < base.vocabSize ? id : specials + ((id - specials) % (base.vocabSize - specials));
+  const tokenizer: Tokenizer = Object.create(base, {
+    vocabSize: { value: model.cfg.vocabSize },
+    decode: {
+      value: (ids: readonly number[], o?: Parameters<Tokenizer['decode']>[1]) => base.decode(ids.map(fold), o),
+    },
+  });
+  return { name: shape, model, tokenizer };
 }
 
 /** An algorithm's published recipe as one step's update settings, with this benchmark's mini-batches. */
@@ -350,7 +389,8 @@ async function main(): Promise<void> {
   const peakProbe = native ? machinePeak(native, [threads]) : null;
   const peak = round(peakProbe ? peakProbe.gflops[threads]! : NaN, 1);
   log(
-    `hacrl RL step benchmark — B=${B}, G=${G}, ≤ ${MAX_NEW} new tokens, ${MINI_BATCHES} mini-batches, ${threads} threads`,
+    `hacrl RL step benchmark — B=${B}, G=${G}, ≤ ${MAX_NEW} new tokens, ${MINI_BATCHES} mini-batches, ${threads} threads` +
+      (SHAPE === undefined ? '' : `, shape ${SHAPE} (random weights)`),
   );
   log(`BLAS in use: ${k.blas} (OPENBLAS_CORETYPE=${process.env.OPENBLAS_CORETYPE ?? 'unset'})`);
   log(`OpenMP wait policy: ${openmpWaitPolicy()}`);
@@ -358,8 +398,8 @@ async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'hacrl-bench-rl-'));
   try {
     const grpo = benchRecipe(ALGORITHM_RECIPES.grpo);
-    const single = makeAgent('qwen3-char', {});
-    await saveModel(dir, single.model); // the torch peer starts from these weights
+    const single = SHAPE === undefined ? makeAgent('qwen3-char', {}) : shapeAgent(SHAPE);
+    if (withTorch) await saveModel(dir, single.model); // the torch peer starts from these weights
     const solo = await benchSetting(
       [single],
       grpo,

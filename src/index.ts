@@ -19,6 +19,7 @@ export {
   type PolicyLossOptions,
   type PolicyLossStats,
 } from './algorithms/policy-loss.js';
+export type { RolloutCorrection } from './algorithms/rollout-correction.js';
 export { type SampleRecord, type LearnerTokens, learnerView } from './train/sample-table.js';
 export { RolloutSource, type SampleSource, type StepInputs, type RolloutRole } from './train/sample-sources.js';
 export { learnerStep, teamStep, type Learner, type UpdateRecipe } from './train/learner-step.js';

@@ -153,6 +153,25 @@ describe('hacrl train: collaborative runs', () => {
       if (row.step !== 0) assert.equal(row.foreign_in_band_frac, row.foreign_in_band_frac_token);
   });
 
+  test('rollout correction under HACPO: own responses per sequence; a mask that drops nothing trains like none', async () => {
+    const extra = ['optim.rolloutCorrection=mask', 'optim.rolloutCorrectionLevel=sequence'];
+    const rows = await twoSteps('rollout-mask', ['base', 'size'], extra);
+    for (const row of rows) {
+      const [kl, max, dropped] = [row.rollout_kl, row.rollout_ratio_max, row.rollout_corrected_frac] as number[];
+      assert.ok(kl! >= 0 && kl! < 1e-4 && max! < 1.01 && dropped === 0, JSON.stringify(row));
+    }
+    const without = (rs: Row[]) =>
+      rs.map((r) => Object.fromEntries(Object.entries(r).filter(([k]) => !/^rollout_/.test(k))));
+    assert.deepEqual(
+      without(rows),
+      (await metrics(join(root, 'size'))).filter((row) => row.step !== 0),
+    );
+    for (const a of ['base', 'size'])
+      assert.ok(
+        (await finalWeights(join(root, 'rollout-mask'), a, 2)).equals(await finalWeights(join(root, 'size'), a, 2)),
+      );
+  });
+
   test('three agents of three kinds learn from each other', async () => {
     await twoSteps('three', ['base', 'size', 'model'], ['optim.miniBatches=3'], 3);
   });

@@ -174,6 +174,23 @@ describe('hacrl train', () => {
     );
   });
 
+  test('rollout correction logs the sampler/learner mismatch; a mask that drops nothing trains exactly like none', async () => {
+    const dir = join(root, 'rollout-mask');
+    const r = hacrl(runArgs(dir, ['optim.rolloutCorrection=mask']));
+    assert.equal(r.status, 0, r.stderr);
+    const rows = await metrics(dir);
+    const rollout = /^rollout_/;
+    for (const row of rows.slice(1)) {
+      // fp32 decoding and the training forward pass agree to rounding: far inside the mask's band [0.5, 2].
+      const [kl, max, dropped] = [row.rollout_kl, row.rollout_ratio_max, row.rollout_corrected_frac] as number[];
+      assert.ok(kl! >= 0 && kl! < 1e-4 && max! >= 1 && max! < 1.01 && dropped === 0, JSON.stringify(row));
+    }
+    const without = (rs: Record<string, unknown>[]) =>
+      rs.map((row) => Object.fromEntries(Object.entries(row).filter(([k]) => !rollout.test(k))));
+    assert.deepEqual(without(rows), await metrics(join(root, 'a')));
+    assert.ok((await finalWeights(dir)).equals(await finalWeights(join(root, 'a'))), 'final weights equal');
+  });
+
   test('SIGINT finishes the step, writes a checkpoint, says how to resume, and the resumed run ends identical', async () => {
     const dir = join(root, 'interrupted');
     const r = await hacrlSignalledAt(runArgs(dir), join(dir, 'checkpoints', 'step-000002', 'state.json'), ['SIGINT']);

@@ -9,6 +9,7 @@ import { type ClipRange, validateClip } from './clipped-surrogate.js';
 import { DEFAULT_STEPWISE_CLIP, type StepwiseClip, stepwiseLowerBound } from './hacpo/stepwise-clip.js';
 import { type KlEstimator, addKlPenalty } from './kl.js';
 import { Mean, type RatioStats, RatioTally } from './loss-stats.js';
+import { type RolloutCorrection, rolloutTokenWeights, validateRolloutCorrection } from './rollout-correction.js';
 import {
   type LossUnits,
   type PolicySequence,
@@ -17,7 +18,7 @@ import {
   lossUnits,
   validateSequence,
 } from './sequence.js';
-import { type Surrogate, type SurrogateName, surrogateSpec } from './surrogates.js';
+import { type Surrogate, type SurrogateName, type SurrogateTerm, surrogateSpec } from './surrogates.js';
 
 /** The surrogate objective of own responses. */
 export interface PolicyObjective {
@@ -70,6 +71,13 @@ export interface PolicyLossOptions {
   entropyCoef?: number;
   /** Drop sequences flagged `truncated` from the loss and from every denominator; default false. */
   maskTruncated?: boolean;
+  /**
+   * Correct own responses for the sampler/learner log-prob mismatch (rollout-correction.ts): TIS scales each own
+   * token's (or sequence's) surrogate term by min(ρ, C); masking drops tokens (or sequences) with ρ outside [1/C, C]
+   * from the loss and its denominators. Own sequences then need samplingLogProbs and oldLogProbs; token level needs a
+   * token-ratio surrogate. Default none.
+   */
+  rolloutCorrection?: RolloutCorrection;
   /**
    * The denominators to divide by; default this batch's own lossUnits. Pass lossUnits(miniBatch) when calling on
    * micro-batches of one mini-batch, so that their losses and gradients add up to the mini-batch's.
@@ -136,6 +144,7 @@ interface Resolved {
   estimator: KlEstimator;
   entropyCoef: number;
   maskTruncated: boolean;
+  correction: RolloutCorrection | null;
 }
 
 /** Fills in defaults, validates, and builds each kind of response's surrogate from the registry. */
@@ -155,6 +164,13 @@ function resolve(options: PolicyLossOptions): Resolved {
   const band = f?.stepwise ?? DEFAULT_STEPWISE_CLIP;
   const params = { clip, dualClip, alpha, band, update: f?.update ?? 0 };
   const foreign = f === undefined ? null : surrogateSpec(f.surrogate ?? 'hacpo-foreign', 'foreign');
+  const correction = options.rolloutCorrection ?? null;
+  if (correction !== null) validateRolloutCorrection(correction);
+  if (correction?.level === 'token' && spec.ratioLevel === 'sequence')
+    throw new Error(
+      `token-level rollout correction needs a surrogate with token ratios, but '${obj.surrogate}' has one ratio per ` +
+        'sequence: correct at the sequence level',
+    );
   return {
     own: spec.build(params),
     ownLevel: spec.ratioLevel,
@@ -165,18 +181,68 @@ function resolve(options: PolicyLossOptions): Resolved {
     estimator: options.kl?.estimator ?? 'k3',
     entropyCoef,
     maskTruncated: options.maskTruncated ?? false,
+    correction,
   };
+}
+
+/**
+ * An own sequence under rollout correction: its weight per token (over the tokens it counts); under masking, the
+ * sequence with the dropped tokens masked out instead, so that they leave the loss and every denominator.
+ */
+function rolloutCorrected(
+  seq: PolicySequence,
+  index: number,
+  c: RolloutCorrection,
+  maskTruncated: boolean,
+): { seq: PolicySequence; weights: Float64Array | null } {
+  if (seq.own === false) return { seq, weights: null };
+  if (seq.samplingLogProbs === undefined || seq.oldLogProbs === undefined)
+    throw new Error(
+      `sequence ${index} (own) needs samplingLogProbs and oldLogProbs under rollout correction '${c.mode}': pass ` +
+        'both, or leave rolloutCorrection out',
+    );
+  const weights = rolloutTokenWeights(seq.oldLogProbs, seq.samplingLogProbs, countedTokens(seq, maskTruncated), c);
+  if (c.mode === 'tis') return { seq, weights };
+  const mask = Array.from(weights, (w, t) => (seq.mask === undefined ? w : seq.mask[t]! * w));
+  return { seq: { ...seq, mask }, weights: null };
+}
+
+/**
+ * An own term under TIS: the whole sequence's term scaled by its one weight, or (token level, where the surrogate's
+ * loss is a sum of independent per-token terms) each token's term by its own.
+ */
+function tisTerm(
+  s: Surrogate,
+  seq: PolicySequence,
+  tokens: readonly number[],
+  w: number,
+  g: Float64Array,
+  weights: Float64Array,
+  level: RolloutCorrection['level'],
+): SurrogateTerm {
+  if (level === 'sequence') return s(seq, tokens, w * weights[tokens[0]!]!, g);
+  const out: SurrogateTerm = { loss: 0, ratios: [] };
+  for (const t of tokens) {
+    const term = s(seq, [t], w * weights[t]!, g);
+    out.loss += term.loss;
+    out.ratios.push(...term.ratios);
+  }
+  return out;
 }
 
 /**
  * L = Σ_i w_i·[ℓ_i + β·Σ_t KL_{i,t} − β_H·Σ_t H_{i,t}] with w_i from the aggregation mode (aggregate.ts) and ℓ_i the
  * sequence's surrogate: GRPO's token ratios or GSPO's sequence ratio for own responses, HACPO's Eqs. 12–14 (or GSPO,
- * for naive sharing) for foreign ones; KL and entropy on own responses only. Throws on malformed sequences or options;
- * a non-finite log-prob is not an error but makes the loss NaN, so the trainer can skip the step.
+ * for naive sharing) for foreign ones; KL and entropy on own responses only. Under a rollout correction an own ℓ_i's
+ * terms carry TIS weights, or the masked tokens leave before anything is counted. Throws on malformed sequences or
+ * options; a non-finite log-prob is not an error but makes the loss NaN, so the trainer can skip the step.
  */
-export function policyLoss(batch: readonly PolicySequence[], options: PolicyLossOptions): PolicyLossResult {
+export function policyLoss(input: readonly PolicySequence[], options: PolicyLossOptions): PolicyLossResult {
   const o = resolve(options);
-  batch.forEach(validateSequence);
+  input.forEach(validateSequence);
+  const c = o.correction;
+  const corrected = c === null ? null : input.map((seq, i) => rolloutCorrected(seq, i, c, o.maskTruncated));
+  const batch = corrected === null ? input : corrected.map((r) => r.seq);
   const counts = lossUnits(batch, o.maskTruncated);
   const units = checkedDenominators(options.denominators, counts, 'lossUnits');
   const ownTally = new RatioTally(o.ownLevel);
@@ -200,7 +266,10 @@ export function policyLoss(batch: readonly PolicySequence[], options: PolicyLoss
     if (!own && o.foreign === null) throw new Error(`sequence ${i} is foreign but options.foreign is not set`);
     // HACRL Eq. 10: a foreign response's advantage enters every surrogate scaled by its coefficient ω^(j,k).
     const scaled = seq.coefficient === undefined ? seq : { ...seq, advantage: seq.advantage * seq.coefficient };
-    const term = (own ? o.own : o.foreign!)(scaled, tokens, w, g);
+    const tis = corrected?.[i]!.weights;
+    const term = tis
+      ? tisTerm(o.own, scaled, tokens, w, g, tis, c!.level)
+      : (own ? o.own : o.foreign!)(scaled, tokens, w, g);
     policy += term.loss;
     for (const r of term.ratios) (own ? ownTally : foreignTally).add(r.ratio, r.clipped);
     if (own) ownCount++;

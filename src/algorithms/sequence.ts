@@ -12,6 +12,11 @@ export interface PolicySequence {
   /** log π_old(y_t | x, y_<t) of the learner before this step's updates; required for own responses. */
   oldLogProbs?: ArrayLike<number>;
   /**
+   * Own responses only: log π(y_t) as the sampler computed it while generating (nats, temperature 1); needed only
+   * under a rollout correction, which weighs each term by exp(old − this) (rollout-correction.ts).
+   */
+  samplingLogProbs?: ArrayLike<number>;
+  /**
    * The generator's mean pre-update log-prob over the response (HACRL Eq. 11's denominator); required for a foreign
    * response; for an own one it replaces the mean of oldLogProbs in the sequence ratio (the HACPO API's form).
    */
@@ -81,13 +86,14 @@ export function lossUnits(batch: readonly PolicySequence[], maskTruncated = fals
 
 /**
  * Throws, naming the sequence, when its arrays differ in length, its mask holds anything but 0 and 1, it lacks the
- * old log-probs its kind needs, an own response's generatorOldMean disagrees with its oldLogProbs, or its coefficient
- * is not finite and > 0 (or not 1 on an own response).
+ * old log-probs its kind needs, a foreign one carries samplingLogProbs, an own response's generatorOldMean disagrees
+ * with its oldLogProbs, or its coefficient is not finite and > 0 (or not 1 on an own response).
  */
 export function validateSequence(seq: PolicySequence, index: number): void {
   const n = seq.logProbs.length;
   const others: [string, ArrayLike<number> | undefined][] = [
     ['oldLogProbs', seq.oldLogProbs],
+    ['samplingLogProbs', seq.samplingLogProbs],
     ['refLogProbs', seq.refLogProbs],
     ['entropy', seq.entropy],
     ['mask', seq.mask],
@@ -101,6 +107,10 @@ export function validateSequence(seq: PolicySequence, index: number): void {
     throw new Error(`sequence ${index}: a foreign response needs generatorOldMean (the generator's old mean)`);
   if (seq.own !== false && seq.oldLogProbs === undefined && seq.generatorOldMean === undefined)
     throw new Error(`sequence ${index}: an own response needs oldLogProbs (the learner's pre-update log-probs)`);
+  if (seq.own === false && seq.samplingLogProbs !== undefined)
+    throw new Error(
+      `sequence ${index}: samplingLogProbs is for own responses; a foreign one's ratio already weighs its generator`,
+    );
   const chars = seq.ratioCharacters;
   if (chars !== undefined && seq.own !== false)
     throw new Error(

@@ -198,7 +198,26 @@ const stepwiseBandStaysOpen: Check = (c) => {
   });
 };
 
+const rolloutCorrectionApplies: Check = (c) => {
+  const o = c.optim;
+  if (o.rolloutCorrection === 'none') return [];
+  if (c.workflow !== undefined)
+    return issue(
+      ['optim', 'rolloutCorrection'],
+      `optim.rolloutCorrection is '${o.rolloutCorrection}' but a workflow run does not record its sampling ` +
+        "log-probs: set it to 'none'",
+    );
+  if (o.rolloutCorrectionLevel === 'token' && SURROGATES[o.surrogate].ratioLevel === 'sequence')
+    return issue(
+      ['optim', 'rolloutCorrectionLevel'],
+      `optim.surrogate '${o.surrogate}' forms one ratio per response, so the rollout correction cannot weigh its ` +
+        'tokens one by one: set optim.rolloutCorrectionLevel: sequence',
+    );
+  return [];
+};
+
 const CHECKS: readonly Check[] = [
+  rolloutCorrectionApplies,
   workflowMatchesAlgorithm,
   stepwiseBandStaysOpen,
   collaborationHasPartners,

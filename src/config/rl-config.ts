@@ -10,6 +10,7 @@ import { RATIO_NORMALIZATIONS } from '../algorithms/hacpo/ratio-normalization.js
 import { ADVANTAGE_ESTIMATORS, ADVANTAGE_ESTIMATOR_NAMES } from '../algorithms/advantages.js';
 import { LOSS_AGGREGATIONS } from '../algorithms/aggregate.js';
 import { KL_ESTIMATORS } from '../algorithms/kl.js';
+import { ROLLOUT_CORRECTION_LEVELS, ROLLOUT_CORRECTIONS } from '../algorithms/rollout-correction.js';
 import { ALGORITHM_RECIPES, ALGORITHMS, VARIANTS, type Recipe } from '../algorithms/recipes.js';
 import { FOREIGN_SURROGATES, OWN_SURROGATES, SURROGATES } from '../algorithms/surrogates.js';
 import { WorkflowConfigSchema } from '../workflows/workflow-config.js';
@@ -254,6 +255,22 @@ const RunConfigObject = z.strictObject({
       ),
       filterZeroVariance: field(z.boolean(), false, 'Leave groups whose rewards are all equal out of the loss'),
       maskTruncated: field(z.boolean(), false, 'Leave completions cut at maxNewTokens out of the loss'),
+      rolloutCorrection: field(
+        z.enum(ROLLOUT_CORRECTIONS),
+        'none',
+        'Correct own responses for the sampler/learner log-prob mismatch, ρ = exp(learner old − sampler log-prob): ' +
+          'tis weighs each term by min(ρ, cap), mask drops those with ρ outside [1/cap, cap] (docs/learner-pipeline.md)',
+      ),
+      rolloutCorrectionCap: field(
+        z.number().gt(1, 'must be above 1 (e.g. 2)').finite(),
+        2,
+        'The rollout correction cap C: TIS truncates ρ at C; mask keeps 1/C ≤ ρ ≤ C',
+      ),
+      rolloutCorrectionLevel: field(
+        z.enum(ROLLOUT_CORRECTION_LEVELS),
+        'token',
+        "One ρ per token, or per response (the geometric mean of its tokens'; needed by sequence-ratio surrogates)",
+      ),
       lr: LR,
       schedule: field(z.enum(['constant', 'cosine', 'linear']), 'constant', 'Learning-rate shape after warm-up'),
       warmupSteps: field(count(0), 0, 'Steps of linear learning-rate warm-up (training steps, not updates)'),

@@ -26,6 +26,7 @@ import {
 import type { KlEstimator } from '../algorithms/kl.js';
 import { policyLoss, type PolicyLossStats } from '../algorithms/policy-loss.js';
 import type { Sharing } from '../algorithms/recipes.js';
+import { rolloutMismatch, type RolloutCorrection } from '../algorithms/rollout-correction.js';
 import { SURROGATES, type SurrogateName } from '../algorithms/surrogates.js';
 import type { PolicySequence } from '../algorithms/sequence.js';
 import { scoreResponses } from '../model/response-log-probs.js';
@@ -75,6 +76,8 @@ export interface UpdateRecipe {
   discrepancyCoefficient: boolean;
   /** The surrogate of foreign responses (sharing 'hacpo' and 'naive'). */
   foreign: SurrogateName;
+  /** Correction of own responses for the sampler/learner log-prob mismatch; absent: none. */
+  rolloutCorrection?: RolloutCorrection;
 }
 
 /** A policy being trained, with its optimizer, reference, this step's learning rate and its own HACPO knobs. */
@@ -139,6 +142,16 @@ function advantages(
   const values = new Float64Array(table.length).fill(NaN);
   pool.forEach((i, j) => (values[i] = out.advantages[j]!));
   return { ...out, values };
+}
+
+/** An own record's sampling log-probs, for a rollout correction; an error naming the fix where none were recorded. */
+function samplingLogProbs(r: SampleRecord): number[] {
+  if (r.samplingLogProbs === undefined)
+    throw new Error(
+      `record ${r.id} of ${r.generator} has no sampling log-probs (its source does not record them), so the rollout ` +
+        'correction cannot weigh it: set optim.rolloutCorrection: none',
+    );
+  return r.samplingLogProbs;
 }
 
 /** What learner `name` trains on in a step, and in which mini-batches. */
@@ -301,13 +314,19 @@ export function learnerStep(
   }
   const generatorIndex = new Map(team.map((t, j) => [t.policy.name, j]));
   const perChar = l.ratioNormalization === 'char';
+  const correction = recipe.rolloutCorrection;
 
   /** Record i as learner k's loss sequence, with its current log-probs. */
   const sequence = (i: number, logProbs: Float32Array): PolicySequence => {
     const r = table[i]!;
     const base = { logProbs, advantage: adv.values[i]!, truncated: r.truncated };
     if (r.generator === name)
-      return { ...base, oldLogProbs: r.generatorLogProbs, ...(recipe.kl ? { refLogProbs: r.refLogProbs[name]! } : {}) };
+      return {
+        ...base,
+        oldLogProbs: r.generatorLogProbs,
+        ...(recipe.kl ? { refLogProbs: r.refLogProbs[name]! } : {}),
+        ...(correction ? { samplingLogProbs: samplingLogProbs(r) } : {}),
+      };
     const j = generatorIndex.get(r.generator)!;
     return {
       ...base,
@@ -342,6 +361,7 @@ export function learnerStep(
         maskTruncated: recipe.maskTruncated,
         ...(recipe.kl ? { kl: recipe.kl } : {}),
         entropyCoef: recipe.entropyCoef,
+        ...(correction ? { rolloutCorrection: correction } : {}),
       });
       const stats = lossMetrics(r.stats, shared, recipe.kl !== null);
       if (shared && SURROGATES[recipe.foreign].stepwise)
@@ -359,6 +379,15 @@ export function learnerStep(
           : {}),
       }
     : {};
+  // The mismatch is fixed for the step (both log-probs precede its updates): measured once over every own response.
+  const mismatch = correction
+    ? rolloutMismatch(
+        view.records
+          .filter(isOwn)
+          .map((i) => ({ old: table[i]!.generatorLogProbs, sampler: samplingLogProbs(table[i]!) })),
+        correction,
+      )
+    : null;
   const groupCount = new Set(pool.map((i) => table[i]!.group)).size;
   const zeroGroups = new Set(pool.filter((i) => !signal[i]).map((i) => table[i]!.group)).size;
   return {
@@ -370,6 +399,13 @@ export function learnerStep(
             baseline_fallback_groups: adv.fallbackGroups,
             foreign_samples: view.records.filter((i) => !isOwn(i)).length,
             foreign_dropped: view.dropped,
+          }
+        : {}),
+      ...(mismatch
+        ? {
+            rollout_kl: mismatch.kl,
+            rollout_ratio_max: mismatch.ratioMax,
+            rollout_corrected_frac: mismatch.correctedFrac,
           }
         : {}),
       lr,

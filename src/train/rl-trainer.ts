@@ -45,6 +45,15 @@ export function updateRecipe(cfg: RunConfig): UpdateRecipe {
     capabilityBaseline: cfg.hacpo.capabilityBaseline,
     discrepancyCoefficient: cfg.hacpo.discrepancyCoefficient,
     foreign: cfg.hacpo.foreignSurrogate,
+    ...(o.rolloutCorrection === 'none'
+      ? {}
+      : {
+          rolloutCorrection: {
+            mode: o.rolloutCorrection,
+            cap: o.rolloutCorrectionCap,
+            level: o.rolloutCorrectionLevel,
+          },
+        }),
   };
 }
 

@@ -200,6 +200,7 @@ export class RolloutSource implements SampleSource {
           },
           dropped: {},
           generatorLogProbs: old[i]!,
+          samplingLogProbs: r.samplingLogProbs,
           refLogProbs: {},
           reward: scored.scores[i]!.total,
           rewardParts: scored.scores[i]!.values,

@@ -44,8 +44,13 @@ export interface SampleRecord {
   tokens: Record<string, LearnerTokens>;
   /** Learners that cannot train on it, with the reason (e.g. text their tokenizer cannot spell). */
   dropped: Record<string, string>;
-  /** The generator's pre-update log-prob of each of its response tokens (nats, temperature 1). */
+  /** The generator's pre-update log-prob of each of its response tokens, by the training forward pass (nats, T 1). */
   generatorLogProbs: number[];
+  /**
+   * The same log-probs as the sampler computed them while generating (the decode path; nats, temperature 1), which
+   * the rollout correction weighs against generatorLogProbs; absent where the source does not record them (workflows).
+   */
+  samplingLogProbs?: number[];
   /** Reference log-probs per learner that trains on it with a KL penalty (own responses only). */
   refLogProbs: Record<string, number[]>;
   /** Total reward and its named parts (unweighted values). */
