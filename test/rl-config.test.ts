@@ -163,6 +163,9 @@ test('recipe hacpo: `algorithm: hacpo` alone is HACPO with every mechanism and t
   assert.deepEqual(c.hacpo, {
     capabilityWindow: 5,
     capabilityBaseline: true,
+    baseline: 'paper', // Eq. 7 with the batch ratio; the variants are switches (spec §7)
+    omegaBand: [0.5, 2],
+    omegaPrior: 8,
     discrepancyCoefficient: true,
     foreignSurrogate: 'hacpo-foreign',
     alpha: 1,

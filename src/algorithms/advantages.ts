@@ -4,6 +4,7 @@
  * it; and the zero-variance group filter.
  */
 import { capabilityAwareBatchAdvantages } from './hacpo/advantage.js';
+import type { BaselineSettings } from './hacpo/baseline.js';
 import { baselineRatios, discrepancyCoefficients } from './hacpo/capability.js';
 import { type Grouping, groupIsConstant, groupMean, groupMembers, groupStd } from './grouping.js';
 
@@ -89,6 +90,8 @@ export interface AdvantageInput {
   /** HACPO's switches: the capability-aware baseline (Eqs. 6–8) and the discrepancy coefficient (Eq. 10). */
   capabilityBaseline: boolean;
   discrepancyCoefficient: boolean;
+  /** Which capability-aware μ̂ (hacpo.baseline); default the paper's Eq. 7. */
+  baseline?: BaselineSettings;
 }
 
 /** An estimator's output, in pool order. */
@@ -132,6 +135,8 @@ export const ADVANTAGE_ESTIMATORS = {
       const omega = baselineRatios(x.capability, x.learner);
       const a = capabilityAwareBatchAdvantages(x.rewards, x.generators, x.groups, x.learner, omega, {
         capabilityAware: x.capabilityBaseline,
+        baseline: x.baseline,
+        capability: x.capability,
       });
       const coefficients = x.discrepancyCoefficient ? discrepancyCoefficients(x.capability, x.learner) : null;
       return { advantages: a.advantages, omega, coefficients, fallbackGroups: a.fallbackGroups };

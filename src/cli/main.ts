@@ -4,6 +4,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { runAgent, type AgentCliOptions } from './agent.js';
 import { BENCH_FAST, BENCH_FULL, BENCH_TINY } from '../experiments/mas-sizes.js';
 import { runBenchPaper, type BenchPaperCliOptions } from '../experiments/paper.js';
+import { baselineBenchOptions, runBaselineBench, type BaselineBenchCliOptions } from '../experiments/baseline-bias.js';
 import { runConfigResolve, runConfigSchema } from './config.js';
 import { runDemo, type DemoOptions } from '../experiments/demo.js';
 import { createProgressDisplay } from '../train/progress.js';
@@ -321,6 +322,20 @@ bench
   .option('--jobs <n>', 'runs at once, each a child process with cores/jobs kernel threads', positiveInt, 1)
   .addOption(new Option('--run-one <id>', 'internal: one run of the plan (a child of --jobs)').hideHelp())
   .action((o: BenchPaperCliOptions) => runBenchPaper(o));
+bench
+  .command('baseline')
+  .description("each HACPO baseline's per-group error against every zoo agent's own per-question success p(q)")
+  .option('--fast', '30 questions × 16 samples, 50 replicates', false)
+  .option('--only <pair>', 'only this pair: state, size, model or tiny (default: state, size and model)')
+  .option('--questions <n>', 'training-distribution questions per pair (default 300)', positiveInt)
+  .option('--samples <n>', 'samples per question at T = 1 for p(q) (default 64)', positiveInt)
+  .option('--replicates <n>', 'Monte-Carlo steps of G = 8 groups per question (default 200)', positiveInt)
+  .option('--seed <n>', 'seed of the questions, the samples and the draws', num, 0)
+  .option('--out <dir>', 'output folder (default runs/bench-baseline[-fast])')
+  .option('--zoo-dir <dir>', 'zoo folder (default: $HACRL_ZOO_DIR or runs/zoo)')
+  .action(async (o: BaselineBenchCliOptions) => {
+    await runBaselineBench(baselineBenchOptions(o));
+  });
 
 const zoo = program
   .command('zoo')

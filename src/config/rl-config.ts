@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { DEFAULT_QUESTION_TEMPLATE } from '../tasks/prompt.js';
 import { DEFAULT_STEPWISE_CLIP } from '../algorithms/hacpo/stepwise-clip.js';
 import { RATIO_NORMALIZATIONS } from '../algorithms/hacpo/ratio-normalization.js';
+import { DEFAULT_BASELINE, HACPO_BASELINES, HACPO_BASELINE_SUMMARIES } from '../algorithms/hacpo/baseline.js';
 import { ADVANTAGE_ESTIMATORS, ADVANTAGE_ESTIMATOR_NAMES } from '../algorithms/advantages.js';
 import { LOSS_AGGREGATIONS } from '../algorithms/aggregate.js';
 import { KL_ESTIMATORS } from '../algorithms/kl.js';
@@ -287,6 +288,23 @@ const RunConfigObject = z.strictObject({
         z.boolean(),
         (r) => r.hacpo?.capabilityBaseline,
         "Capability-aware advantage baseline (Eqs. 6–8); false: the plain mean of all agents' rewards",
+      ),
+      baseline: field(
+        z.enum(HACPO_BASELINES),
+        DEFAULT_BASELINE.kind,
+        `Which capability-aware baseline μ̂ — ${describe(HACPO_BASELINES, HACPO_BASELINE_SUMMARIES)}`,
+      ),
+      omegaBand: field(
+        z
+          .tuple([z.number().gt(0).max(1), z.number().min(1)])
+          .refine(([lo, hi]) => Number.isFinite(hi) && lo <= hi, 'omegaBand must be [low ≤ 1, finite high ≥ 1]'),
+        [...DEFAULT_BASELINE.omegaBand] as [number, number],
+        "[low, high] band of ω for baseline 'clamped' (dimensionless)",
+      ),
+      omegaPrior: field(
+        z.number().min(0).finite(),
+        DEFAULT_BASELINE.omegaPrior,
+        "Pseudo-responses c shrinking the per-question ω toward the batch ratio (baseline 'per-question')",
       ),
       discrepancyCoefficient: recipeField(
         z.boolean(),

@@ -20,6 +20,7 @@ import {
   RATIO_NORMALIZATIONS,
   responseCharacters,
   stepwiseLowerBound,
+  type BaselineSettings,
   type RatioNormalization,
   type StepwiseClip,
 } from '../algorithms/hacpo/index.js';
@@ -74,6 +75,8 @@ export interface UpdateRecipe {
   /** HACPO switches (sharing 'hacpo' and 'naive'). */
   capabilityBaseline: boolean;
   discrepancyCoefficient: boolean;
+  /** Which capability-aware baseline μ̂ (hacpo.baseline and its knobs); default the paper's Eq. 7. */
+  baseline?: BaselineSettings;
   /** The surrogate of foreign responses (sharing 'hacpo' and 'naive'). */
   foreign: SurrogateName;
   /** Correction of own responses for the sampler/learner log-prob mismatch; absent: none. */
@@ -138,6 +141,7 @@ function advantages(
     capability,
     capabilityBaseline: recipe.capabilityBaseline,
     discrepancyCoefficient: recipe.discrepancyCoefficient,
+    baseline: recipe.baseline,
   });
   const values = new Float64Array(table.length).fill(NaN);
   pool.forEach((i, j) => (values[i] = out.advantages[j]!));

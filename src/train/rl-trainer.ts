@@ -44,6 +44,7 @@ export function updateRecipe(cfg: RunConfig): UpdateRecipe {
     gradClip: o.gradClip > 0 ? o.gradClip : Infinity,
     capabilityBaseline: cfg.hacpo.capabilityBaseline,
     discrepancyCoefficient: cfg.hacpo.discrepancyCoefficient,
+    baseline: { kind: cfg.hacpo.baseline, omegaBand: cfg.hacpo.omegaBand, omegaPrior: cfg.hacpo.omegaPrior },
     foreign: cfg.hacpo.foreignSurrogate,
     ...(o.rolloutCorrection === 'none'
       ? {}

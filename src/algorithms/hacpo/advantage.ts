@@ -4,6 +4,16 @@
  * advantage for each learner.
  */
 import { groupIsConstant, groupMean, groupMembers, groupStd } from '../grouping.js';
+import {
+  type BaselineContext,
+  type BaselineSettings,
+  DEFAULT_BASELINE,
+  blendParts,
+  blendWeight,
+  groupBaseline,
+  paperBaseline,
+  validateBaseline,
+} from './baseline.js';
 
 /** Options of the capability-aware advantage. */
 export interface CapabilityAdvantageOptions {
@@ -11,6 +21,10 @@ export interface CapabilityAdvantageOptions {
   capabilityAware?: boolean;
   /** Added to the joint std before dividing; default 1e-6 (the authors' value). */
   epsilon?: number;
+  /** Which μ̂ (baseline.ts); default DEFAULT_BASELINE, the paper's Eq. 7. */
+  baseline?: BaselineSettings;
+  /** Every agent's P̂ (Eq. 9; NaN before any step); needed by the 'per-question' baseline, default all NaN. */
+  capability?: readonly number[];
 }
 
 /** The advantages of one prompt's group for one learner, with what was used to compute them. */
@@ -39,13 +53,17 @@ export interface CapabilityBatchAdvantages {
 interface Resolved {
   capabilityAware: boolean;
   epsilon: number;
+  baseline: BaselineSettings;
+  capability: readonly number[] | undefined;
 }
 
 /** Fills in defaults and validates. */
 function resolve(options: CapabilityAdvantageOptions): Resolved {
   const epsilon = options.epsilon ?? 1e-6;
   if (!(epsilon >= 0)) throw new Error(`advantage epsilon must be ≥ 0, got ${epsilon}`);
-  return { capabilityAware: options.capabilityAware ?? true, epsilon };
+  const baseline = options.baseline ?? DEFAULT_BASELINE;
+  validateBaseline(baseline);
+  return { capabilityAware: options.capabilityAware ?? true, epsilon, baseline, capability: options.capability };
 }
 
 /**
@@ -97,18 +115,6 @@ function ownMembers(
   return own;
 }
 
-/** μ̂ of Eq. 7 over the responses at `members`: mean of ω[generator]·R. */
-function weightedMean(
-  rewards: ArrayLike<number>,
-  generators: ArrayLike<number>,
-  omega: ArrayLike<number>,
-  members: readonly number[],
-): number {
-  let sum = 0;
-  for (const i of members) sum += omega[generators[i]!]! * rewards[i]!;
-  return sum / members.length;
-}
-
 /**
  * μ̂^(k) = (1/nG) Σ_j Σ_i ω^(k,j)·R(y_i^(j)) over one prompt's group (HACRL Eq. 7), without the fallback of
  * capabilityAwareAdvantages. omega[j] = ω^(k,j) and omega[learner] = 1. Unbiased for agent k's expected reward when
@@ -123,7 +129,7 @@ export function capabilityBaseline(
   validate(rewards, generators, learner, omega);
   const members = Array.from({ length: rewards.length }, (_, i) => i);
   ownMembers(generators, members, learner, 'the group');
-  return weightedMean(rewards, generators, omega, members);
+  return paperBaseline(rewards, generators, omega, members);
 }
 
 /** Writes the advantages of the responses at `members` (one prompt's group) into `out`; returns the edge cases. */
@@ -134,6 +140,7 @@ function groupAdvantagesInto(
   omega: ArrayLike<number>,
   members: readonly number[],
   o: Resolved,
+  beta: number,
   out: Float64Array,
   where: string,
 ): Omit<CapabilityAdvantageResult, 'advantages'> {
@@ -144,7 +151,14 @@ function groupAdvantagesInto(
     for (const i of members) out[i] = 0;
     return { baseline: rewards[members[0]!]!, fallback: false, constant: true };
   }
-  let baseline = o.capabilityAware ? weightedMean(rewards, generators, omega, members) : groupMean(rewards, members);
+  const context: BaselineContext = {
+    settings: o.baseline,
+    learner,
+    omega,
+    capability: o.capability ?? Array.from(omega, () => NaN),
+    beta,
+  };
+  let baseline = o.capabilityAware ? groupBaseline(rewards, generators, members, context) : groupMean(rewards, members);
   let max = -Infinity;
   for (const i of members) max = Math.max(max, rewards[i]!);
   // ω > 1 can push μ̂ above every reward in the group, which would make every advantage negative; the authors then
@@ -154,6 +168,19 @@ function groupAdvantagesInto(
   const scale = groupStd(rewards, members) + o.epsilon;
   for (const i of members) out[i] = (rewards[i]! - baseline) / scale;
   return { baseline, fallback, constant: false };
+}
+
+/** The blend baseline's β fitted over this step's groups (blendWeight); 0 for every other baseline. */
+function stepBlendWeight(
+  rewards: ArrayLike<number>,
+  generators: ArrayLike<number>,
+  learner: number,
+  omega: ArrayLike<number>,
+  groups: readonly (readonly number[])[],
+  o: Resolved,
+): number {
+  if (!o.capabilityAware || o.baseline.kind !== 'blend') return 0;
+  return blendWeight(groups.map((members) => blendParts(rewards, generators, learner, omega, members)));
 }
 
 /**
@@ -174,7 +201,8 @@ export function capabilityAwareAdvantages(
   validate(rewards, generators, learner, omega);
   const advantages = new Float64Array(rewards.length);
   const members = Array.from({ length: rewards.length }, (_, i) => i);
-  const r = groupAdvantagesInto(rewards, generators, learner, omega, members, o, advantages, 'the group');
+  const beta = stepBlendWeight(rewards, generators, learner, omega, [members], o);
+  const r = groupAdvantagesInto(rewards, generators, learner, omega, members, o, beta, advantages, 'the group');
   return { advantages, ...r };
 }
 
@@ -196,9 +224,11 @@ export function capabilityAwareBatchAdvantages(
   const advantages = new Float64Array(rewards.length);
   let fallbackGroups = 0;
   let constantGroups = 0;
-  for (const [g, members] of groupMembers(rewards.length, { groupIds: groups }).entries()) {
+  const all = groupMembers(rewards.length, { groupIds: groups });
+  const beta = stepBlendWeight(rewards, generators, learner, omega, all, o);
+  for (const [g, members] of all.entries()) {
     const where = `prompt group ${g} (id ${groups[members[0]!]})`;
-    const r = groupAdvantagesInto(rewards, generators, learner, omega, members, o, advantages, where);
+    const r = groupAdvantagesInto(rewards, generators, learner, omega, members, o, beta, advantages, where);
     if (r.fallback) fallbackGroups++;
     if (r.constant) constantGroups++;
   }

@@ -19,6 +19,23 @@ export {
   capabilityAwareBatchAdvantages,
   capabilityBaseline,
 } from './advantage.js';
+export {
+  type BaselineContext,
+  type BlendParts,
+  type BaselineSettings,
+  type HacpoBaseline,
+  DEFAULT_BASELINE,
+  HACPO_BASELINES,
+  HACPO_BASELINE_SUMMARIES,
+  blendBaseline,
+  blendParts,
+  blendWeight,
+  clampedRatios,
+  groupBaseline,
+  paperBaseline,
+  perQuestionRatios,
+  validateBaseline,
+} from './baseline.js';
 export { type ExponentialIs, crossSequenceLogRatio, exponentialIs, normalizedLogProb } from './ratio.js';
 export {
   type RatioNormalization,
