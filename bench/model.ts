@@ -287,10 +287,16 @@ interface TorchConfig {
 function probeTorchCores(threadCounts: number[]): TorchConfig[] {
   const seen = new Map<string, TorchConfig>();
   for (const requested of new Set([envCore, ...CANDIDATE_CORES])) {
-    const p = JSON.parse(runPython(['--probe', threadCounts.join(',')], requested)) as {
-      core: string | null;
-      probe_s: Record<string, number>;
-    };
+    let out: string;
+    try {
+      out = runPython(['--probe', threadCounts.join(',')], requested);
+    } catch (e) {
+      // A kernel this CPU cannot run (e.g. SkylakeX without AVX-512) kills the probe: it is no candidate here.
+      if (!requested || requested === envCore) throw e;
+      console.error(`torch OpenBLAS kernel ${requested}: not runnable on this CPU, left out`);
+      continue;
+    }
+    const p = JSON.parse(out) as { core: string | null; probe_s: Record<string, number> };
     const core = p.core ?? 'not OpenBLAS';
     // A request OpenBLAS did not honour names another kernel: keep the first request that reached it.
     if (requested && core !== requested && requested !== envCore) continue;
