@@ -22,6 +22,25 @@ export function hacrl(
 /** `hacrl sft` flags of a one-layer, 32-wide agent that trains in about a second. */
 export const TINY_AGENT_FLAGS = ['--hidden', '32', '--layers', '1', '--heads', '2', '--batch-size', '8'];
 
+/** `hacrl sft` arguments of a tiny agent written to `out`: 10 steps on 200 problems, no intermediate evaluation. */
+export function tinySftArgs(out: string, extra: readonly string[] = []): string[] {
+  return [
+    'sft',
+    '--out',
+    out,
+    '--steps',
+    '10',
+    '--eval-every',
+    '0',
+    '--eval-n',
+    '8',
+    '--train-n',
+    '200',
+    ...TINY_AGENT_FLAGS,
+    ...extra,
+  ];
+}
+
 /**
  * Starts `hacrl ARGS` and SIGKILLs it the moment `file` exists (e.g. a checkpoint's state.json), as a crash would;
  * rejects when the run ends before that.

@@ -15,7 +15,7 @@ import {
   hacrlSignalledAt,
   metricRows as metrics,
   rawMetricRows,
-  TINY_AGENT_FLAGS,
+  tinySftArgs,
 } from './cli.js';
 
 const root = await mkdtemp(join(tmpdir(), 'hacrl-rl-'));
@@ -64,22 +64,7 @@ describe('hacrl train', () => {
       rewardPath,
       'export default (s) => (s.response.match(/[0-9]/g) ?? []).length / Math.max(1, s.response.length);\n',
     );
-    const r = hacrl([
-      'sft',
-      '--out',
-      agentDir,
-      '--steps',
-      '10',
-      '--eval-every',
-      '0',
-      '--eval-n',
-      '8',
-      '--train-n',
-      '200',
-      ...TINY_AGENT_FLAGS,
-      '--max-new-tokens',
-      '16',
-    ]);
+    const r = hacrl(tinySftArgs(agentDir, ['--max-new-tokens', '16']));
     assert.equal(r.status, 0, r.stderr);
   });
 

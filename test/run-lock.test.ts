@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, describe, test } from 'node:test';
 import { lockRunDir, RUN_LOCK_FILE } from '../src/run/run-lock.js';
-import { hacrl, metricRows, TINY_AGENT_FLAGS } from './cli.js';
+import { hacrl, metricRows, tinySftArgs } from './cli.js';
 
 const root = await mkdtemp(join(tmpdir(), 'hacrl-lock-'));
 after(() => rm(root, { recursive: true, force: true }));
@@ -52,20 +52,7 @@ describe('run folder lock', () => {
 
   test('two trainers on one runDir: the second fails at once naming the first; the first resumes byte-exactly', async () => {
     const agent = join(root, 'agent');
-    const sft = hacrl([
-      'sft',
-      '--out',
-      agent,
-      '--steps',
-      '10',
-      '--eval-every',
-      '0',
-      '--eval-n',
-      '8',
-      '--train-n',
-      '200',
-      ...TINY_AGENT_FLAGS,
-    ]);
+    const sft = hacrl(tinySftArgs(agent));
     assert.equal(sft.status, 0, sft.stderr);
     const args = (runDir: string): string[] => [
       'train',
