@@ -19,17 +19,20 @@ export function requireTorch(): void {
 }
 
 /**
- * Runs the reference on the checkpoint in `modelDir` for `input` ({ids, key_start?, targets, weights}, nested
- * [B][T] arrays), writing it to `inputPath` and the result to `outputPath`; returns `logits` and the gradients.
+ * Runs the reference on the checkpoint in `modelDir` (with the PEFT adapters of `adapterDir` when given) for `input`
+ * ({ids, key_start?, targets, weights}, nested [B][T] arrays), writing it to `inputPath` and the result to
+ * `outputPath`; returns `logits` and the gradients.
  */
 export async function runTorchReference(
   modelDir: string,
   input: Record<string, unknown>,
   inputPath: string,
   outputPath: string,
+  adapterDir?: string,
 ): Promise<Map<string, { data: unknown }>> {
   await writeFile(inputPath, JSON.stringify(input));
-  const r = spawnSync(PYTHON, [SCRIPT, modelDir, inputPath, outputPath], { encoding: 'utf8' });
+  const args = [SCRIPT, modelDir, inputPath, outputPath, ...(adapterDir ? [adapterDir] : [])];
+  const r = spawnSync(PYTHON, args, { encoding: 'utf8' });
   assert.equal(r.status, 0, `reference_model.py failed: ${r.error?.message ?? r.stderr}`);
   return (await readSafetensors(outputPath)).tensors;
 }

@@ -10,6 +10,7 @@ import { runDemo, type DemoOptions } from '../experiments/demo.js';
 import { createProgressDisplay } from '../train/progress.js';
 import { runEval, type EvalCliOptions } from './eval.js';
 import { exportCommand } from './export.js';
+import { loraCommand } from './lora.js';
 import { benchMasTable, runBenchMas } from '../experiments/mas.js';
 import { masCommand, workflowOption } from './mas.js';
 import { runMasWarmstart } from './mas-warmstart.js';
@@ -357,6 +358,7 @@ zoo
 
 program.addCommand(serveCommand());
 program.addCommand(exportCommand());
+program.addCommand(loraCommand());
 
 surviveClosedStdout(
   'hacrl: standard output was closed; going on without it (a run keeps its progress in its run folder)',

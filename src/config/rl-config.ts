@@ -15,6 +15,7 @@ import { ROLLOUT_CORRECTION_LEVELS, ROLLOUT_CORRECTIONS } from '../algorithms/ro
 import { ALGORITHM_RECIPES, ALGORITHMS, VARIANTS, type Recipe } from '../algorithms/recipes.js';
 import { FOREIGN_SURROGATES, OWN_SURROGATES, SURROGATES } from '../algorithms/surrogates.js';
 import { WorkflowConfigSchema } from '../workflows/workflow-config.js';
+import { ALL_LINEAR, LORA_TARGET_NAMES } from '../model/lora.js';
 import { defaultsByAlgorithm, describeVariants } from './recipe-defaults.js';
 import { checkRunConfig } from './rl-config-checks.js';
 
@@ -147,6 +148,33 @@ const HACPO_PER_AGENT = {
 };
 const LR = field(z.number().positive(), 1e-4, 'Peak learning rate of AdamW (small models here need more than 1e-6)');
 
+/** LoRA adapters of an agent (PEFT's r, lora_alpha, lora_dropout, target_modules); docs/learner-pipeline.md. */
+const LoraConfigSchema = z.strictObject(
+  defaults({
+    rank: field(count(1), 16, "r: the adapters' inner dimension (at most the smaller width of each projection)"),
+    alpha: field(z.number().positive(), 32, 'lora_alpha: the update is scaled by alpha / rank'),
+    dropout: field(
+      z.number().min(0).lt(1, 'must be below 1'),
+      0,
+      'lora_dropout: probability of zeroing an input of the adapter path in training (seeded, resumed exactly)',
+    ),
+    targets: field(
+      z.union([
+        z.literal(ALL_LINEAR),
+        z
+          .array(z.enum(LORA_TARGET_NAMES))
+          .min(1, `list at least one projection, or '${ALL_LINEAR}'`)
+          .refine((t) => new Set(t).size === t.length, 'list each projection once'),
+      ]),
+      ALL_LINEAR,
+      `Adapted projections by PEFT name: ${LORA_TARGET_NAMES.slice(0, 7).join(', ')} (Llama, Qwen2, Qwen3) or ` +
+        `${LORA_TARGET_NAMES.slice(7).join(', ')} (GPT-2); '${ALL_LINEAR}': every projection of the blocks`,
+    ),
+  }),
+);
+/** An agent's LoRA settings with defaults filled in. */
+export type LoraConfig = z.output<typeof LoraConfigSchema>;
+
 /** Valid agent names: they become folder names in checkpoints. */
 export const AGENT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
@@ -169,6 +197,9 @@ export const AgentConfigSchema = z.strictObject({
   ...inherited(HACPO_PER_AGENT, 'hacpo'),
   ...inherited(PROMPT, 'data'),
   system: z.string().optional().describe(`${SYSTEM_DOC}; default data.system`),
+  lora: LoraConfigSchema.optional().describe(
+    'Train LoRA adapters on the frozen checkpoint instead of every weight (saved in PEFT format); default none',
+  ),
 });
 
 const RunConfigObject = z.strictObject({
@@ -451,7 +482,11 @@ export type RunConfig = z.output<typeof RunConfigSchema>;
 export type AgentConfig = RunConfig['agents'][number];
 
 /** One agent's effective settings: its own where given, the run-wide ones otherwise. */
-export type ResolvedAgent = Required<Omit<AgentConfig, 'system'>> & { system: string | undefined };
+export type ResolvedAgent = Required<Omit<AgentConfig, 'system' | 'lora'>> & {
+  system: string | undefined;
+  /** The agent's LoRA settings, or null for full fine-tuning. */
+  lora: LoraConfig | null;
+};
 
 /** The config section each per-agent setting inherits from (the same tables the schema is built from). */
 const INHERITED_FROM: Record<string, 'optim' | 'rollout' | 'data' | 'hacpo'> = {
@@ -466,7 +501,7 @@ const INHERITED_FROM: Record<string, 'optim' | 'rollout' | 'data' | 'hacpo'> = {
 export function resolveAgents(c: RunConfig): ResolvedAgent[] {
   return c.agents.map((a) => {
     const own = a as Record<string, unknown>;
-    const out: Record<string, unknown> = { name: a.name, checkpoint: a.checkpoint };
+    const out: Record<string, unknown> = { name: a.name, checkpoint: a.checkpoint, lora: a.lora ?? null };
     for (const [key, section] of Object.entries(INHERITED_FROM))
       out[key] = own[key] ?? (c[section] as Record<string, unknown>)[key];
     return out as ResolvedAgent;

@@ -8,6 +8,7 @@ import { byteLevelString } from '../tokenizer/byte-level.js';
 import { HfTokenizer } from '../tokenizer/hf-tokenizer.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import type { TransformerConfig } from '../model/hf-config.js';
+import { mergeAdapters } from '../model/peft.js';
 import { loadPretrained, type Pretrained } from '../model/pretrained.js';
 import { ropeInvFreq } from '../model/rope.js';
 import { writeGguf, type GgufTensor, type GgufTensorType, type GgufValue } from './gguf-file.js';
@@ -23,7 +24,9 @@ export interface GgufExportSummary {
 
 /** Writes the checkpoint folder `dir` to `out` as GGUF, matrices stored as `type` (norms, biases stay f32). */
 export async function exportGguf(dir: string, out: string, type: GgufTensorType = 'f32'): Promise<GgufExportSummary> {
-  const agent = await loadPretrained(dir);
+  const loaded = await loadPretrained(dir);
+  // An adapter folder exports as its merged model.
+  const agent = { ...loaded, model: mergeAdapters(loaded.model) };
   try {
     return await writeAgentGguf(agent, out, type, dir.replace(/\/+$/, '').split('/').pop() ?? 'hacrl');
   } catch (e) {

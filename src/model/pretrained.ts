@@ -9,6 +9,18 @@ import type { Transformer } from './transformer.js';
 import { replaceDir } from '../util/replace-dir.js';
 import { notWeightFile } from './checkpoint.js';
 import { loadModel, writeModelFiles } from './weights.js';
+import { join, resolve } from 'node:path';
+import { pathExists } from '../util/json-file.js';
+import {
+  adapt,
+  ADAPTER_CONFIG,
+  ADAPTER_WEIGHTS,
+  adapterBase,
+  isAdapterFolder,
+  mergeAdapters,
+  readAdapterFiles,
+  writeAdapterFiles,
+} from './peft.js';
 
 /** A model with the files that make it usable on its own. */
 export interface Pretrained {
@@ -26,13 +38,70 @@ function checkSpecialIds(ids: [string, number | null | undefined][], vocabSize: 
 }
 
 /**
- * Loads model, tokenizer and generation defaults; refuses a tokenizer whose ids do not fit the model's vocabulary,
- * and special token ids (the tokenizer's, generation_config.json's) outside it.
+ * Frozen base models by folder, loaded once and shared read-only by every LoRA agent on that base (a loading in
+ * progress is shared too).
  */
-export async function loadPretrained(dir: string): Promise<Pretrained> {
-  const model = await loadModel(dir);
-  const tokenizer = await loadTokenizer(dir);
-  const generation = await readGenerationConfig(dir);
+export type BaseModels = Map<string, Promise<Pretrained>>;
+
+/** The base in `dir` from `bases` (loading and adding it when absent). */
+export function sharedBase(dir: string, bases: BaseModels): Promise<Pretrained> {
+  let p = bases.get(dir);
+  if (!p) {
+    p = loadPretrained(dir);
+    bases.set(dir, p);
+  }
+  return p;
+}
+
+/** True when `dir` has tokenizer files of its own (an adapter folder may rely on its base's). */
+async function hasTokenizer(dir: string): Promise<boolean> {
+  return (await pathExists(join(dir, 'tokenizer.json'))) || (await pathExists(join(dir, 'vocab.json')));
+}
+
+/**
+ * Loads model, tokenizer and generation defaults; refuses a tokenizer whose ids do not fit the model's vocabulary,
+ * and special token ids (the tokenizer's, generation_config.json's) outside it. A PEFT adapter folder
+ * (adapter_config.json) loads as its base (base_model_name_or_path, taken from `bases` when given) with the adapters
+ * on it; tokenizer and generation defaults come from the adapter folder where it has them, else from the base.
+ */
+export async function loadPretrained(dir: string, bases: BaseModels = new Map()): Promise<Pretrained> {
+  if (await isAdapterFolder(dir)) {
+    const baseDir = await adapterBase(dir);
+    return withAdapterFolder(dir, await sharedBase(baseDir, bases), baseDir);
+  }
+  return checked(dir, {
+    model: await loadModel(dir),
+    tokenizer: await loadTokenizer(dir),
+    generation: await readGenerationConfig(dir),
+  });
+}
+
+/** `base` with the adapters of folder `dir`, and that folder's tokenizer and generation defaults where it has them. */
+async function withAdapterFolder(dir: string, base: Pretrained, baseDir: string): Promise<Pretrained> {
+  const model = adapt(base.model, await readAdapterFiles(dir, base.model.cfg, baseDir));
+  const own = await hasTokenizer(dir);
+  return checked(dir, {
+    model,
+    tokenizer: own ? await loadTokenizer(dir) : base.tokenizer,
+    generation: own ? await readGenerationConfig(dir) : base.generation,
+  });
+}
+
+/**
+ * Merges the PEFT adapter folder `adapterDir` into its base (`baseDir`, default the adapter's base_model_name_or_path)
+ * and saves the result in `outDir` as a plain checkpoint folder (savePretrained): weights W + (alpha/rank)·B·A, the
+ * adapter folder's tokenizer where it has one, else the base's.
+ */
+export async function mergeAdapterFolder(adapterDir: string, outDir: string, baseDir?: string): Promise<Pretrained> {
+  const base = baseDir ?? (await adapterBase(adapterDir));
+  const adapted = await withAdapterFolder(adapterDir, await loadPretrained(base), resolve(base));
+  const merged = { ...adapted, model: mergeAdapters(adapted.model) };
+  await savePretrained(outDir, merged);
+  return merged;
+}
+
+function checked(dir: string, p: Pretrained): Pretrained {
+  const { model, tokenizer, generation } = p;
   try {
     const vocab = model.cfg.vocabSize;
     assertVocabCompatible(tokenizer, vocab);
@@ -50,13 +119,18 @@ export async function loadPretrained(dir: string): Promise<Pretrained> {
   } catch (e) {
     throw new Error(`${dir}: ${(e as Error).message}`);
   }
-  return { model, tokenizer, generation };
+  return p;
 }
+
+/** False for the files a model save writes (weights or adapters): what a new save replaces. */
+const notModelFile = (name: string): boolean =>
+  notWeightFile(name) && name !== ADAPTER_CONFIG && name !== ADAPTER_WEIGHTS;
 
 /**
  * Writes a complete Hugging Face checkpoint folder, whole or not at all (like saveModel): config.json,
  * model.safetensors, tokenizer files and generation_config.json (eos from the tokenizer unless `generation` says
- * otherwise).
+ * otherwise). A model with LoRA adapters is saved as a PEFT adapter folder naming its base (adapter_config.json,
+ * adapter_model.safetensors) with the tokenizer and generation files.
  */
 export async function savePretrained(
   dir: string,
@@ -72,10 +146,11 @@ export async function savePretrained(
   await replaceDir(
     dir,
     async (tmp) => {
-      await writeModelFiles(tmp, p.model, options);
+      if (p.model.adapters) await writeAdapterFiles(tmp, p.model.adapters);
+      else await writeModelFiles(tmp, p.model, options);
       await p.tokenizer.save(tmp);
       await writeGenerationConfig(tmp, generation);
     },
-    notWeightFile,
+    notModelFile,
   );
 }

@@ -33,6 +33,7 @@ import {
 } from './inference-weights.js';
 import { ropeTables } from './rope.js';
 import type { KVCache } from './kv-cache.js';
+import type { LoraAdapters } from './lora.js';
 import { blockNames, hfWeightNames, outerNames } from './weight-names.js';
 
 /** Every parameter's name and shape in our layout: Hugging Face's, with GPT-2's Conv1D weights as [out, in]. */
@@ -65,8 +66,12 @@ export class Transformer {
   /** [in, out] copies of the weights (q/k/v and gate/up fused) while withInferenceWeights runs; null otherwise. */
   private inference: InferenceWeights | null = null;
 
-  constructor(cfg: TransformerConfig, params: Map<string, Tensor>) {
+  /** LoRA adapters on some projections (the params then stay frozen), or null for a plain model. */
+  readonly adapters: LoraAdapters | null;
+
+  constructor(cfg: TransformerConfig, params: Map<string, Tensor>, adapters: LoraAdapters | null = null) {
     this.cfg = cfg;
+    this.adapters = adapters;
     const want = parameterShapes(cfg);
     for (const [name, shape] of want) {
       const t = params.get(name);
@@ -98,6 +103,11 @@ export class Transformer {
     return n;
   }
 
+  /** The parameters training updates: the adapters' of a LoRA model, all of them otherwise. */
+  get trainable(): Map<string, Tensor> {
+    return this.adapters?.params ?? this.params;
+  }
+
   private optional(name: string): Tensor | undefined {
     return this.params.get(name);
   }
@@ -119,7 +129,18 @@ export class Transformer {
 
   private lin(ctx: Ctx, x: Tensor, name: string): Tensor {
     const wT = ctx.tape === null ? this.inference?.transposed.get(`${name}.weight`) : undefined;
-    return linear(ctx, x, this.p(`${name}.weight`), this.optional(`${name}.bias`), wT);
+    const y = linear(ctx, x, this.p(`${name}.weight`), this.optional(`${name}.bias`), wT);
+    // Inference copies hold the adapters merged in (buildInference).
+    return this.adapters && !wT ? this.adapters.apply(ctx, x, name, y) : y;
+  }
+
+  /**
+   * The inference copies, built from W + (alpha/rank)·B·A where adapters exist: sampling then multiplies by the merged
+   * weights while training log-probs take the two products apart, so the two differ by float rounding — the mismatch
+   * optim.rolloutCorrection exists to correct.
+   */
+  private buildInference(): InferenceWeights {
+    return buildInferenceWeights(this.cfg, this.adapters ? this.adapters.merged(this.params) : this.params);
   }
 
   /** The fused inference copies of block i, when this is an inference pass inside withInferenceWeights. */
@@ -137,7 +158,7 @@ export class Transformer {
    */
   withInferenceWeights<T>(fn: () => T): T {
     if (this.inference) return fn();
-    this.inference = buildInferenceWeights(this.cfg, this.params);
+    this.inference = this.buildInference();
     try {
       return fn();
     } finally {
@@ -152,7 +173,7 @@ export class Transformer {
    */
   holdInferenceWeights(): () => void {
     if (this.inference) return () => {};
-    this.inference = buildInferenceWeights(this.cfg, this.params);
+    this.inference = this.buildInference();
     let held = true;
     return () => {
       if (held) this.inference = null;

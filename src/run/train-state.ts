@@ -4,13 +4,14 @@
  * cursor, the run-wide RNG states, the count of consecutive non-finite steps, and whatever else the trainer
  * registers as JSON in `extra`.
  *
- * Layout: state.json, agents/<name>/ (savePretrained), optimizer/<name>.safetensors.
+ * Layout: state.json, agents/<name>/ (savePretrained: a LoRA agent's is a PEFT adapter folder naming its base, which
+ * is loaded once however many agents share it), optimizer/<name>.safetensors (a LoRA agent's: the adapters' moments).
  */
 import { mkdir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { z } from 'zod';
 import { AGENT_NAME } from '../config/rl-config.js';
-import { loadPretrained, savePretrained, type Pretrained } from '../model/pretrained.js';
+import { loadPretrained, savePretrained, type BaseModels, type Pretrained } from '../model/pretrained.js';
 import type { AdamWState } from '../optim/adamw.js';
 import { writeJsonAtomic } from '../util/atomic-write.js';
 import { parseWith, readJsonWith } from '../util/json-file.js';
@@ -115,10 +116,11 @@ export async function loadTrainState(dir: string): Promise<TrainState> {
   if (named && Number(named[1]) !== json.step)
     throw new Error(`${join(dir, 'state.json')} says step ${json.step}, but its folder is ${basename(dir)}`);
   const agents: AgentTrainState[] = [];
+  const bases: BaseModels = new Map();
   for (const a of json.agents)
     agents.push({
       name: a.name,
-      pretrained: await loadPretrained(agentDir(dir, a.name)),
+      pretrained: await loadPretrained(agentDir(dir, a.name), bases),
       optimizer: await loadAdamWState(optimizerFile(dir, a.name)),
       rngs: a.rngs,
     });

@@ -4,9 +4,12 @@
  * knobs and its learning-rate schedule. A fresh run starts them from their checkpoints, a resume from the run's
  * latest; `saveLearners` writes back what a checkpoint needs to continue bit for bit.
  */
+import { resolve } from 'node:path';
 import { CapabilityTracker } from '../algorithms/hacpo/index.js';
 import { resolveAgents, type ResolvedAgent, type RunConfig } from '../config/rl-config.js';
-import { loadPretrained } from '../model/pretrained.js';
+import { LoraAdapters } from '../model/lora.js';
+import { adapt, withoutAdapters } from '../model/peft.js';
+import { loadPretrained, sharedBase, type BaseModels, type Pretrained } from '../model/pretrained.js';
 import { AdamW } from '../optim/adamw.js';
 import { learningRate } from '../optim/schedule.js';
 import type { AgentTrainState, TrainState } from '../run/train-state.js';
@@ -31,24 +34,45 @@ export interface TeamMember extends Omit<Learner, 'lr'> {
   capability: CapabilityTracker;
 }
 
-/** Agent `i` as its starting checkpoint holds it, with a new optimizer and its RNGs from the seed. */
-async function freshAgent(cfg: RunConfig, a: ResolvedAgent, i: number): Promise<AgentTrainState> {
+/** The RNG role of a LoRA agent's dropout masks. */
+const LORA_DROPOUT = 'lora_dropout';
+
+/**
+ * Agent `i` as its starting checkpoint holds it, with a new optimizer and its RNGs from the seed. A LoRA agent gets
+ * fresh adapters (drawn from the seed) on its checkpoint, taken from `bases`: one frozen copy per base folder.
+ */
+async function freshAgent(cfg: RunConfig, a: ResolvedAgent, i: number, bases: BaseModels): Promise<AgentTrainState> {
+  let pretrained: Pretrained;
+  if (a.lora) {
+    const base = await sharedBase(resolve(a.checkpoint), bases);
+    let adapters;
+    try {
+      adapters = LoraAdapters.init(base.model.cfg, a.lora, resolve(a.checkpoint), cfg.seed * 104729 + 17 * i + 3);
+    } catch (e) {
+      throw new Error(`agent ${a.name} (${a.checkpoint}): ${(e as Error).message}`);
+    }
+    pretrained = { ...base, model: adapt(base.model, adapters) };
+  } else pretrained = await loadPretrained(a.checkpoint);
   return {
     name: a.name,
-    pretrained: await loadPretrained(a.checkpoint),
+    pretrained,
     optimizer: { step: 0, m: new Map(), v: new Map() },
-    rngs: { sampling: new Rng(cfg.seed * 104729 + 17 * i + 2).state() },
+    rngs: {
+      sampling: new Rng(cfg.seed * 104729 + 17 * i + 2).state(),
+      ...(pretrained.model.adapters ? { [LORA_DROPOUT]: pretrained.model.adapters.rng.state() } : {}),
+    },
   };
 }
 
 /** A fresh state: the agents as their checkpoints hold them, new optimizers, RNGs from the seed. */
 export async function initialState(cfg: RunConfig): Promise<TrainState> {
+  const bases: BaseModels = new Map();
   return {
     step: 0,
     nonFiniteStreak: 0,
     cursor: { epoch: 0, position: 0 },
     rngs: { order: new Rng(cfg.seed * 7919 + 1).state() },
-    agents: await Promise.all(resolveAgents(cfg).map((a, i) => freshAgent(cfg, a, i))),
+    agents: await Promise.all(resolveAgents(cfg).map((a, i) => freshAgent(cfg, a, i, bases))),
     extra: {},
   };
 }
@@ -59,7 +83,8 @@ export async function initialState(cfg: RunConfig): Promise<TrainState> {
  */
 export async function withEveryAgent(cfg: RunConfig, state: TrainState): Promise<TrainState> {
   const saved = new Map(state.agents.map((a) => [a.name, a]));
-  const agents = await Promise.all(resolveAgents(cfg).map((a, i) => saved.get(a.name) ?? freshAgent(cfg, a, i)));
+  const bases: BaseModels = new Map();
+  const agents = await Promise.all(resolveAgents(cfg).map((a, i) => saved.get(a.name) ?? freshAgent(cfg, a, i, bases)));
   return { ...state, agents };
 }
 
@@ -74,14 +99,28 @@ export async function buildLearners(
   return Promise.all(
     resolveAgents(cfg).map(async (a, i): Promise<TeamMember> => {
       const s = state.agents[i]!;
-      const optimizer = new AdamW(s.pretrained.model.params, { lr: o.lr, weightDecay: o.weightDecay });
+      const model = s.pretrained.model;
+      if (Boolean(a.lora) !== Boolean(model.adapters))
+        throw new Error(
+          `agent ${a.name}: the config ${a.lora ? 'asks for' : 'has no'} LoRA adapters but its checkpoint ` +
+            `${model.adapters ? 'holds adapters' : 'is a whole model'}; resume with the config the run started with`,
+        );
+      const dropoutState = s.rngs[LORA_DROPOUT];
+      if (model.adapters && dropoutState) model.adapters.rng = Rng.fromState(dropoutState);
+      const optimizer = new AdamW(model.trainable, { lr: o.lr, weightDecay: o.weightDecay });
       if (s.optimizer.step > 0) optimizer.load(s.optimizer);
       const schedule = { peak: a.lr, warmupSteps: o.warmupSteps, totalSteps: cfg.steps, kind: o.schedule };
       return {
         policy: { name: s.name, model: s.pretrained.model, tokenizer: s.pretrained.tokenizer },
         local: local(s.name),
         optimizer,
-        reference: o.klCoef > 0 && local(s.name) ? (await loadPretrained(a.checkpoint)).model : null,
+        // A LoRA agent's reference is its frozen base without the adapters: no second copy of the weights.
+        reference:
+          o.klCoef > 0 && local(s.name)
+            ? model.adapters
+              ? withoutAdapters(model)
+              : (await loadPretrained(a.checkpoint)).model
+            : null,
         rng: Rng.fromState(s.rngs.sampling!),
         capability: CapabilityTracker.fromHistory(cfg.hacpo.capabilityWindow, saved[s.name] ?? []),
         lr: (step) => learningRate(step, { ...schedule, minRatio: o.minLrRatio }),
@@ -102,7 +141,8 @@ export function saveLearners(state: TrainState, team: readonly TeamMember[], sha
   if (shared) state.extra.capability = Object.fromEntries(team.map((l) => [l.policy.name, l.capability.history()]));
   state.agents.forEach((a, i) => {
     a.optimizer = team[i]!.optimizer.state();
-    a.rngs = { sampling: team[i]!.rng.state() };
+    const adapters = team[i]!.policy.model.adapters;
+    a.rngs = { sampling: team[i]!.rng.state(), ...(adapters ? { [LORA_DROPOUT]: adapters.rng.state() } : {}) };
   });
   return { ...state, agents: state.agents.filter((_, i) => team[i]!.local) };
 }

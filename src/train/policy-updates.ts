@@ -85,7 +85,7 @@ export function runUpdates(
       });
       p.tape.backward(p.logProb, seed);
     }
-    const gradNorm = clipGradNorm(k, model.params.values(), o.clip);
+    const gradNorm = clipGradNorm(k, model.trainable.values(), o.clip);
     if (Number.isFinite(loss) && Number.isFinite(gradNorm)) optimizer.step(k, o.lr);
     else skippedUpdates++;
     note('loss', loss);

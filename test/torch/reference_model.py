@@ -5,7 +5,7 @@ Written from the semantics of transformers' LlamaForCausalLM, Qwen2ForCausalLM, 
 (eager attention, float32), without transformers or safetensors installed: only torch and numpy (Debian's
 python3-torch). Nothing here is shared with hacrl's TypeScript, so agreement means both follow the published models.
 
-Usage: reference_model.py CHECKPOINT_DIR INPUT_JSON OUTPUT
+Usage: reference_model.py CHECKPOINT_DIR INPUT_JSON OUTPUT [ADAPTER_DIR]
 
 CHECKPOINT_DIR holds config.json and model.safetensors (or shards with model.safetensors.index.json).
 INPUT_JSON is {"ids": [B][T], "key_start": [B] (optional: keys before it are masked, positions are
@@ -13,6 +13,9 @@ max(0, t - key_start)), "targets": [B][T] (next token, -1 ignored), "weights": [
 OUTPUT is a safetensors file (float32) holding "logits" [B, T, V] and, under each parameter's checkpoint name and
 layout, the gradient of loss = sum(weights * log_softmax(logits)[target]); its metadata holds the loss. An OUTPUT
 ending in .json gets the same as JSON ({"loss", "logits", "grads": {name: {"shape", "data"}}}) for reading by eye.
+ADAPTER_DIR, a PEFT LoRA folder (adapter_config.json, adapter_model.safetensors), adds its adapters to the projections
+it names, written from PEFT's LoRA semantics (no dropout); the gradients then include those of every lora_A/lora_B
+tensor under its PEFT name.
 """
 
 import json
@@ -132,6 +135,30 @@ class Params:
         return self(name, shape) if present else None
 
 
+class Lora:
+    """PEFT LoRA adapters by module: delta(x) = (x @ A^T) @ B^T * lora_alpha / r, A [r, in], B [out, r]."""
+
+    def __init__(self, folder):
+        with open(os.path.join(folder, "adapter_config.json")) as f:
+            cfg = json.load(f)
+        self.scale = cfg["lora_alpha"] / cfg["r"]
+        self.tensors = {
+            k: v.clone().requires_grad_(True)
+            for k, v in read_safetensors(os.path.join(folder, "adapter_model.safetensors")).items()
+        }
+
+    def delta(self, x, module):
+        """The adapter's update of module `module` (a state_dict path without .weight) on input x, or 0 without one."""
+        a = self.tensors.get(f"base_model.model.{module}.lora_A.weight")
+        if a is None:
+            return 0
+        b = self.tensors[f"base_model.model.{module}.lora_B.weight"]
+        return (x @ a.t()) @ b.t() * self.scale
+
+
+NO_LORA = type("NoLora", (), {"delta": staticmethod(lambda x, module: 0), "tensors": {}})()
+
+
 def linear(x, w, b=None):
     """nn.Linear: x @ W^T + b with W [out, in]."""
     y = x @ w.t()
@@ -223,7 +250,7 @@ def rope_cos_sin(inv_freq, positions):
 # the families
 
 
-def llama_like_logits(family, cfg, p, ids, positions, mask):
+def llama_like_logits(family, cfg, p, ids, positions, mask, lora):
     """LlamaForCausalLM / Qwen2ForCausalLM / Qwen3ForCausalLM forward: logits [B, T, V]."""
     if cfg.get("hidden_act", "silu") != "silu":
         raise ValueError("only hidden_act silu is supported")
@@ -250,14 +277,15 @@ def llama_like_logits(family, cfg, p, ids, positions, mask):
     for layer in range(cfg["num_hidden_layers"]):
         pre = f"model.layers.{layer}."
 
-        def proj(name, out_dim, in_dim, bias):
+        def proj(x, name, out_dim, in_dim, bias):
             w = p(f"{pre}{name}.weight", (out_dim, in_dim))
-            return w, p.optional(f"{pre}{name}.bias", (out_dim,), bias)
+            y = linear(x, w, p.optional(f"{pre}{name}.bias", (out_dim,), bias))
+            return y + lora.delta(x, f"{pre}{name}")
 
         a = rms_norm(x, p(f"{pre}input_layernorm.weight", (h,)), eps)
-        q = heads_of(linear(a, *proj("self_attn.q_proj", heads * head_dim, h, qkv_bias)), heads)
-        k = heads_of(linear(a, *proj("self_attn.k_proj", kv_heads * head_dim, h, qkv_bias)), kv_heads)
-        v = heads_of(linear(a, *proj("self_attn.v_proj", kv_heads * head_dim, h, qkv_bias)), kv_heads)
+        q = heads_of(proj(a, "self_attn.q_proj", heads * head_dim, h, qkv_bias), heads)
+        k = heads_of(proj(a, "self_attn.k_proj", kv_heads * head_dim, h, qkv_bias), kv_heads)
+        v = heads_of(proj(a, "self_attn.v_proj", kv_heads * head_dim, h, qkv_bias), kv_heads)
         if family == "qwen3":
             # Qwen3 normalizes each head of q and k over head_dim before the rotation.
             q = rms_norm(q, p(f"{pre}self_attn.q_norm.weight", (head_dim,)), eps)
@@ -265,18 +293,18 @@ def llama_like_logits(family, cfg, p, ids, positions, mask):
         q, k, v = (z.transpose(1, 2) for z in (q, k, v))
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
-        x = x + linear(attend(q, k, v, mask), *proj("self_attn.o_proj", h, heads * head_dim, o_bias))
+        x = x + proj(attend(q, k, v, mask), "self_attn.o_proj", h, heads * head_dim, o_bias)
         m = rms_norm(x, p(f"{pre}post_attention_layernorm.weight", (h,)), eps)
-        gate = linear(m, *proj("mlp.gate_proj", inter, h, mlp_bias))
-        up = linear(m, *proj("mlp.up_proj", inter, h, mlp_bias))
-        x = x + linear(torch.nn.functional.silu(gate) * up, *proj("mlp.down_proj", h, inter, mlp_bias))
+        gate = proj(m, "mlp.gate_proj", inter, h, mlp_bias)
+        up = proj(m, "mlp.up_proj", inter, h, mlp_bias)
+        x = x + proj(torch.nn.functional.silu(gate) * up, "mlp.down_proj", h, inter, mlp_bias)
     x = rms_norm(x, p("model.norm.weight", (h,)), eps)
     tied = cfg.get("tie_word_embeddings", False)
     head = p("model.embed_tokens.weight", (vocab, h)) if tied else p("lm_head.weight", (vocab, h))
     return linear(x, head)
 
 
-def gpt2_logits(cfg, p, ids, positions, mask):
+def gpt2_logits(cfg, p, ids, positions, mask, lora):
     """GPT2LMHeadModel forward: logits [B, T, V]."""
     if cfg.get("activation_function", "gelu_new") not in ("gelu_new", "gelu_pytorch_tanh"):
         raise ValueError("only the tanh GELU is supported")
@@ -295,7 +323,8 @@ def gpt2_logits(cfg, p, ids, positions, mask):
         return torch.nn.functional.layer_norm(x, (h,), w, bias, eps)
 
     def conv(x, name, in_dim, out_dim):
-        return conv1d(x, p(f"{name}.weight", (in_dim, out_dim)), p(f"{name}.bias", (out_dim,)))
+        y = conv1d(x, p(f"{name}.weight", (in_dim, out_dim)), p(f"{name}.bias", (out_dim,)))
+        return y + lora.delta(x, name)
 
     def split_heads(z):
         return z.view(b, t, heads, head_dim).transpose(1, 2)
@@ -325,8 +354,8 @@ def family_of(cfg):
     raise ValueError(f"unsupported architecture {names or cfg.get('model_type')}; supported: {', '.join(SUPPORTED)}")
 
 
-def run(folder, inputs):
-    """Logits, loss and gradients (by checkpoint name) of the checkpoint in `folder` on `inputs`."""
+def run(folder, inputs, lora=NO_LORA):
+    """Logits, loss and gradients (by checkpoint name) of the checkpoint in `folder`, with `lora`, on `inputs`."""
     with open(os.path.join(folder, "config.json")) as f:
         cfg = json.load(f)
     family = family_of(cfg)
@@ -337,30 +366,31 @@ def run(folder, inputs):
     positions = (torch.arange(t).view(1, t) - torch.tensor(key_start, dtype=torch.int64).view(b, 1)).clamp(min=0)
     mask = attention_mask(b, t, key_start)
     if family == "gpt2":
-        logits = gpt2_logits(cfg, p, ids, positions, mask)
+        logits = gpt2_logits(cfg, p, ids, positions, mask, lora)
     else:
-        logits = llama_like_logits(family, cfg, p, ids, positions, mask)
+        logits = llama_like_logits(family, cfg, p, ids, positions, mask, lora)
     targets = torch.tensor(inputs["targets"], dtype=torch.int64)
     weights = torch.tensor(inputs["weights"], dtype=torch.float32)
     logp = torch.log_softmax(logits, dim=-1).gather(-1, targets.clamp(min=0).unsqueeze(-1)).squeeze(-1)
     loss = (torch.where(targets >= 0, weights, torch.zeros_like(weights)) * logp).sum()
     loss.backward()
-    grads = {name: (w.grad if w.grad is not None else torch.zeros_like(w)) for name, w in p.used.items()}
+    used = {**p.used, **lora.tensors}
+    grads = {name: (w.grad if w.grad is not None else torch.zeros_like(w)) for name, w in used.items()}
     return logits.detach(), loss.item(), grads
 
 
 def main(argv):
     """CLI entry point."""
-    if len(argv) != 4:
+    if len(argv) not in (4, 5):
         sys.stderr.write(__doc__)
         return 2
     torch.set_default_dtype(torch.float32)
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
-    folder, input_path, output_path = argv[1:]
+    folder, input_path, output_path = argv[1:4]
     with open(input_path) as f:
         inputs = json.load(f)
-    logits, loss, grads = run(folder, inputs)
+    logits, loss, grads = run(folder, inputs, Lora(argv[4]) if len(argv) == 5 else NO_LORA)
     if output_path.endswith(".json"):
         as_json = {n: {"shape": list(g.shape), "data": g.reshape(-1).tolist()} for n, g in grads.items()}
         with open(output_path, "w") as f:

@@ -1,0 +1,207 @@
+/**
+ * LoRA adapters (Hu et al. 2021) as PEFT defines them: a projection y = x·Wᵀ + b gains (alpha/rank)·dropout(x)·Aᵀ·Bᵀ
+ * with A [rank, in] and B [out, rank], A drawn like PEFT's kaiming-uniform(a=√5) (uniform in ±1/√in) and B zero, so a
+ * fresh adapter leaves the model unchanged. The base weights stay frozen; only A and B are trained. GPT-2's Conv1D
+ * projections get the same A and B shapes (PEFT's fan_in_fan_out only changes how the product is merged).
+ */
+import { defaultBackend } from '../backend/select.js';
+import { add, linear, mul } from '../tensor/ops.js';
+import type { Ctx } from '../tensor/tape.js';
+import { Tensor } from '../tensor/tensor.js';
+import { Rng } from '../util/rng.js';
+import type { Family, TransformerConfig } from './hf-config.js';
+import { hfWeightNames } from './weight-names.js';
+
+/** The projections of Llama, Qwen2 and Qwen3 blocks, as PEFT's target_modules name them. */
+export const LLAMA_LORA_TARGETS = [
+  'q_proj',
+  'k_proj',
+  'v_proj',
+  'o_proj',
+  'gate_proj',
+  'up_proj',
+  'down_proj',
+] as const;
+/** The Conv1D projections of GPT-2 blocks, as PEFT's target_modules name them. */
+export const GPT2_LORA_TARGETS = ['c_attn', 'c_proj', 'c_fc'] as const;
+/** Every projection name a config may list. */
+export const LORA_TARGET_NAMES = [...LLAMA_LORA_TARGETS, ...GPT2_LORA_TARGETS] as const;
+/** PEFT's shorthand for every linear projection of the blocks (the language-model head excluded). */
+export const ALL_LINEAR = 'all-linear';
+
+/** How an agent's adapters are shaped: PEFT's r, lora_alpha, lora_dropout and target_modules. */
+export interface LoraSettings {
+  /** r, the inner dimension of each adapter. */
+  rank: number;
+  /** lora_alpha: the update is scaled by alpha / rank. */
+  alpha: number;
+  /** lora_dropout: probability of zeroing an input element of the adapter path during training (0 = off). */
+  dropout: number;
+  /** Adapted projections by their PEFT names, or 'all-linear'. */
+  targets: readonly string[] | typeof ALL_LINEAR;
+}
+
+/** The projection names of a family's blocks. */
+export function familyTargets(family: Family): readonly string[] {
+  return family === 'gpt2' ? GPT2_LORA_TARGETS : LLAMA_LORA_TARGETS;
+}
+
+/** One adapted projection: its module path (the parameter name without `.weight`) and its widths. */
+export interface AdaptedModule {
+  module: string;
+  inF: number;
+  outF: number;
+}
+
+/**
+ * The modules the settings adapt in this model, in state_dict order. Throws saying what to change when a target is
+ * not a projection of the family or the rank exceeds a projection's smaller width.
+ */
+export function adaptedModules(cfg: TransformerConfig, s: LoraSettings): AdaptedModule[] {
+  const known = familyTargets(cfg.family);
+  const targets = s.targets === ALL_LINEAR ? known : s.targets;
+  const wrong = targets.filter((t) => !known.includes(t));
+  if (wrong.length > 0)
+    throw new Error(
+      `lora.targets ${wrong.join(', ')} are not projections of a ${cfg.family} model: use ${known.join(', ')} ` +
+        `(or '${ALL_LINEAR}')`,
+    );
+  if (!(Number.isInteger(s.rank) && s.rank >= 1))
+    throw new Error(`lora.rank must be a whole number ≥ 1, got ${s.rank}`);
+  if (!(s.dropout >= 0 && s.dropout < 1)) throw new Error(`lora.dropout must be in [0, 1), got ${s.dropout}`);
+  const out: AdaptedModule[] = [];
+  for (const w of hfWeightNames(cfg)) {
+    if (w.layer === null || w.shape.length !== 2 || !w.name.endsWith('.weight')) continue;
+    const module = w.name.slice(0, -'.weight'.length);
+    if (!targets.includes(module.slice(module.lastIndexOf('.') + 1))) continue;
+    const [outF, inF] = w.transposed ? [w.shape[1]!, w.shape[0]!] : [w.shape[0]!, w.shape[1]!];
+    if (s.rank > Math.min(inF, outF))
+      throw new Error(
+        `lora.rank ${s.rank} exceeds the smaller width (${Math.min(inF, outF)}) of ${module} [out ${outF}, in ` +
+          `${inF}]: choose a rank of at most ${Math.min(inF, outF)}`,
+      );
+    out.push({ module, inF, outF });
+  }
+  return out;
+}
+
+/** The names of a module's A and B parameters (PEFT's, without the `base_model.model.` prefix). */
+export function loraParamNames(module: string): { a: string; b: string } {
+  return { a: `${module}.lora_A.weight`, b: `${module}.lora_B.weight` };
+}
+
+/** The trainable adapters of one model. */
+export class LoraAdapters {
+  /** The adapted modules, in state_dict order. */
+  readonly modules: readonly AdaptedModule[];
+  /** A [rank, in] and B [out, rank] of every adapted module, by loraParamNames. */
+  readonly params: Map<string, Tensor>;
+  /** alpha / rank. */
+  readonly scale: number;
+  /** Draws the dropout masks (training passes only); its state is part of a run's checkpoint. */
+  rng: Rng;
+  private readonly byModule: Map<string, { a: Tensor; b: Tensor }>;
+
+  /**
+   * Adapters over `params` (checked: every module's A and B present with their shapes, nothing else). `base` names
+   * the frozen model they apply to (PEFT's base_model_name_or_path).
+   */
+  constructor(
+    readonly cfg: TransformerConfig,
+    readonly settings: LoraSettings,
+    params: Map<string, Tensor>,
+    readonly base: string,
+    rng: Rng = new Rng(0),
+  ) {
+    this.modules = adaptedModules(cfg, settings);
+    this.scale = settings.alpha / settings.rank;
+    this.rng = rng;
+    this.byModule = new Map();
+    const { rank } = settings;
+    for (const m of this.modules) {
+      const names = loraParamNames(m.module);
+      const a = params.get(names.a);
+      const b = params.get(names.b);
+      const check = (t: Tensor | undefined, name: string, shape: number[]): Tensor => {
+        if (!t) throw new Error(`missing LoRA tensor "${name}" (expected shape [${shape.join(', ')}])`);
+        if (t.shape.length !== 2 || t.shape[0] !== shape[0] || t.shape[1] !== shape[1])
+          throw new Error(`LoRA tensor "${name}" has shape [${t.shape.join(', ')}], rank ${rank} needs [${shape}]`);
+        return t;
+      };
+      this.byModule.set(m.module, { a: check(a, names.a, [rank, m.inF]), b: check(b, names.b, [m.outF, rank]) });
+    }
+    for (const name of params.keys())
+      if (![...this.byModule.keys()].some((m) => name === `${m}.lora_A.weight` || name === `${m}.lora_B.weight`))
+        throw new Error(`unexpected LoRA tensor "${name}" for targets ${JSON.stringify(settings.targets)}`);
+    this.params = params;
+  }
+
+  /** Fresh adapters: A as PEFT initialises it (uniform in ±1/√in, drawn from `seed`), B zero. */
+  static init(cfg: TransformerConfig, settings: LoraSettings, base: string, seed: number): LoraAdapters {
+    const rng = new Rng(seed);
+    const params = new Map<string, Tensor>();
+    for (const m of adaptedModules(cfg, settings)) {
+      const names = loraParamNames(m.module);
+      // kaiming_uniform_(a=√5): gain √(2/(1+5)), bound gain·√(3/fan_in) = 1/√fan_in.
+      const bound = 1 / Math.sqrt(m.inF);
+      const a = new Float32Array(settings.rank * m.inF);
+      for (let i = 0; i < a.length; i++) a[i] = (2 * rng.next() - 1) * bound;
+      params.set(names.a, new Tensor(a, [settings.rank, m.inF], true));
+      params.set(names.b, Tensor.zeros([m.outF, settings.rank], true));
+    }
+    return new LoraAdapters(cfg, settings, params, base, new Rng(seed + 1));
+  }
+
+  /**
+   * y plus the adapter's update of the projection `module` on input x, or y unchanged when the module is not adapted.
+   * Dropout applies on the tape only (training), with a mask from `rng`, scaled by 1/(1 − p) as nn.Dropout does.
+   */
+  apply(ctx: Ctx, x: Tensor, module: string, y: Tensor): Tensor {
+    const ab = this.byModule.get(module);
+    if (!ab) return y;
+    const p = this.settings.dropout;
+    let input = x;
+    if (p > 0 && ctx.tape !== null) {
+      const keep = 1 / (1 - p);
+      const mask = new Float32Array(x.size);
+      for (let i = 0; i < mask.length; i++) mask[i] = this.rng.next() < p ? 0 : keep;
+      input = mul(ctx, x, new Tensor(mask, x.shape));
+    }
+    const down = linear(ctx, input, ab.a);
+    const scaled = mul(ctx, down, new Tensor(new Float32Array(down.size).fill(this.scale), down.shape));
+    return add(ctx, y, linear(ctx, scaled, ab.b));
+  }
+
+  /**
+   * The base parameters with every adapted weight replaced by W + (alpha/rank)·B·A (new arrays; the rest shared):
+   * what a merged checkpoint holds and what inference copies are built from.
+   */
+  merged(params: ReadonlyMap<string, Tensor>): Map<string, Tensor> {
+    const k = defaultBackend();
+    const out = new Map(params);
+    for (const m of this.modules) {
+      const name = `${m.module}.weight`;
+      const w = params.get(name)!;
+      const { a, b } = this.byModule.get(m.module)!;
+      const c = w.data.slice();
+      const r = this.settings.rank;
+      k.gemm({
+        m: m.outF,
+        n: m.inF,
+        k: r,
+        alpha: this.scale,
+        beta: 1,
+        a: { data: b.data },
+        b: { data: a.data },
+        c: { data: c },
+      });
+      out.set(name, new Tensor(c, w.shape));
+    }
+    return out;
+  }
+}
+
+/** The same parameters frozen: tensors sharing the data, with no gradients (a LoRA agent's base). */
+export function frozen(params: ReadonlyMap<string, Tensor>): Map<string, Tensor> {
+  return new Map([...params].map(([n, t]) => [n, t.requiresGrad ? new Tensor(t.data, t.shape, false) : t]));
+}
