@@ -113,10 +113,10 @@ export async function metricRows(runDir: string): Promise<Record<string, unknown
 }
 
 /**
- * Asserts that the checkpoints of `step` of two runs hold the same bytes: every agent's weights and AdamW moments, and
- * state.json — the step, the data cursor, every RNG state (run-wide and per agent) and the trainer's extra state
- * (e.g. HACPO's capability history) — so that a resumed run is shown to continue exactly, not only to end with equal
- * weights.
+ * Asserts that the checkpoints of `step` of two runs hold the same bytes: every agent's weights (or adapters) and AdamW
+ * moments, and state.json — the step, the data cursor, every RNG state (run-wide and per agent) and the trainer's
+ * extra state (e.g. HACPO's capability history) — so that a resumed run is shown to continue exactly, not only to end
+ * with equal weights.
  */
 export async function assertSameCheckpoint(
   runA: string,
@@ -125,9 +125,17 @@ export async function assertSameCheckpoint(
   agents: readonly string[],
 ): Promise<void> {
   const dir = (run: string): string => join(run, 'checkpoints', `step-${String(step).padStart(6, '0')}`);
+  // A LoRA agent's folder holds its adapters (PEFT format) in place of the weights.
+  const weightFiles = (a: string): string[] =>
+    existsSync(join(dir(runA), 'agents', a, 'adapter_config.json'))
+      ? ['adapter_config.json', 'adapter_model.safetensors']
+      : ['model.safetensors'];
   const files = [
     'state.json',
-    ...agents.flatMap((a) => [join('agents', a, 'model.safetensors'), join('optimizer', `${a}.safetensors`)]),
+    ...agents.flatMap((a) => [
+      ...weightFiles(a).map((f) => join('agents', a, f)),
+      join('optimizer', `${a}.safetensors`),
+    ]),
   ];
   for (const f of files) {
     const [a, b] = await Promise.all([readFile(join(dir(runA), f)), readFile(join(dir(runB), f))]);
