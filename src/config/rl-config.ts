@@ -159,16 +159,18 @@ const LoraConfigSchema = z.strictObject(
       'lora_dropout: probability of zeroing an input of the adapter path in training (seeded, resumed exactly)',
     ),
     targets: field(
-      z.union([
-        z.literal(ALL_LINEAR),
-        z
-          .array(z.enum(LORA_TARGET_NAMES))
-          .min(1, `list at least one projection, or '${ALL_LINEAR}'`)
-          .refine((t) => new Set(t).size === t.length, 'list each projection once'),
-      ]),
-      ALL_LINEAR,
+      z
+        .array(
+          z.enum([...LORA_TARGET_NAMES, ALL_LINEAR], {
+            error: `use projection names ${LORA_TARGET_NAMES.join(', ')}, or '${ALL_LINEAR}'`,
+          }),
+        )
+        .min(1, `list at least one projection, or '${ALL_LINEAR}'`)
+        .refine((t) => new Set(t).size === t.length, 'list each projection once')
+        .refine((t) => !t.includes(ALL_LINEAR) || t.length === 1, `'${ALL_LINEAR}' stands alone`),
+      [ALL_LINEAR],
       `Adapted projections by PEFT name: ${LORA_TARGET_NAMES.slice(0, 7).join(', ')} (Llama, Qwen2, Qwen3) or ` +
-        `${LORA_TARGET_NAMES.slice(7).join(', ')} (GPT-2); '${ALL_LINEAR}': every projection of the blocks`,
+        `${LORA_TARGET_NAMES.slice(7).join(', ')} (GPT-2); ['${ALL_LINEAR}']: every projection of the blocks`,
     ),
   }),
 );

@@ -37,7 +37,7 @@ export interface LoraSettings {
   alpha: number;
   /** lora_dropout: probability of zeroing an input element of the adapter path during training (0 = off). */
   dropout: number;
-  /** Adapted projections by their PEFT names, or 'all-linear'. */
+  /** Adapted projections by their PEFT names, or 'all-linear' (alone or as the one entry of the list). */
   targets: readonly string[] | typeof ALL_LINEAR;
 }
 
@@ -59,7 +59,7 @@ export interface AdaptedModule {
  */
 export function adaptedModules(cfg: TransformerConfig, s: LoraSettings): AdaptedModule[] {
   const known = familyTargets(cfg.family);
-  const targets = s.targets === ALL_LINEAR ? known : s.targets;
+  const targets = s.targets === ALL_LINEAR || s.targets.includes(ALL_LINEAR) ? known : s.targets;
   const wrong = targets.filter((t) => !known.includes(t));
   if (wrong.length > 0)
     throw new Error(

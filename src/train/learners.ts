@@ -7,7 +7,7 @@
 import { resolve } from 'node:path';
 import { CapabilityTracker } from '../algorithms/hacpo/index.js';
 import { resolveAgents, type ResolvedAgent, type RunConfig } from '../config/rl-config.js';
-import { LoraAdapters } from '../model/lora.js';
+import { adaptedModules, LoraAdapters } from '../model/lora.js';
 import { adapt, withoutAdapters } from '../model/peft.js';
 import { loadPretrained, sharedBase, type BaseModels, type Pretrained } from '../model/pretrained.js';
 import { AdamW } from '../optim/adamw.js';
@@ -105,6 +105,7 @@ export async function buildLearners(
           `agent ${a.name}: the config ${a.lora ? 'asks for' : 'has no'} LoRA adapters but its checkpoint ` +
             `${model.adapters ? 'holds adapters' : 'is a whole model'}; resume with the config the run started with`,
         );
+      if (a.lora && model.adapters) checkSameLora(a, model.adapters);
       const dropoutState = s.rngs[LORA_DROPOUT];
       if (model.adapters && dropoutState) model.adapters.rng = Rng.fromState(dropoutState);
       const optimizer = new AdamW(model.trainable, { lr: o.lr, weightDecay: o.weightDecay });
@@ -131,6 +132,24 @@ export async function buildLearners(
       };
     }),
   );
+}
+
+/** Throws when a resumed agent's adapters are not the ones its config asks for (rank, alpha, dropout, modules). */
+function checkSameLora(a: ResolvedAgent, adapters: LoraAdapters): void {
+  const want = a.lora!;
+  const have = adapters.settings;
+  const modules = (m: readonly { module: string }[]): string => m.map((x) => x.module).join(',');
+  if (
+    want.rank !== have.rank ||
+    want.alpha !== have.alpha ||
+    want.dropout !== have.dropout ||
+    modules(adaptedModules(adapters.cfg, want)) !== modules(adapters.modules)
+  )
+    throw new Error(
+      `agent ${a.name}: the checkpoint's adapters (rank ${have.rank}, alpha ${have.alpha}, dropout ${have.dropout}, ` +
+        `targets ${JSON.stringify(have.targets)}) are not the config's lora ${JSON.stringify(want)}; resume with ` +
+        'the config the run started with',
+    );
 }
 
 /**
