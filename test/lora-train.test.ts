@@ -14,6 +14,9 @@ import { adapt } from '../src/model/peft.js';
 import { loadPretrained } from '../src/model/pretrained.js';
 import { readSafetensors } from '../src/model/safetensors.js';
 import { AdamW } from '../src/optim/adamw.js';
+import { parseRunConfig } from '../src/config/load-config.js';
+import { loadTrainState, saveTrainState, type TrainState } from '../src/run/train-state.js';
+import { initialState } from '../src/train/learners.js';
 import { runUpdates } from '../src/train/policy-updates.js';
 import { assertSameCheckpoint, hacrl, hacrlKilledAt, metricRows, TINY_AGENT_FLAGS } from './cli.js';
 import { mulberry32, randInt } from './helpers.js';
@@ -122,6 +125,22 @@ describe('LoRA agents in training', () => {
       [...model.adapters!.params].some(([n, t]) => n.includes('lora_B') && t.data.some((v) => v !== 0)),
       'B moved',
     );
+  });
+
+  test('LoRA agents on the same checkpoint folder share one frozen base, fresh and resumed', async () => {
+    const cfg = parseRunConfig({
+      agents: ['a', 'b'].map((name) => ({ name, checkpoint: dir('char'), lora: { rank: 2 } })),
+      runDir: join(root, 'shared'),
+    });
+    const state = await initialState(cfg);
+    const shared = (s: TrainState): void => {
+      const [a, b] = s.agents.map((x) => x.pretrained.model);
+      for (const [name, t] of a!.params) assert.equal(t.data, b!.params.get(name)!.data, `${name} is one array`);
+      assert.notEqual(a!.adapters!.params, b!.adapters!.params, 'adapters of their own');
+    };
+    shared(state);
+    await saveTrainState(join(root, 'shared', 'step-000000'), state);
+    shared(await loadTrainState(join(root, 'shared', 'step-000000')));
   });
 
   for (const algorithm of ['grpo', 'gspo']) {

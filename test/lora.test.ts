@@ -332,6 +332,10 @@ describe('PEFT adapter folders', () => {
     await assert.rejects(load(), /only LoRA/);
     await config((c) => (c.r = 65));
     await assert.rejects(load(), /rank 65 exceeds/);
+    await config((c) => (c.target_modules = '.*proj'));
+    await assert.rejects(load(), /regular expressions are not supported/);
+    await config((c) => (c.base_model_name_or_path = join(dir, 'nowhere')));
+    await assert.rejects(loadPretrained(join(dir, 'a')), /"[^"]*nowhere" is not a checkpoint folder here/);
     await config(() => {});
     const tensors = [...good.params].map(
       ([n, t]) => [`base_model.model.${n}`, { shape: [...t.shape], data: t.data }] as const,

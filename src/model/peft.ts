@@ -29,7 +29,9 @@ const AdapterConfigSchema = z.looseObject({
   r: z.number().int().min(1, 'r must be at least 1'),
   lora_alpha: z.number().positive(),
   lora_dropout: z.number().min(0).lt(1).default(0),
-  target_modules: z.union([z.array(z.string().min(1)).min(1), z.literal(ALL_LINEAR)]),
+  target_modules: z.union([z.array(z.string().min(1)).min(1), z.literal(ALL_LINEAR)], {
+    error: `target_modules must be a list of module names or "${ALL_LINEAR}" (regular expressions are not supported)`,
+  }),
   bias: z.literal('none', 'adapters with trained biases (bias other than "none") are not supported').default('none'),
   fan_in_fan_out: z.boolean().default(false),
   base_model_name_or_path: z.string().nullish(),
@@ -144,7 +146,13 @@ export async function adapterBase(dir: string): Promise<string> {
   const { base } = await readAdapterConfig(dir);
   if (!base)
     throw new Error(`${join(dir, ADAPTER_CONFIG)} names no base_model_name_or_path: pass the base folder explicitly`);
-  return isAbsolute(base) ? base : resolve(base);
+  const dirOfBase = isAbsolute(base) ? base : resolve(base);
+  if (!(await pathExists(join(dirOfBase, 'config.json'))))
+    throw new Error(
+      `${join(dir, ADAPTER_CONFIG)}: its base_model_name_or_path "${base}" is not a checkpoint folder here (no ` +
+        'config.json): pass the base folder explicitly (hacrl lora merge --base DIR) or fix the path',
+    );
+  return dirOfBase;
 }
 
 /** `base` with `adapters` on it: the base's parameters frozen (shared, not copied). */
