@@ -9,6 +9,7 @@ import type { Kernels } from '../backend/kernels.js';
 import {
   add,
   attention,
+  checkpoint,
   embedding,
   gelu,
   layerNorm,
@@ -40,8 +41,11 @@ export function parameterShapes(cfg: TransformerConfig): Map<string, number[]> {
   return new Map(hfWeightNames(cfg).map((w) => [w.name, w.transposed ? [w.shape[1]!, w.shape[0]!] : w.shape]));
 }
 
-/** How one forward pass attends: the training/prefill path over whole sequences, or a decoding step over a cache. */
-type Attend = (layer: number, q: Tensor, k: Tensor, v: Tensor) => Tensor;
+/**
+ * How one forward pass attends, in the context it is given (a checkpointed block runs twice, in two contexts): the
+ * training/prefill path over whole sequences, or a decoding step over a cache.
+ */
+type Attend = (ctx: Ctx, layer: number, q: Tensor, k: Tensor, v: Tensor) => Tensor;
 
 /** The rows of a forward pass: B sequences of T tokens, right- or left-padded. */
 export interface Batch {
@@ -188,6 +192,7 @@ export class Transformer {
       k = rope(ctx, k, positions, cos, sin, kvHeads, headDim);
     }
     const a = attend(
+      ctx,
       i,
       q.reshape([positions.length, heads * headDim]),
       k.reshape([positions.length, kvHeads * headDim]),
@@ -216,7 +221,10 @@ export class Transformer {
 
   private hiddenStates(ctx: Ctx, ids: Int32Array, positions: Int32Array, attend: Attend): Tensor {
     let x = this.embed(ctx, ids, positions);
-    for (let i = 0; i < this.cfg.layers; i++) x = this.block(ctx, i, x, positions, attend);
+    for (let i = 0; i < this.cfg.layers; i++)
+      x = ctx.checkpointing
+        ? checkpoint(ctx, x, (c, input) => this.block(c, i, input, positions, attend))
+        : this.block(ctx, i, x, positions, attend);
     return this.norm(ctx, x, outerNames(this.cfg).finalNorm);
   }
 
@@ -235,9 +243,9 @@ export class Transformer {
       throw new Error(`forward: ${b.ids.length} ids for batch ${batch} × seqLen ${seqLen}`);
     const positions = batchPositions(batch, seqLen, b.keyStart);
     const shape = { batch, seqLen, queryHeads: this.cfg.heads, kvHeads: this.cfg.kvHeads, headDim: this.cfg.headDim };
-    const hidden = this.hiddenStates(ctx, b.ids, positions, (layer, q, k, v) => {
-      cache?.writeSequence(ctx.k, layer, k.data, v.data, seqLen);
-      return attention(ctx, q, k, v, shape, b.keyStart);
+    const hidden = this.hiddenStates(ctx, b.ids, positions, (c, layer, q, k, v) => {
+      cache?.writeSequence(c.k, layer, k.data, v.data, seqLen);
+      return attention(c, q, k, v, shape, b.keyStart);
     });
     cache?.setLength(seqLen);
     return hidden;
@@ -289,7 +297,7 @@ export class Transformer {
     const t = cache.length;
     const positions = Int32Array.from(ids, (_, b) => t - (cache.keyStart?.[b] ?? 0));
     const { heads, kvHeads, headDim } = this.cfg;
-    const x = this.hiddenStates(ctx, ids, positions, (layer, q, kk, v) => {
+    const x = this.hiddenStates(ctx, ids, positions, (_, layer, q, kk, v) => {
       cache.writeStep(k, layer, kk.data, v.data);
       const out = new Float32Array(q.size);
       k.attentionDecode(
