@@ -1,0 +1,217 @@
+// The memory plan: its parts against the buffers the code allocates (a tape's and an arena's floats counted on tiny
+// models of each family), its arithmetic (inputs that shrink which parts, phases maxed not summed), and the CLI:
+// `hacrl plan`, the refusal of `hacrl train` before any work and its override, `hacrl config resolve`'s line.
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { engine } from '../src/backend/engine.js';
+import { writeHfConfig } from '../src/model/hf-config.js';
+import { agentMemory, forwardFloats, planMemory, type AgentMemoryInput } from '../src/model/memory-plan.js';
+import { packPromptResponses } from '../src/model/pack.js';
+import { scoreResponses } from '../src/model/response-log-probs.js';
+import { shapeConfig } from '../src/model/shapes.js';
+import { Arena, Tape } from '../src/tensor/tape.js';
+import { machineMemory } from '../src/util/memory.js';
+import { hacrl } from './cli.js';
+import { saveTinyAgent } from './tiny-agents.js';
+import { CONFIGS, testModel, VOCAB } from './tiny-models.js';
+
+const k = engine();
+
+/** Calls fn while counting the floats `Cls.prototype.buffer` hands out. */
+function countBuffers(Cls: typeof Tape | typeof Arena, fn: () => void): number {
+  const proto = Cls.prototype as { buffer(n: number): Float32Array };
+  const original = proto.buffer;
+  let floats = 0;
+  proto.buffer = function (this: unknown, n: number) {
+    floats += n;
+    return original.call(this, n);
+  };
+  try {
+    fn();
+  } finally {
+    proto.buffer = original;
+  }
+  return floats;
+}
+
+/** `count` sequences of `length` tokens (prompt 3, the rest response): every row the same length, no padding. */
+function pairs(count: number, length: number) {
+  return Array.from({ length: count }, (_, i) => ({
+    prompt: [1 + i, 2, 3],
+    response: Array.from({ length: length - 3 }, (_, j) => 1 + ((i * 7 + j) % (VOCAB - 1))),
+  }));
+}
+
+describe('what a pass holds, counted against the estimate', () => {
+  for (const [family, json] of Object.entries(CONFIGS)) {
+    const model = testModel(json, 2);
+    const cfg = model.cfg;
+    const rows = 3 * 12;
+    for (const checkpointing of [false, true])
+      test(`${family}: a training tape${checkpointing ? ' under checkpointing' : ''} keeps what the plan counts`, () => {
+        const packed = packPromptResponses(pairs(3, 12));
+        const held = countBuffers(Tape, () => {
+          const tape = new Tape();
+          model.tokenLogProbs({ k, tape, checkpointing }, packed, packed.targets, { entropy: true });
+          tape.clear();
+        });
+        // The tiny vocabulary keeps every logit for the backward.
+        assert.equal(held, forwardFloats(cfg, rows, { checkpointing }) + rows * cfg.vocabSize);
+      });
+    test(`${family}: a scoring pass's arena holds what the plan counts`, () => {
+      const held = countBuffers(Arena, () => scoreResponses(model, k, pairs(3, 12)));
+      assert.equal(held, forwardFloats(cfg, rows) + rows * cfg.vocabSize);
+    });
+  }
+});
+
+/** A qwen2.5-0.5b-shaped agent sampling 8 × 4 sequences of ≤ 64 + 256 tokens in 4 mini-batches. */
+const base: AgentMemoryInput = {
+  name: 'a',
+  cfg: shapeConfig('qwen2.5-0.5b'),
+  reference: false,
+  sequences: 32,
+  generationBatch: 64,
+  promptTokens: 64,
+  maxNewTokens: 256,
+  trainSequences: 32,
+  miniBatches: 4,
+  checkpointing: false,
+};
+const part = (a: AgentMemoryInput, name: string): number =>
+  agentMemory(a).parts.find((p) => p.name === name)?.bytes ?? 0;
+
+describe('the estimate', () => {
+  const params = 494_032_768; // Qwen2.5-0.5B, tied head
+  test('weights, gradients and AdamW follow the parameter counts and the bytes per weight', () => {
+    assert.equal(part(base, 'weights'), 4 * params);
+    assert.equal(part(base, 'AdamW m and v'), 8 * params);
+    // Gradients come from the pool's size classes: at most 1/8 over the parameters.
+    assert.ok(part(base, 'gradients') >= 4 * params && part(base, 'gradients') <= 4.5 * params);
+    const lora = { ...base, trainableParameters: 8_798_208, bytesPerWeight: 2 };
+    assert.equal(part(lora, 'weights'), 2 * params);
+    assert.equal(part(lora, 'gradients'), 4 * 8_798_208);
+    assert.equal(part(lora, 'AdamW m and v'), 8 * 8_798_208);
+    assert.equal(part(base, 'KL reference'), 0);
+    assert.equal(part({ ...base, reference: true, bytesPerWeight: 2 }, 'KL reference'), 2 * params);
+  });
+
+  test('the KV cache holds one generation batch at prompt + new tokens', () => {
+    const { layers, kvHeads, headDim } = base.cfg;
+    assert.equal(part(base, 'KV cache'), 2 * layers * 32 * kvHeads * 320 * headDim * 4);
+    assert.equal(part({ ...base, sequences: 256 }, 'KV cache'), 2 * layers * 64 * kvHeads * 320 * headDim * 4);
+  });
+
+  test('checkpointing, more mini-batches and shorter responses shrink the training activations', () => {
+    const full = part(base, 'training activations');
+    assert.ok(part({ ...base, checkpointing: true }, 'training activations') < full / 5);
+    assert.ok(part({ ...base, miniBatches: 8 }, 'training activations') < 0.6 * full);
+    assert.ok(part({ ...base, maxNewTokens: 64 }, 'training activations') < 0.5 * full);
+  });
+
+  test('phases are maxed over agents and phases, resident parts summed', () => {
+    const b = { ...base, name: 'b', cfg: shapeConfig('smollm2-135m'), checkpointing: true };
+    const plan = planMemory([base, b], 1000);
+    const [pa, pb] = plan.agents as [ReturnType<typeof agentMemory>, ReturnType<typeof agentMemory>];
+    assert.equal(plan.total, 1000 + pa.resident + pb.resident + Math.max(pa.phase.bytes, pb.phase.bytes));
+    assert.equal(plan.peakPhase?.agent, 'a');
+    const phases = ['sampling', 'scoring', 'training'].map((h) =>
+      pa.parts.filter((p) => p.held === h).reduce((n, p) => n + p.bytes, 0),
+    );
+    assert.equal(pa.phase.bytes, Math.max(...phases));
+    // An agent another process trains costs its weights only.
+    assert.deepEqual(
+      agentMemory({ ...b, local: false }).parts.map((p) => p.name),
+      ['weights'],
+    );
+  });
+});
+
+describe('hacrl plan, and the refusal of hacrl train', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'hacrl-plan-'));
+  after(() => rm(dir, { recursive: true, force: true }));
+  const agent = join(dir, 'agent');
+  await saveTinyAgent(agent, 'qwen3');
+  // The same tokenizer under a config.json of Qwen2.5-0.5B's shape: planned from the config alone, never loaded.
+  const huge = join(dir, 'huge');
+  await saveTinyAgent(huge, 'qwen3');
+  await writeHfConfig(huge, shapeConfig('qwen2.5-0.5b'));
+  const config = async (name: string, checkpoint: string): Promise<string> => {
+    const file = join(dir, `${name}.yaml`);
+    await writeFile(
+      file,
+      [
+        'algorithm: grpo',
+        `agents: [{ name: a, checkpoint: ${JSON.stringify(checkpoint)} }]`,
+        "data: { train: 'easy:train:20', validation: ['easy:test:2'], template: '{question}' }",
+        'rollout: { promptsPerStep: 2, groupSize: 2, maxNewTokens: 6 }',
+        'optim: { miniBatches: 2 }',
+        'eval: { atStart: false, problems: 2 }',
+        'steps: 1',
+        `runDir: ${JSON.stringify(join(dir, `run-${name}`))}`,
+      ].join('\n'),
+    );
+    return file;
+  };
+  const tiny = await config('tiny', agent);
+  const big = await config('big', huge);
+
+  test('hacrl plan prints every part and the verdict against the machine', () => {
+    const r = hacrl(['plan', '--config', big]);
+    assert.equal(r.status, 0, r.stderr);
+    for (const want of ['agent a', 'weights', 'gradients', 'AdamW m and v', 'KV cache', 'training activations'])
+      assert.match(r.stdout, new RegExp(want));
+    assert.match(r.stdout, /memory plan: estimated peak \d+\.\d\d GiB against/);
+    const json = JSON.parse(hacrl(['plan', '--config', big, '--json']).stdout) as {
+      plan: { total: number };
+      prompts: { tokens: number; source: string }[];
+    };
+    assert.equal(json.prompts[0]!.source, 'data.train');
+    assert.ok(json.prompts[0]!.tokens > 5, 'the prompts were measured in the agent tokens');
+    assert.ok(json.plan.total > 4 * 494e6 * 4, 'a 0.5B fine-tuning needs more than its weights, gradients and AdamW');
+  });
+
+  test('hacrl train refuses before any work, naming the biggest parts and what to change', () => {
+    const r = hacrl(['train', '--config', big], { HACRL_MEMORY_LIMIT_BYTES: String(2 ** 30) });
+    assert.notEqual(r.status, 0);
+    assert.match(
+      r.stderr,
+      /needs an estimated \d+\.\d\d GiB at its peak and HACRL_MEMORY_LIMIT_BYTES allows 1\.00 GiB/,
+    );
+    assert.match(r.stderr, /AdamW m and v of a/);
+    assert.match(r.stderr, /LoRA/);
+    assert.match(r.stderr, /optim\.activationCheckpointing/);
+    assert.match(r.stderr, /--skip-memory-check/);
+    assert.equal(existsSync(join(dir, 'run-big')), false, 'nothing was started');
+  });
+
+  test('--skip-memory-check trains a run the limit refuses', () => {
+    const small = hacrl(['train', '--config', tiny], { HACRL_MEMORY_LIMIT_BYTES: '1000' });
+    assert.notEqual(small.status, 0);
+    assert.match(small.stderr, /needs an estimated/);
+    const r = hacrl(['train', '--config', tiny, '--skip-memory-check'], { HACRL_MEMORY_LIMIT_BYTES: '1000' });
+    assert.equal(r.status, 0, r.stderr);
+    assert.ok(existsSync(join(dir, 'run-tiny', 'metrics.jsonl')));
+  });
+
+  test('hacrl config resolve adds the verdict on stderr and keeps stdout one JSON document', () => {
+    const r = hacrl(['config', 'resolve', big]);
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(
+      (JSON.parse(r.stdout) as { optim: { activationCheckpointing: boolean } }).optim.activationCheckpointing,
+      false,
+    );
+    assert.match(r.stderr, /^memory plan: estimated peak \d+\.\d\d GiB against .* (fits|does NOT fit)$/m);
+  });
+
+  test('the machine figures: HACRL_MEMORY_LIMIT_BYTES replaces the available memory, and must be whole bytes', () => {
+    assert.equal(machineMemory({ HACRL_MEMORY_LIMIT_BYTES: '12345' }).available, 12345);
+    const m = machineMemory({});
+    assert.ok(m.available > 0 && m.available <= m.total);
+    assert.throws(() => machineMemory({ HACRL_MEMORY_LIMIT_BYTES: '1.5GB' }), /whole number of bytes/);
+  });
+});
