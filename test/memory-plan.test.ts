@@ -9,7 +9,13 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { engine } from '../src/backend/engine.js';
 import { writeHfConfig } from '../src/model/hf-config.js';
-import { agentMemory, forwardFloats, planMemory, type AgentMemoryInput } from '../src/model/memory-plan.js';
+import {
+  agentMemory,
+  blockFloats,
+  forwardFloats,
+  planMemory,
+  type AgentMemoryInput,
+} from '../src/model/memory-plan.js';
 import { packPromptResponses } from '../src/model/pack.js';
 import { scoreResponses } from '../src/model/response-log-probs.js';
 import { shapeConfig } from '../src/model/shapes.js';
@@ -21,21 +27,33 @@ import { CONFIGS, testModel, VOCAB } from './tiny-models.js';
 
 const k = engine();
 
-/** Calls fn while counting the floats `Cls.prototype.buffer` hands out. */
-function countBuffers(Cls: typeof Tape | typeof Arena, fn: () => void): number {
-  const proto = Cls.prototype as { buffer(n: number): Float32Array };
-  const original = proto.buffer;
-  let floats = 0;
-  proto.buffer = function (this: unknown, n: number) {
-    floats += n;
-    return original.call(this, n);
+/**
+ * The most floats live at once in arenas (a tape's buffers are its arena's) while fn runs, and those still live when
+ * it returns: Arena.buffer adds, Arena.release subtracts what the arena held.
+ */
+function liveFloats(fn: () => void): { peak: number; end: number } {
+  const proto = Arena.prototype as unknown as { buffer(n: number): Float32Array; release(): void };
+  const [buffer, release] = [proto.buffer, proto.release];
+  const held = new WeakMap<object, number>();
+  let live = 0;
+  let peak = 0;
+  proto.buffer = function (this: object, n: number) {
+    held.set(this, (held.get(this) ?? 0) + n);
+    live += n;
+    peak = Math.max(peak, live);
+    return buffer.call(this, n);
+  };
+  proto.release = function (this: object) {
+    live -= held.get(this) ?? 0;
+    held.delete(this);
+    release.call(this);
   };
   try {
     fn();
   } finally {
-    proto.buffer = original;
+    [proto.buffer, proto.release] = [buffer, release];
   }
-  return floats;
+  return { peak, end: live };
 }
 
 /** `count` sequences of `length` tokens (prompt 3, the rest response): every row the same length, no padding. */
@@ -51,20 +69,29 @@ describe('what a pass holds, counted against the estimate', () => {
     const model = testModel(json, 2);
     const cfg = model.cfg;
     const rows = 3 * 12;
-    for (const checkpointing of [false, true])
-      test(`${family}: a training tape${checkpointing ? ' under checkpointing' : ''} keeps what the plan counts`, () => {
-        const packed = packPromptResponses(pairs(3, 12));
-        const held = countBuffers(Tape, () => {
-          const tape = new Tape();
-          model.tokenLogProbs({ k, tape, checkpointing }, packed, packed.targets, { entropy: true });
-          tape.clear();
-        });
-        // The tiny vocabulary keeps every logit for the backward.
-        assert.equal(held, forwardFloats(cfg, rows, { checkpointing }) + rows * cfg.vocabSize);
-      });
-    test(`${family}: a scoring pass's arena holds what the plan counts`, () => {
-      const held = countBuffers(Arena, () => scoreResponses(model, k, pairs(3, 12)));
-      assert.equal(held, forwardFloats(cfg, rows) + rows * cfg.vocabSize);
+    const packed = packPromptResponses(pairs(3, 12));
+    const logits = rows * cfg.vocabSize; // the tiny vocabulary keeps every logit for the backward
+    test(`${family}: a training tape keeps what the plan counts`, () => {
+      const { end } = liveFloats(() => model.tokenLogProbs({ k, tape: new Tape() }, packed, packed.targets));
+      assert.equal(end, forwardFloats(cfg, rows) + logits);
+    });
+    test(`${family}: under checkpointing it keeps block outputs, one block at a time besides`, () => {
+      const tape = new Tape();
+      const { peak, end } = liveFloats(() =>
+        model.tokenLogProbs({ k, tape, checkpointing: true }, packed, packed.targets),
+      );
+      assert.equal(end, forwardFloats(cfg, rows, { outputsOnly: true }) + logits);
+      const block = blockFloats(cfg);
+      assert.ok(peak > end && peak <= end + rows * (block.outputs + block.saved), `peak ${peak}, end ${end}`);
+      tape.clear();
+    });
+    test(`${family}: a scoring pass holds block outputs and one block at a time`, () => {
+      const { peak, end } = liveFloats(() => scoreResponses(model, k, pairs(3, 12)));
+      assert.equal(end, 0);
+      const block = blockFloats(cfg);
+      const bound = forwardFloats(cfg, rows, { outputsOnly: true }) + rows * (block.outputs + block.saved) + logits;
+      assert.ok(peak <= bound && peak > rows * (block.outputs + block.saved), `peak ${peak}, bound ${bound}`);
+      assert.ok(peak < forwardFloats(cfg, rows), 'not every layer is held to the end');
     });
   }
 });

@@ -11,7 +11,7 @@
  * Agents sample, score and train one after the other, so a run's peak is the process baseline, plus every agent's
  * held parts, plus the largest phase of any agent: phases are maxed over, not summed.
  */
-import { capacityOf, MAX_POOLED, MIN_POOLED } from '../tensor/grad-pool.js';
+import { capacityOf, MIN_POOLED } from '../tensor/grad-pool.js';
 import { headChunkRows, KEEP_LOGITS_LIMIT } from '../tensor/ops.js';
 import type { TransformerConfig } from './hf-config.js';
 import { SCORE_BATCH_SIZE } from './response-log-probs.js';
@@ -123,15 +123,22 @@ function outerFloats(cfg: TransformerConfig): number {
 
 /**
  * Floats a forward pass over `rows` tokens holds until it ends, the head's logits left out: every block's buffers
- * (blockFloats) and the outer ones, or under checkpointing only each block's output (its ops run in a scratch arena).
+ * (blockFloats) and the outer ones, or with `outputsOnly` (activation checkpointing, and every pass without a tape:
+ * ops.checkpoint) each block's output, its other buffers living only while it runs.
  */
 export function forwardFloats(
   cfg: TransformerConfig,
   rows: number,
-  o: { checkpointing?: boolean; fusedQkv?: boolean } = {},
+  o: { outputsOnly?: boolean; fusedQkv?: boolean } = {},
 ): number {
   const b = blockFloats(cfg, o.fusedQkv);
-  return rows * (cfg.layers * (o.checkpointing ? cfg.hidden : b.outputs + b.saved) + outerFloats(cfg));
+  return rows * (cfg.layers * (o.outputsOnly ? cfg.hidden : b.outputs + b.saved) + outerFloats(cfg));
+}
+
+/** Floats of one block's buffers over `rows` tokens: what a pass holding only block outputs adds while a block runs. */
+function oneBlock(cfg: TransformerConfig, rows: number, fusedQkv = false): number {
+  const b = blockFloats(cfg, fusedQkv);
+  return rows * (b.outputs + b.saved);
 }
 
 /** Floats of the head's logits a pass over `rows` rows holds: all of them while training under the limit, else a chunk. */
@@ -182,25 +189,27 @@ export function agentMemory(a: AgentMemoryInput): AgentMemoryPlan {
     if (a.reference) parts.push({ name: 'KL reference', held: 'run', bytes: weightBytes });
     const { layers, kvHeads, headDim, vocabSize } = cfg;
     const length = a.promptTokens + a.maxNewTokens;
-    // Sampling: one generation batch at a time; the prefill's arena goes back to the pool before decoding starts.
+    // Sampling: one generation batch at a time; a prefill holds block outputs and one block (ops.checkpoint), then
+    // decoding holds the logits and probabilities of the batch.
     const batch = Math.min(a.generationBatch, a.sequences);
-    const prefill = forwardFloats(cfg, batch * a.promptTokens, { fusedQkv: true }) * F32;
-    const decode = 2 * batch * vocabSize * F32; // logits and probabilities, reused by every step
+    const prefillRows = batch * a.promptTokens;
+    const prefill =
+      forwardFloats(cfg, prefillRows, { outputsOnly: true, fusedQkv: true }) + oneBlock(cfg, prefillRows, true);
     parts.push(
       { name: 'inference weight copies', held: 'sampling', bytes: inferenceCopyBytes(cfg) },
       { name: 'KV cache', held: 'sampling', bytes: 2 * layers * batch * kvHeads * length * headDim * F32 },
-      {
-        name: 'prefill activations and logits',
-        held: 'sampling',
-        bytes: Math.max(prefill, Math.min(prefill, MAX_POOLED * F32) + decode),
-      },
+      { name: 'prefill activations and logits', held: 'sampling', bytes: (prefill + 2 * batch * vocabSize) * F32 },
     );
-    // Scoring (old log-probs, the KL reference's): SCORE_BATCH_SIZE sequences per pass, every layer kept to its end.
+    // Scoring (old log-probs, the KL reference's): SCORE_BATCH_SIZE sequences per pass, block outputs and one block.
     const scoreRows = Math.min(SCORE_BATCH_SIZE, a.sequences) * length;
     parts.push({
       name: 'scoring activations',
       held: 'scoring',
-      bytes: (forwardFloats(cfg, scoreRows) + headFloats(cfg, scoreRows, false)) * F32,
+      bytes:
+        (forwardFloats(cfg, scoreRows, { outputsOnly: true }) +
+          oneBlock(cfg, scoreRows) +
+          headFloats(cfg, scoreRows, false)) *
+        F32,
     });
     // Training: one mini-batch's forward passes, and in the backward a gradient for every op's output; under
     // checkpointing those of each block's output, plus one block recomputed with its gradients and its input's.
@@ -213,7 +222,7 @@ export function agentMemory(a: AgentMemoryInput): AgentMemoryPlan {
       name: 'training activations',
       held: 'training',
       bytes:
-        (forwardFloats(cfg, rows, { checkpointing: a.checkpointing }) + gradients + headFloats(cfg, rows, true)) * F32,
+        (forwardFloats(cfg, rows, { outputsOnly: a.checkpointing }) + gradients + headFloats(cfg, rows, true)) * F32,
     });
   }
   const resident = parts.filter((p) => p.held === 'run').reduce((n, p) => n + p.bytes, 0);

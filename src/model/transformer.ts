@@ -221,10 +221,12 @@ export class Transformer {
 
   private hiddenStates(ctx: Ctx, ids: Int32Array, positions: Int32Array, attend: Attend): Tensor {
     let x = this.embed(ctx, ids, positions);
+    // A pass without a tape keeps only each block's output; a tape, only under checkpointing (ops.checkpoint).
     for (let i = 0; i < this.cfg.layers; i++)
-      x = ctx.checkpointing
-        ? checkpoint(ctx, x, (c, input) => this.block(c, i, input, positions, attend))
-        : this.block(ctx, i, x, positions, attend);
+      x =
+        ctx.checkpointing || ctx.tape === null
+          ? checkpoint(ctx, x, (c, input) => this.block(c, i, input, positions, attend))
+          : this.block(ctx, i, x, positions, attend);
     return this.norm(ctx, x, outerNames(this.cfg).finalNorm);
   }
 

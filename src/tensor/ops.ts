@@ -473,22 +473,32 @@ export function splitColumns(ctx: Ctx, x: Tensor, widths: number[]): Tensor[] {
 }
 
 /**
- * y = fn(x) recorded as one op that keeps only x and y (activation checkpointing): the forward runs fn untracked in
- * a scratch arena, and the backward runs it again on a tape of its own and back-propagates through that, adding
- * into x's gradient and into the gradients of the parameters fn reads. fn must be deterministic and read no state
- * that changes between the two runs; the recomputation runs the same kernels on the same inputs, so the gradients
- * are bit-identical to recording fn's ops directly when x gets its gradient from fn alone (a transformer block's
- * input); when x already holds another contribution, the sum is rounded once more (the ops' kernels would have added
- * into it directly). Parameters inside fn are assumed trainable: y tracks gradients whenever the context records.
+ * fn(x) run in a scratch arena that is released once its result is copied out (into the tape's or the context's
+ * buffers): of fn's buffers only the result outlives the call.
  */
-export function checkpoint(ctx: Ctx, x: Tensor, fn: (ctx: Ctx, x: Tensor) => Tensor): Tensor {
-  if (ctx.tape === null) return fn(ctx, x);
+function inScratch(ctx: Ctx, x: Tensor, fn: (ctx: Ctx, x: Tensor) => Tensor, track: boolean): Tensor {
   const scratch = new Arena();
   const first = fn({ k: ctx.k, tape: null, arena: scratch }, x);
-  const y = ctx.tape.buffer(first.size);
+  const y = outBuffer(ctx, track, first.size);
   y.set(first.data);
   scratch.release();
-  const out = new Tensor(y, first.shape, true);
+  return new Tensor(y, first.shape, track);
+}
+
+/**
+ * y = fn(x) holding only x and y. Without a tape but with an arena (a scoring pass, a prefill), fn's buffers go back
+ * to the pool as soon as y is copied out, instead of living to the end of the pass. On a tape it is activation
+ * checkpointing: one op that keeps x and y, whose backward runs fn again on a tape of its own and back-propagates
+ * through it, adding into x's gradient and into the gradients of the parameters fn reads. fn must be deterministic
+ * and read no state that changes between the two runs; the recomputation runs the same kernels on the same inputs,
+ * so the gradients are bit-identical to recording fn's ops directly when x gets its gradient from fn alone (a
+ * transformer block's input); when x already holds another contribution, the sum is rounded once more (the ops'
+ * kernels would have added into it directly). Parameters inside fn are assumed trainable: on a tape y tracks
+ * gradients.
+ */
+export function checkpoint(ctx: Ctx, x: Tensor, fn: (ctx: Ctx, x: Tensor) => Tensor): Tensor {
+  if (ctx.tape === null) return ctx.arena ? inScratch(ctx, x, fn, false) : fn(ctx, x);
+  const out = inScratch(ctx, x, fn, true);
   ctx.tape.record(() => {
     const dy = out.grad;
     if (!dy) return;
