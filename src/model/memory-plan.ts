@@ -11,7 +11,7 @@
  * Agents sample, score and train one after the other, so a run's peak is the process baseline, plus every agent's
  * held parts, plus the largest phase of any agent: phases are maxed over, not summed.
  */
-import { capacityOf, MIN_POOLED } from '../tensor/grad-pool.js';
+import { capacityOf, MAX_POOLED, MIN_POOLED } from '../tensor/grad-pool.js';
 import { headChunkRows, KEEP_LOGITS_LIMIT } from '../tensor/ops.js';
 import type { TransformerConfig } from './hf-config.js';
 import { SCORE_BATCH_SIZE } from './response-log-probs.js';
@@ -218,12 +218,13 @@ export function agentMemory(a: AgentMemoryInput): AgentMemoryPlan {
     const gradients = a.checkpointing
       ? rows * (layers * cfg.hidden + outerFloats(cfg) + plain.outputs + plain.saved + plain.outputs + cfg.hidden)
       : rows * (layers * plain.outputs + outerFloats(cfg));
-    parts.push({
-      name: 'training activations',
-      held: 'training',
-      bytes:
-        (forwardFloats(cfg, rows, { outputsOnly: a.checkpointing }) + gradients + headFloats(cfg, rows, true)) * F32,
-    });
+    const training =
+      (forwardFloats(cfg, rows, { outputsOnly: a.checkpointing }) + gradients + headFloats(cfg, rows, true)) * F32;
+    parts.push(
+      { name: 'training activations', held: 'training', bytes: training },
+      // The pool keeps the training pass's buffers for the next (grad-pool.ts); sampling allocates its own beside them.
+      { name: 'pooled training buffers', held: 'sampling', bytes: Math.min(training, MAX_POOLED * F32) },
+    );
   }
   const resident = parts.filter((p) => p.held === 'run').reduce((n, p) => n + p.bytes, 0);
   let phase: AgentMemoryPlan['phase'] = { name: 'sampling', bytes: 0 };

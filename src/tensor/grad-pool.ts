@@ -8,7 +8,7 @@
 /** Below this many floats a buffer is allocated plainly (pooling it would save nothing). */
 export const MIN_POOLED = 4096;
 /** Most floats kept for reuse (512 MiB); buffers handed back beyond it are left to the garbage collector. */
-const MAX_POOLED = 1 << 27;
+export const MAX_POOLED = 1 << 27;
 
 /** Free buffers by capacity. */
 const free = new Map<number, Float32Array[]>();
