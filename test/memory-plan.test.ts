@@ -8,7 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { engine } from '../src/backend/engine.js';
-import { writeHfConfig } from '../src/model/hf-config.js';
+import { readHfConfig, writeHfConfig } from '../src/model/hf-config.js';
+import { parseRunConfig } from '../src/config/load-config.js';
+import { planRun } from '../src/train/run-plan.js';
 import {
   agentMemory,
   blockFloats,
@@ -223,6 +225,41 @@ describe('hacrl plan, and the refusal of hacrl train', async () => {
     const r = hacrl(['train', '--config', tiny, '--skip-memory-check'], { HACRL_MEMORY_LIMIT_BYTES: '1000' });
     assert.equal(r.status, 0, r.stderr);
     assert.ok(existsSync(join(dir, 'run-tiny', 'metrics.jsonl')));
+  });
+
+  test("hacrl agent's plan: the other agents cost their weights only, and shared rollouts are trained on by all", async () => {
+    const cfg = parseRunConfig({
+      algorithm: 'hacpo',
+      agents: [
+        { name: 'a', checkpoint: agent },
+        { name: 'b', checkpoint: huge, groupSize: 4 },
+      ],
+      data: { train: 'easy:train:20', template: '{question}' },
+      rollout: { promptsPerStep: 2, groupSize: 2 },
+      optim: { klCoef: 0.1 },
+    });
+    const { plan, prompts } = await planRun(cfg, { local: (name) => name === 'a' });
+    const [a, b] = plan.agents as [ReturnType<typeof agentMemory>, ReturnType<typeof agentMemory>];
+    assert.deepEqual(
+      b.parts.map((p) => p.name),
+      ['weights'],
+    );
+    assert.ok(a.parts.some((p) => p.name === 'KL reference'));
+    assert.equal(prompts[1]!.tokens, prompts[0]!.tokens, 'the two agents share a tokenizer here');
+    // a trains on its 2 × 2 sequences and b's 2 × 4, in the recipe's mini-batches.
+    const alone = agentMemory({
+      name: 'a',
+      cfg: await readHfConfig(agent),
+      reference: true,
+      sequences: 4,
+      generationBatch: 64,
+      promptTokens: prompts[0]!.tokens,
+      maxNewTokens: cfg.rollout.maxNewTokens,
+      trainSequences: 12,
+      miniBatches: cfg.optim.miniBatches,
+      checkpointing: false,
+    });
+    assert.deepEqual(a.parts, alone.parts);
   });
 
   test('hacrl config resolve adds the verdict on stderr and keeps stdout one JSON document', () => {
