@@ -16,7 +16,11 @@
  * `--shape NAME` (smollm2-135m, qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b; src/model/shapes.ts) times one GRPO agent of
  * that public checkpoint's shape with random weights made here — B=8 prompts × G=4 responses of 256 new tokens
  * (--new-tokens=N changes the length), 1 timed step after the warm-up unless --steps=N — with no pair and no PyTorch
- * peer: the split, tokens/s and peak memory of the step the issue's targets name.
+ * peer: the split, tokens/s and peak memory of the step the issue's targets name. --prompts=B and --group=G change
+ * the step's prompts and responses per prompt, --checkpointing trains with activation checkpointing.
+ *
+ * After the single agent's steps it prints the memory plan's estimate of that setting (src/model/memory-plan.ts)
+ * beside the process's measured peak (VmHWM) and their ratio.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -42,7 +46,8 @@ import type { TeamMember } from '../src/train/learners.js';
 import { teamStep, type UpdateRecipe } from '../src/train/learner-step.js';
 import { RolloutSource } from '../src/train/sample-sources.js';
 import { learnerView, type SampleRecord } from '../src/train/sample-table.js';
-import { memoryMetrics } from '../src/util/memory.js';
+import { memoryMetrics, peakResidentBytes } from '../src/util/memory.js';
+import { planMemory } from '../src/model/memory-plan.js';
 import { Rng } from '../src/util/rng.js';
 import { mean } from '../src/util/stats.js';
 import { matmulParams } from './flops.js';
@@ -76,8 +81,10 @@ const PYTHON = '/usr/bin/python3';
 const TORCH_SCRIPT = fileURLToPath(new URL('../../bench/torch_rl_bench.py', import.meta.url));
 
 const k = engine();
-const B = SHAPE === undefined ? 16 : 8;
-const G = SHAPE === undefined ? 8 : 4;
+const B = count('prompts', SHAPE === undefined ? 16 : 8);
+const G = count('group', SHAPE === undefined ? 8 : 4);
+/** Train with activation checkpointing (optim.activationCheckpointing). */
+const CHECKPOINTING = argv.includes('--checkpointing');
 const MAX_NEW = count('new-tokens', SHAPE === undefined ? 64 : 256);
 const MINI_BATCHES = 4;
 const EPOCHS = 1;
@@ -147,6 +154,7 @@ function benchRecipe(r: Recipe): UpdateRecipe {
     discrepancyCoefficient: r.hacpo?.discrepancyCoefficient ?? false,
     // HACPO's stepwise foreign band (Eqs. 12–14); unused without sharing.
     foreign: 'hacpo-foreign',
+    ...(CHECKPOINTING ? { activationCheckpointing: true } : {}),
   };
 }
 
@@ -368,6 +376,42 @@ function print(title: string, s: PartSplit, peak: number): void {
   log(`  resident memory after each step ${s.rss_mb.join(', ')} MiB; process peak ${s.peak_rss_mb.join(', ')} MiB`);
 }
 
+/**
+ * The memory plan of the single-agent setting (one GRPO learner, B·G sequences, its longest prompt) beside the
+ * process's peak resident memory so far, and their ratio.
+ */
+function planVsMeasured(agent: Agent): { estimate_mib: number; measured_mib: number; ratio: number } {
+  const promptTokens = Math.max(
+    ...problems.map((p) => agent.tokenizer.encode(renderPrompt(agent.tokenizer, p.prompt, rollout.prompt)).length),
+  );
+  const plan = planMemory([
+    {
+      name: agent.name,
+      cfg: agent.model.cfg,
+      reference: false,
+      sequences: B * G,
+      generationBatch: rollout.generationBatch,
+      promptTokens,
+      maxNewTokens: MAX_NEW,
+      trainSequences: B * G,
+      miniBatches: MINI_BATCHES,
+      checkpointing: CHECKPOINTING,
+    },
+  ]);
+  const mib = (bytes: number): number => round(bytes / 2 ** 20, 1);
+  const measured = peakResidentBytes();
+  const a = plan.agents[0]!;
+  log(
+    `\nmemory plan (prompts up to ${promptTokens} tokens): ${a.parts.map((p) => `${p.name} ${mib(p.bytes)}`).join(', ')} MiB; ` +
+      `largest phase ${a.phase.name}`,
+  );
+  log(
+    `  estimated peak ${mib(plan.total)} MiB, measured peak (VmHWM) ${mib(measured)} MiB: ` +
+      `estimate/measured ${round(plan.total / measured, 3)}`,
+  );
+  return { estimate_mib: mib(plan.total), measured_mib: mib(measured), ratio: round(plan.total / measured, 3) };
+}
+
 /** The HACPO pair's setting: the single agent with a 0.6M Llama-style agent on a BPE tokenizer, HACPO's recipe. */
 function hacpoPair(peak: number) {
   const pairAgents = [
@@ -390,8 +434,10 @@ async function main(): Promise<void> {
   const peak = round(peakProbe ? peakProbe.gflops[threads]! : NaN, 1);
   log(
     `hacrl RL step benchmark — B=${B}, G=${G}, ≤ ${MAX_NEW} new tokens, ${MINI_BATCHES} mini-batches, ${threads} threads` +
-      (SHAPE === undefined ? '' : `, shape ${SHAPE} (random weights)`),
+      (SHAPE === undefined ? '' : `, shape ${SHAPE} (random weights)`) +
+      (CHECKPOINTING ? ', activation checkpointing' : ''),
   );
+  log(`resident memory at start ${round(process.memoryUsage.rss() / 2 ** 20, 1)} MiB`);
   log(`BLAS in use: ${k.blas} (OPENBLAS_CORETYPE=${process.env.OPENBLAS_CORETYPE ?? 'unset'})`);
   log(`OpenMP wait policy: ${openmpWaitPolicy()}`);
   if (peakProbe) log(peakLine(peakProbe));
@@ -407,6 +453,7 @@ async function main(): Promise<void> {
       peak,
     );
     print('single agent, GRPO (RolloutSource + learnerStep, no sharing)', solo, peak);
+    const memoryPlan = planVsMeasured(single);
     const pair = singleOnly ? null : await hacpoPair(peak);
     if (pair)
       print(
@@ -445,6 +492,8 @@ async function main(): Promise<void> {
           single: solo,
           hacpo_pair: pair,
           torch,
+          memory_plan: memoryPlan,
+          activation_checkpointing: CHECKPOINTING,
           // The fields earlier versions printed, for scripts that read them.
           parameters: solo.agents[0]!.parameters,
           time_generate_s: solo.time_generate_s,

@@ -68,6 +68,7 @@ test('a config with only an agent gets every default', async () => {
     minLrRatio: 0,
     weightDecay: 0.01,
     gradClip: 1,
+    activationCheckpointing: false,
   });
   assert.deepEqual(c.reward, { math: 1, format: 0, custom: [] });
   assert.deepEqual(c.eval, { every: 10, problems: 200, samplesPerProblem: 0, atStart: true });

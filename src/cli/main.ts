@@ -14,6 +14,7 @@ import { loraCommand } from './lora.js';
 import { benchMasTable, runBenchMas } from '../experiments/mas.js';
 import { masCommand, workflowOption } from './mas.js';
 import { runMasWarmstart } from './mas-warmstart.js';
+import { runPlan, type PlanCliOptions } from './plan.js';
 import { runReport } from './report.js';
 import { runScore } from './score.js';
 import { serveCommand } from './serve.js';
@@ -162,7 +163,21 @@ program
   .option('--config <file>', 'run configuration (YAML or JSON)')
   .option('--set <key=value...>', 'overrides, e.g. --set rollout.groupSize=8 agents.0.lr=1e-5', [])
   .option('--resume', "continue the run folder's latest complete checkpoint", false)
-  .action((o: { config?: string; set: string[]; resume: boolean }) => runTrain(o));
+  .option('--skip-memory-check', 'train even when the memory plan (hacrl plan) says the run does not fit', false)
+  .action((o: { config?: string; set: string[]; resume: boolean; skipMemoryCheck: boolean }) => runTrain(o));
+
+program
+  .command('plan')
+  .description(
+    "a run's estimated peak memory per agent — weights, gradients, AdamW, KL reference, and per phase the " +
+      'inference copies, KV cache and activations — against this machine (os.totalmem, /proc/meminfo MemAvailable); ' +
+      'hacrl train refuses a run that does not fit',
+  )
+  .option('--config <file>', 'run configuration (YAML or JSON)')
+  .option('--set <key=value...>', 'overrides, e.g. --set optim.activationCheckpointing=true', [])
+  .option('--prompt-tokens <n>', 'longest prompt in tokens (default: measured on data.train)', positiveInt)
+  .option('--json', 'print one JSON object instead of the table', false)
+  .action((o: PlanCliOptions) => runPlan(o));
 
 program
   .command('agent')
@@ -179,6 +194,7 @@ program
   )
   .requiredOption('--agent <name>', 'the agent of the configuration this process runs')
   .option('--broker <url>', "NATS server (default: the config's exchange.broker, nats://127.0.0.1:4222)")
+  .option('--skip-memory-check', "run even when the memory plan says this agent's process does not fit", false)
   .addHelpText(
     'after',
     '\nCredentials come from the environment (HACRL_NATS_USER, HACRL_NATS_PASSWORD, HACRL_NATS_NKEY_SEED) or from\n' +

@@ -3,6 +3,8 @@ import { closeDefaultPool } from '../rewards/worker-pool.js';
 import { createProgressDisplay } from '../train/progress.js';
 import { resumeCommand, StopRequest } from '../run/interrupt.js';
 import { trainRl } from '../train/rl-trainer.js';
+import { checkRunFits } from '../train/run-plan.js';
+import { machineMemory } from '../util/memory.js';
 
 /** Options of `hacrl train`. */
 export interface TrainCliOptions {
@@ -12,11 +14,14 @@ export interface TrainCliOptions {
   set: string[];
   /** Continue the run folder's latest checkpoint. */
   resume: boolean;
+  /** Train even when the memory plan says the run does not fit. */
+  skipMemoryCheck?: boolean;
 }
 
 /** `hacrl train`: the training the configuration names (its algorithm's recipe); a live status line on a terminal, plain lines otherwise. */
 export async function runTrain(o: TrainCliOptions): Promise<void> {
   const cfg = await loadRunConfig(o.config, o.set);
+  if (!o.skipMemoryCheck) await checkRunFits(cfg, machineMemory());
   const stop = new StopRequest({ resumeHint: `Resume with: ${resumeCommand(process.argv.slice(2))}` }).install();
   try {
     await trainRl(cfg, { resume: o.resume, progress: createProgressDisplay(process.stdout), stop });

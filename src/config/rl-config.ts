@@ -311,6 +311,13 @@ const RunConfigObject = z.strictObject({
       minLrRatio: field(z.number().min(0).max(1), 0, 'Final learning rate of cosine/linear decay, as a fraction of lr'),
       weightDecay: field(z.number().min(0), 0.01, 'AdamW decoupled weight decay (matrices only)'),
       gradClip: field(z.number().min(0), 1, 'Largest global gradient norm; larger gradients are scaled down (0 = off)'),
+      activationCheckpointing: field(
+        z.boolean(),
+        false,
+        "Keep only each transformer block's input during a training forward pass and recompute the block in the " +
+          'backward: activation memory falls to about one block (hacrl plan shows how much), at one more forward ' +
+          'pass of compute; the gradients are the same',
+      ),
     }),
     'Policy optimisation: mini-batches, clipping, KL, advantages, optimizer and schedule',
   ),

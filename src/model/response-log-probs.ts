@@ -5,6 +5,9 @@ import type { Transformer } from './transformer.js';
 
 const length = (s: PromptResponse): number => s.prompt.length + s.response.length;
 
+/** Sequences scored per forward pass by default (scoreResponses). */
+export const SCORE_BATCH_SIZE = 16;
+
 /**
  * Per-token log-probs of each response given its prompt, under the model (temperature 1), in nats: result[b][j] =
  * log π(response_j | prompt, response_<j). Rows are scored `batchSize` sequences at a time, longest first (less
@@ -14,7 +17,7 @@ export function scoreResponses(
   model: Transformer,
   k: Kernels,
   items: readonly PromptResponse[],
-  batchSize = 16,
+  batchSize = SCORE_BATCH_SIZE,
 ): number[][] {
   const out: number[][] = new Array(items.length);
   // Longest first, so each pass pads its sequences to nearly their own length.

@@ -9,6 +9,7 @@ import type { Kernels } from '../backend/kernels.js';
 import {
   add,
   attention,
+  checkpoint,
   embedding,
   gelu,
   layerNorm,
@@ -41,8 +42,11 @@ export function parameterShapes(cfg: TransformerConfig): Map<string, number[]> {
   return new Map(hfWeightNames(cfg).map((w) => [w.name, w.transposed ? [w.shape[1]!, w.shape[0]!] : w.shape]));
 }
 
-/** How one forward pass attends: the training/prefill path over whole sequences, or a decoding step over a cache. */
-type Attend = (layer: number, q: Tensor, k: Tensor, v: Tensor) => Tensor;
+/**
+ * How one forward pass attends, in the context it is given (a checkpointed block runs twice, in two contexts): the
+ * training/prefill path over whole sequences, or a decoding step over a cache.
+ */
+type Attend = (ctx: Ctx, layer: number, q: Tensor, k: Tensor, v: Tensor) => Tensor;
 
 /** The rows of a forward pass: B sequences of T tokens, right- or left-padded. */
 export interface Batch {
@@ -209,6 +213,7 @@ export class Transformer {
       k = rope(ctx, k, positions, cos, sin, kvHeads, headDim);
     }
     const a = attend(
+      ctx,
       i,
       q.reshape([positions.length, heads * headDim]),
       k.reshape([positions.length, kvHeads * headDim]),
@@ -237,7 +242,12 @@ export class Transformer {
 
   private hiddenStates(ctx: Ctx, ids: Int32Array, positions: Int32Array, attend: Attend): Tensor {
     let x = this.embed(ctx, ids, positions);
-    for (let i = 0; i < this.cfg.layers; i++) x = this.block(ctx, i, x, positions, attend);
+    // A pass without a tape keeps only each block's output; a tape, only under checkpointing (ops.checkpoint).
+    for (let i = 0; i < this.cfg.layers; i++)
+      x =
+        ctx.checkpointing || ctx.tape === null
+          ? checkpoint(ctx, x, (c, input) => this.block(c, i, input, positions, attend))
+          : this.block(ctx, i, x, positions, attend);
     return this.norm(ctx, x, outerNames(this.cfg).finalNorm);
   }
 
@@ -256,9 +266,9 @@ export class Transformer {
       throw new Error(`forward: ${b.ids.length} ids for batch ${batch} × seqLen ${seqLen}`);
     const positions = batchPositions(batch, seqLen, b.keyStart);
     const shape = { batch, seqLen, queryHeads: this.cfg.heads, kvHeads: this.cfg.kvHeads, headDim: this.cfg.headDim };
-    const hidden = this.hiddenStates(ctx, b.ids, positions, (layer, q, k, v) => {
-      cache?.writeSequence(ctx.k, layer, k.data, v.data, seqLen);
-      return attention(ctx, q, k, v, shape, b.keyStart);
+    const hidden = this.hiddenStates(ctx, b.ids, positions, (c, layer, q, k, v) => {
+      cache?.writeSequence(c.k, layer, k.data, v.data, seqLen);
+      return attention(c, q, k, v, shape, b.keyStart);
     });
     cache?.setLength(seqLen);
     return hidden;
@@ -310,7 +320,7 @@ export class Transformer {
     const t = cache.length;
     const positions = Int32Array.from(ids, (_, b) => t - (cache.keyStart?.[b] ?? 0));
     const { heads, kvHeads, headDim } = this.cfg;
-    const x = this.hiddenStates(ctx, ids, positions, (layer, q, kk, v) => {
+    const x = this.hiddenStates(ctx, ids, positions, (_, layer, q, kk, v) => {
       cache.writeStep(k, layer, kk.data, v.data);
       const out = new Float32Array(q.size);
       k.attentionDecode(

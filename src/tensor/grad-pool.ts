@@ -6,16 +6,16 @@
  */
 
 /** Below this many floats a buffer is allocated plainly (pooling it would save nothing). */
-const MIN_POOLED = 4096;
+export const MIN_POOLED = 4096;
 /** Most floats kept for reuse (512 MiB); buffers handed back beyond it are left to the garbage collector. */
-const MAX_POOLED = 1 << 27;
+export const MAX_POOLED = 1 << 27;
 
 /** Free buffers by capacity. */
 const free = new Map<number, Float32Array[]>();
 let pooled = 0;
 
 /** The capacity class of n floats: n rounded up to 1/8 of its power of two, so reuse across sizes wastes ≤ 12.5%. */
-function capacityOf(n: number): number {
+export function capacityOf(n: number): number {
   const step = 2 ** Math.max(0, Math.floor(Math.log2(n)) - 3);
   return Math.ceil(n / step) * step;
 }

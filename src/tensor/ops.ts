@@ -3,7 +3,7 @@
  * Backward passes accumulate into input gradients (so a tensor used twice receives both contributions).
  */
 import type { AttentionShape, F32, I32 } from '../backend/kernels.js';
-import type { Ctx } from './tape.js';
+import { Arena, Tape, type Ctx } from './tape.js';
 import { giveBack, takeZeroed } from './grad-pool.js';
 import { Tensor } from './tensor.js';
 
@@ -310,7 +310,12 @@ export interface TokenLogProbs {
 }
 
 /** Most logits (floats) the head keeps from forward to backward; above it each chunk is recomputed (256 MiB). */
-const KEEP_LOGITS_LIMIT = 1 << 26;
+export const KEEP_LOGITS_LIMIT = 1 << 26;
+
+/** Rows per head matmul by default for a vocabulary of `vocab`: ⌊2^22 / V⌋, i.e. 16 MiB of logits. */
+export function headChunkRows(vocab: number): number {
+  return Math.max(1, Math.floor((1 << 22) / Math.max(1, vocab)));
+}
 
 /**
  * The language-model head fused with the log-probability of each row's target: logits = h·Wᵀ [rows, V] are computed
@@ -337,7 +342,7 @@ export function lmHeadLogProbs(
   const rows = hidden.rows;
   if (hidden.lastDim !== dim) shapeError('lmHeadLogProbs', `hidden ends in ${hidden.lastDim}, the head expects ${dim}`);
   if (targets.length !== rows) shapeError('lmHeadLogProbs', `${targets.length} targets for ${rows} rows`);
-  const chunk = Math.max(1, options.chunkRows ?? Math.max(1, Math.floor((1 << 22) / Math.max(1, vocab))));
+  const chunk = Math.max(1, options.chunkRows ?? headChunkRows(vocab));
   const logProb = new Float32Array(rows);
   const lse = new Float32Array(rows);
   const entropy = options.entropy ? new Float32Array(rows) : null;
@@ -465,4 +470,45 @@ export function splitColumns(ctx: Ctx, x: Tensor, widths: number[]): Tensor[] {
       }, out);
     return out;
   });
+}
+
+/**
+ * fn(x) run in a scratch arena that is released once its result is copied out (into the tape's or the context's
+ * buffers): of fn's buffers only the result outlives the call.
+ */
+function inScratch(ctx: Ctx, x: Tensor, fn: (ctx: Ctx, x: Tensor) => Tensor, track: boolean): Tensor {
+  const scratch = new Arena();
+  const first = fn({ k: ctx.k, tape: null, arena: scratch }, x);
+  const y = outBuffer(ctx, track, first.size);
+  y.set(first.data);
+  scratch.release();
+  return new Tensor(y, first.shape, track);
+}
+
+/**
+ * y = fn(x) holding only x and y. Without a tape but with an arena (a scoring pass, a prefill), fn's buffers go back
+ * to the pool as soon as y is copied out, instead of living to the end of the pass. On a tape it is activation
+ * checkpointing: one op that keeps x and y, whose backward runs fn again on a tape of its own and back-propagates
+ * through it, adding into x's gradient and into the gradients of the parameters fn reads. fn must be deterministic
+ * and read no state that changes between the two runs; the recomputation runs the same kernels on the same inputs,
+ * so the gradients are bit-identical to recording fn's ops directly when x gets its gradient from fn alone (a
+ * transformer block's input); when x already holds another contribution, the sum is rounded once more (the ops'
+ * kernels would have added into it directly). Parameters inside fn are assumed trainable: on a tape y tracks
+ * gradients.
+ */
+export function checkpoint(ctx: Ctx, x: Tensor, fn: (ctx: Ctx, x: Tensor) => Tensor): Tensor {
+  if (ctx.tape === null) return ctx.arena ? inScratch(ctx, x, fn, false) : fn(ctx, x);
+  const out = inScratch(ctx, x, fn, true);
+  ctx.tape.record(() => {
+    const dy = out.grad;
+    if (!dy) return;
+    const tape = new Tape();
+    const input = new Tensor(x.data, x.shape, x.requiresGrad);
+    tape.backward(fn({ k: ctx.k, tape }, input), dy);
+    const dx = input.grad;
+    if (!x.requiresGrad || dx === null) return;
+    accumulate(ctx, x, (d) => d.set(dx));
+    input.recycleGrad();
+  }, out);
+  return out;
 }

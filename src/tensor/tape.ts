@@ -88,4 +88,9 @@ export interface Ctx {
   readonly tape: Tape | null;
   /** Where untracked ops take their outputs when set (the caller releases it when the pass is over); default fresh arrays. */
   readonly arena?: Arena;
+  /**
+   * Activation checkpointing: a recording pass of a model runs each of its blocks through `checkpoint` (ops.ts),
+   * keeping only the block's input and output and recomputing the block during the backward; default false.
+   */
+  readonly checkpointing?: boolean;
 }

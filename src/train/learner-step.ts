@@ -81,6 +81,8 @@ export interface UpdateRecipe {
   foreign: SurrogateName;
   /** Correction of own responses for the sampler/learner log-prob mismatch; absent: none. */
   rolloutCorrection?: RolloutCorrection;
+  /** Recompute each transformer block in the backward instead of keeping its activations; default false. */
+  activationCheckpointing?: boolean;
 }
 
 /** A policy being trained, with its optimizer, reference, this step's learning rate and its own HACPO knobs. */
@@ -372,7 +374,7 @@ export function learnerStep(
         Object.assign(stats, inBandByForm(table, batch, logProbs, name, l.stepwise, update));
       return { ...r, stats };
     },
-    { clip: recipe.gradClip, lr },
+    { clip: recipe.gradClip, lr, ...(recipe.activationCheckpointing ? { checkpointing: true } : {}) },
   );
   const omega = adv.omega;
   const sharingMetrics: StepMetrics = shared

@@ -51,7 +51,12 @@ export function runUpdates(
   item: (i: number) => PromptResponse,
   batches: readonly (readonly number[])[],
   lossFn: MiniBatchLoss,
-  o: { clip: number; lr: number },
+  o: {
+    clip: number;
+    lr: number;
+    /** Recompute each block in the backward instead of keeping its activations (Ctx.checkpointing); default false. */
+    checkpointing?: boolean;
+  },
 ): UpdateResult {
   const stats: Record<string, number[]> = {};
   const note = (name: string, v: number): void => void (stats[name] ??= []).push(v);
@@ -63,7 +68,8 @@ export function runUpdates(
     const passes = lengthGroups(items.map((s) => s.prompt.length + s.response.length)).map((members) => {
       const packed = packPromptResponses(members.map((j) => items[j]!));
       const tape = new Tape();
-      const out = model.tokenLogProbs({ k, tape }, packed, packed.targets, { entropy: true });
+      const ctx = o.checkpointing ? { k, tape, checkpointing: true } : { k, tape };
+      const out = model.tokenLogProbs(ctx, packed, packed.targets, { entropy: true });
       return { members, packed, tape, ...out };
     });
     const rows: Float32Array[] = [];

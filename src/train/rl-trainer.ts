@@ -46,6 +46,7 @@ export function updateRecipe(cfg: RunConfig): UpdateRecipe {
     discrepancyCoefficient: cfg.hacpo.discrepancyCoefficient,
     baseline: { kind: cfg.hacpo.baseline, omegaBand: cfg.hacpo.omegaBand, omegaPrior: cfg.hacpo.omegaPrior },
     foreign: cfg.hacpo.foreignSurrogate,
+    ...(o.activationCheckpointing ? { activationCheckpointing: true } : {}),
     ...(o.rolloutCorrection === 'none'
       ? {}
       : {

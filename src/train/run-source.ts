@@ -16,6 +16,9 @@ import type { TeamMember } from './learners.js';
 import { ProblemStream, RolloutSource, type RolloutOptions, type SampleSource } from './sample-sources.js';
 import { WorkflowSource, type WorkflowPolicy } from './workflow-source.js';
 
+/** Sequences per generation call of a single-turn run (the rest of the step's wait their turn). */
+export const GENERATION_BATCH = 64;
+
 /** The source of the run described by `cfg`, sampling from `team`'s policies with their RNGs. */
 export async function runSource(
   cfg: RunConfig,
@@ -49,7 +52,7 @@ function rolloutOptions(a: ResolvedAgent, rewards: WeightedReward[]): RolloutOpt
     },
     prompt: { template: a.template, ...(a.system === undefined ? {} : { system: a.system }) },
     rewards,
-    generationBatch: 64,
+    generationBatch: GENERATION_BATCH,
   };
 }
 

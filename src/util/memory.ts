@@ -1,4 +1,6 @@
-/** The process's memory use for the run log: what a step costs in RAM, and the most the run has needed so far. */
+/** The process's memory use for the run log, and the machine's memory a run is planned against. */
+import { readFileSync } from 'node:fs';
+import { freemem, totalmem } from 'node:os';
 
 const MIB = 1024 * 1024;
 
@@ -20,4 +22,48 @@ export function memoryMetrics(): MemoryMetrics {
   const peak = (process.resourceUsage().maxRSS * 1024) / MIB;
   // maxRSS is sampled by the kernel and rss by Node a moment later: never report a peak below the current value.
   return { 'mem/rss_mib': round(rss), 'mem/peak_rss_mib': round(Math.max(peak, rss)) };
+}
+
+/** The machine's memory as a run is checked against it, bytes. */
+export interface MachineMemory {
+  /** Physical memory (os.totalmem). */
+  total: number;
+  /** What a new process can take: /proc/meminfo MemAvailable (os.freemem where there is none), or the limit below. */
+  available: number;
+  /** Set when HACRL_MEMORY_LIMIT_BYTES gave `available` (a test's or a shared machine's budget). */
+  limitFromEnv: boolean;
+}
+
+/**
+ * The machine's total and available memory; HACRL_MEMORY_LIMIT_BYTES (a whole number of bytes) replaces the
+ * available figure, for a budget below what the machine has free or for tests.
+ */
+export function machineMemory(env: NodeJS.ProcessEnv = process.env): MachineMemory {
+  const total = totalmem();
+  const limit = env.HACRL_MEMORY_LIMIT_BYTES;
+  if (limit !== undefined && limit !== '') {
+    const bytes = Number(limit);
+    if (!Number.isSafeInteger(bytes) || bytes < 1)
+      throw new Error(`HACRL_MEMORY_LIMIT_BYTES must be a whole number of bytes, got "${limit}"`);
+    return { total, available: bytes, limitFromEnv: true };
+  }
+  let available = freemem();
+  try {
+    const m = /^MemAvailable:\s+(\d+) kB/m.exec(readFileSync('/proc/meminfo', 'utf8'));
+    if (m) available = Number(m[1]) * 1024;
+  } catch {
+    // no /proc (not Linux): the free figure stands
+  }
+  return { total, available, limitFromEnv: false };
+}
+
+/** The process's peak resident memory so far from /proc/self/status VmHWM (bytes); maxRSS where there is none. */
+export function peakResidentBytes(): number {
+  try {
+    const m = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync('/proc/self/status', 'utf8'));
+    if (m) return Number(m[1]) * 1024;
+  } catch {
+    // no /proc: getrusage's figure
+  }
+  return process.resourceUsage().maxRSS * 1024;
 }

@@ -1,0 +1,246 @@
+/**
+ * The estimated peak resident memory of an RL run, from each model's config and the run's sizes alone (no weights
+ * read): what `hacrl plan` prints and what `hacrl train` checks before any work. Every part counts the buffers the
+ * code allocates:
+ *  - held all run, per agent: its weights, their gradients (allocated at the first backward and kept), AdamW's m and v
+ *    (fp32), and a frozen copy of the weights as the KL reference;
+ *  - held in one phase of a step: sampling (the [in, out] inference copies of withInferenceWeights, the KV cache of a
+ *    generation batch, the prefill's activations, the logits), scoring the old log-probs (a pass without gradients
+ *    keeps every layer's outputs in its arena until it ends) and training a mini-batch (the tape keeps every op's
+ *    output and its saved statistics; the backward adds a gradient per output, recycled only when it ends).
+ * Agents sample, score and train one after the other, so a run's peak is the process baseline, plus every agent's
+ * held parts, plus the largest phase of any agent: phases are maxed over, not summed.
+ */
+import { capacityOf, MAX_POOLED, MIN_POOLED } from '../tensor/grad-pool.js';
+import { headChunkRows, KEEP_LOGITS_LIMIT } from '../tensor/ops.js';
+import type { TransformerConfig } from './hf-config.js';
+import { SCORE_BATCH_SIZE } from './response-log-probs.js';
+import { hfWeightNames, outerNames } from './weight-names.js';
+
+/** Resident memory of the process before any model (Node, the native addon and its BLAS threads), bytes. */
+export const PROCESS_BASELINE_BYTES = 160 * 2 ** 20;
+
+const F32 = 4;
+
+/** What one agent's estimate needs: its architecture and the sizes of its share of a step. */
+export interface AgentMemoryInput {
+  /** The agent's name (shown in the plan). */
+  name: string;
+  /** Its model's architecture (config.json). */
+  cfg: TransformerConfig;
+  /** Parameters that get gradients and AdamW state (LoRA: the adapters'); default every parameter of cfg. */
+  trainableParameters?: number;
+  /** Bytes per stored weight (4: fp32, 2: bf16); default 4. Gradients, optimizer and activations stay fp32. */
+  bytesPerWeight?: number;
+  /** Whether this process samples and trains it; false: only its weights are loaded (for its tokenizer); default true. */
+  local?: boolean;
+  /** Whether a frozen reference copy is kept (optim.klCoef > 0). */
+  reference: boolean;
+  /** Sequences it samples per step (prompts × samples per prompt). */
+  sequences: number;
+  /** Sequences per generation call (the rest wait their turn). */
+  generationBatch: number;
+  /** Longest prompt in its tokens. */
+  promptTokens: number;
+  /** Longest response in tokens (maxNewTokens). */
+  maxNewTokens: number;
+  /** Sequences it trains on per step: its own, plus the foreign ones when rollouts are shared. */
+  trainSequences: number;
+  /** Optimizer updates per epoch over them (optim.miniBatches). */
+  miniBatches: number;
+  /** Whether training recomputes each block in the backward (optim.activationCheckpointing). */
+  checkpointing: boolean;
+}
+
+/** The phases of a step: nothing of one outlives it, and no two run at once. */
+export type MemoryPhase = 'sampling' | 'scoring' | 'training';
+/** When a part is held: the whole run, or one phase. */
+export type MemoryHeld = 'run' | MemoryPhase;
+
+/** One part of an agent's estimate. */
+export interface MemoryPart {
+  /** What it is, e.g. 'weights', 'KV cache'. */
+  name: string;
+  /** When it is held. */
+  held: MemoryHeld;
+  bytes: number;
+}
+
+/** One agent's estimate. */
+export interface AgentMemoryPlan {
+  name: string;
+  parts: MemoryPart[];
+  /** Bytes held the whole run. */
+  resident: number;
+  /** Bytes of its largest phase, and which. */
+  phase: { name: MemoryPhase; bytes: number };
+}
+
+/** A run's estimate. */
+export interface MemoryPlan {
+  agents: AgentMemoryPlan[];
+  /** PROCESS_BASELINE_BYTES, or what the caller measured. */
+  baseline: number;
+  /** The agent and phase whose working set tops the others (null without a local agent). */
+  peakPhase: { agent: string; name: MemoryPhase; bytes: number } | null;
+  /** baseline + every agent's resident bytes + the largest phase: the estimated peak resident memory, bytes. */
+  total: number;
+}
+
+/**
+ * Floats per token and layer that a forward pass keeping every buffer holds (a training tape, or an untracked pass's
+ * arena): `outputs` of the ops (each gets a gradient in the backward) and `saved` statistics (norms' inverse RMS or
+ * mean and rstd, attention's log-sum-exp). `fusedQkv`: the prefill multiplies by one fused q/k/v copy and splits it.
+ */
+export function blockFloats(cfg: TransformerConfig, fusedQkv = false): { outputs: number; saved: number } {
+  const { hidden: d, heads, kvHeads, headDim, intermediate } = cfg;
+  const q = heads * headDim;
+  const kv = kvHeads * headDim;
+  // norm1, o projection, residual, norm2, down projection, residual
+  let outputs = 6 * d + q; // + attention output
+  let saved = 2 * (cfg.norm.kind === 'layernorm' ? 2 : 1) + heads;
+  if (cfg.family === 'gpt2')
+    outputs += 2 * (q + 2 * kv); // c_attn, then its three column blocks
+  else {
+    outputs += q + 2 * kv;
+    if (fusedQkv) saved += q + 2 * kv;
+  }
+  if (cfg.qkNorm) {
+    outputs += q + kv;
+    saved += heads + kvHeads;
+  }
+  if (cfg.position.kind === 'rope') outputs += q + kv;
+  outputs += (cfg.gatedMlp ? 3 : 2) * intermediate;
+  return { outputs, saved };
+}
+
+/** Floats per token outside the blocks: embeddings (and learned positions with their sum) and the final norm. */
+function outerFloats(cfg: TransformerConfig): number {
+  const d = cfg.hidden;
+  const positions = cfg.position.kind === 'learned' ? 2 * d : 0;
+  return d + positions + d + (cfg.norm.kind === 'layernorm' ? 2 : 1);
+}
+
+/**
+ * Floats a forward pass over `rows` tokens holds until it ends, the head's logits left out: every block's buffers
+ * (blockFloats) and the outer ones, or with `outputsOnly` (activation checkpointing, and every pass without a tape:
+ * ops.checkpoint) each block's output, its other buffers living only while it runs.
+ */
+export function forwardFloats(
+  cfg: TransformerConfig,
+  rows: number,
+  o: { outputsOnly?: boolean; fusedQkv?: boolean } = {},
+): number {
+  const b = blockFloats(cfg, o.fusedQkv);
+  return rows * (cfg.layers * (o.outputsOnly ? cfg.hidden : b.outputs + b.saved) + outerFloats(cfg));
+}
+
+/** Floats of one block's buffers over `rows` tokens: what a pass holding only block outputs adds while a block runs. */
+function oneBlock(cfg: TransformerConfig, rows: number, fusedQkv = false): number {
+  const b = blockFloats(cfg, fusedQkv);
+  return rows * (b.outputs + b.saved);
+}
+
+/** Floats of the head's logits a pass over `rows` rows holds: all of them while training under the limit, else a chunk. */
+function headFloats(cfg: TransformerConfig, rows: number, training: boolean): number {
+  const vocab = cfg.vocabSize;
+  const keep = training && rows * vocab <= KEEP_LOGITS_LIMIT;
+  // log-prob, log-sum-exp and entropy per row besides the logits
+  return (keep ? rows : Math.min(headChunkRows(vocab), rows)) * vocab + 3 * rows;
+}
+
+/** Bytes of the [in, out] copies withInferenceWeights makes: every matrix but the lookup-only embedding tables. */
+function inferenceCopyBytes(cfg: TransformerConfig): number {
+  const outer = outerNames(cfg);
+  let n = 0;
+  for (const w of hfWeightNames(cfg)) {
+    const lookupOnly = w.name === outer.positions || (w.name === outer.embed && w.name !== outer.head);
+    if (w.shape.length === 2 && !lookupOnly) n += w.shape[0]! * w.shape[1]!;
+  }
+  return n * F32;
+}
+
+/** Bytes of fp32 gradients of every parameter as the gradient pool allocates them (rounded up to its size classes). */
+function fullGradientBytes(cfg: TransformerConfig): number {
+  let n = 0;
+  for (const w of hfWeightNames(cfg)) {
+    const size = w.shape.reduce((a, b) => a * b, 1);
+    n += size < MIN_POOLED ? size : capacityOf(size);
+  }
+  return n * F32;
+}
+
+/** One agent's parts and its largest phase. */
+export function agentMemory(a: AgentMemoryInput): AgentMemoryPlan {
+  const { cfg } = a;
+  const total = hfWeightNames(cfg).reduce((n, w) => n + w.shape.reduce((x, y) => x * y, 1), 0);
+  const trainable = a.trainableParameters ?? total;
+  const weightBytes = total * (a.bytesPerWeight ?? 4);
+  const parts: MemoryPart[] = [{ name: 'weights', held: 'run', bytes: weightBytes }];
+  if (a.local !== false) {
+    parts.push(
+      {
+        name: 'gradients',
+        held: 'run',
+        bytes: trainable === total ? fullGradientBytes(cfg) : trainable * F32,
+      },
+      { name: 'AdamW m and v', held: 'run', bytes: 2 * trainable * F32 },
+    );
+    if (a.reference) parts.push({ name: 'KL reference', held: 'run', bytes: weightBytes });
+    const { layers, kvHeads, headDim, vocabSize } = cfg;
+    const length = a.promptTokens + a.maxNewTokens;
+    // Sampling: one generation batch at a time; a prefill holds block outputs and one block (ops.checkpoint), then
+    // decoding holds the logits and probabilities of the batch.
+    const batch = Math.min(a.generationBatch, a.sequences);
+    const prefillRows = batch * a.promptTokens;
+    const prefill =
+      forwardFloats(cfg, prefillRows, { outputsOnly: true, fusedQkv: true }) + oneBlock(cfg, prefillRows, true);
+    parts.push(
+      { name: 'inference weight copies', held: 'sampling', bytes: inferenceCopyBytes(cfg) },
+      { name: 'KV cache', held: 'sampling', bytes: 2 * layers * batch * kvHeads * length * headDim * F32 },
+      { name: 'prefill activations and logits', held: 'sampling', bytes: (prefill + 2 * batch * vocabSize) * F32 },
+    );
+    // Scoring (old log-probs, the KL reference's): SCORE_BATCH_SIZE sequences per pass, block outputs and one block.
+    const scoreRows = Math.min(SCORE_BATCH_SIZE, a.sequences) * length;
+    parts.push({
+      name: 'scoring activations',
+      held: 'scoring',
+      bytes:
+        (forwardFloats(cfg, scoreRows, { outputsOnly: true }) +
+          oneBlock(cfg, scoreRows) +
+          headFloats(cfg, scoreRows, false)) *
+        F32,
+    });
+    // Training: one mini-batch's forward passes, and in the backward a gradient for every op's output; under
+    // checkpointing those of each block's output, plus one block recomputed with its gradients and its input's.
+    const rows = Math.ceil(a.trainSequences / a.miniBatches) * length;
+    const plain = blockFloats(cfg);
+    const gradients = a.checkpointing
+      ? rows * (layers * cfg.hidden + outerFloats(cfg) + plain.outputs + plain.saved + plain.outputs + cfg.hidden)
+      : rows * (layers * plain.outputs + outerFloats(cfg));
+    const training =
+      (forwardFloats(cfg, rows, { outputsOnly: a.checkpointing }) + gradients + headFloats(cfg, rows, true)) * F32;
+    parts.push(
+      { name: 'training activations', held: 'training', bytes: training },
+      // The pool keeps the training pass's buffers for the next (grad-pool.ts); sampling allocates its own beside them.
+      { name: 'pooled training buffers', held: 'sampling', bytes: Math.min(training, MAX_POOLED * F32) },
+    );
+  }
+  const resident = parts.filter((p) => p.held === 'run').reduce((n, p) => n + p.bytes, 0);
+  let phase: AgentMemoryPlan['phase'] = { name: 'sampling', bytes: 0 };
+  for (const name of ['sampling', 'scoring', 'training'] as const) {
+    const bytes = parts.filter((p) => p.held === name).reduce((n, p) => n + p.bytes, 0);
+    if (bytes > phase.bytes) phase = { name, bytes };
+  }
+  return { name: a.name, parts, resident, phase };
+}
+
+/** The run's estimate: baseline + every agent's resident parts + the largest phase of any agent. */
+export function planMemory(agents: readonly AgentMemoryInput[], baseline = PROCESS_BASELINE_BYTES): MemoryPlan {
+  const plans = agents.map(agentMemory);
+  let peakPhase: MemoryPlan['peakPhase'] = null;
+  for (const p of plans)
+    if (p.phase.bytes > 0 && (!peakPhase || p.phase.bytes > peakPhase.bytes)) peakPhase = { agent: p.name, ...p.phase };
+  const resident = plans.reduce((n, p) => n + p.resident, 0);
+  return { agents: plans, baseline, peakPhase, total: baseline + resident + (peakPhase?.bytes ?? 0) };
+}

@@ -1,0 +1,120 @@
+/**
+ * The memory plan of a run config (src/model/memory-plan.ts) from what is on disk before any weight is read: each
+ * agent's config.json, its tokenizer and the training prompts; and the check `hacrl train` and `hacrl agent` make
+ * with it before any work, refusing a run that would not fit with what to change.
+ */
+import { ALGORITHM_RECIPES } from '../algorithms/recipes.js';
+import { resolveAgents, type ResolvedAgent, type RunConfig } from '../config/rl-config.js';
+import { readHfConfig } from '../model/hf-config.js';
+import { planMemory, type AgentMemoryInput, type MemoryPlan } from '../model/memory-plan.js';
+import { loadDataSpec } from '../tasks/data-spec.js';
+import { renderPrompt } from '../tasks/prompt.js';
+import { loadTokenizer } from '../tokenizer/load.js';
+import type { MachineMemory } from '../util/memory.js';
+import { GENERATION_BATCH } from './run-source.js';
+
+/** Prompt tokens assumed for a workflow run, whose multi-turn prompts are built while it runs. */
+export const WORKFLOW_PROMPT_TOKENS = 512;
+
+/** How the plan's inputs were found. */
+export interface RunPlanOptions {
+  /** Which agents this process trains (hacrl agent: one); default every agent. */
+  local?: (name: string) => boolean;
+  /** Longest prompt in tokens for every agent; default measured on data.train (WORKFLOW_PROMPT_TOKENS for workflows). */
+  promptTokens?: number;
+}
+
+/** A run's plan and, per agent, the prompt length it assumed. */
+export interface RunPlan {
+  plan: MemoryPlan;
+  /** Per agent: its longest prompt in tokens and where that figure comes from. */
+  prompts: { agent: string; tokens: number; source: 'data.train' | 'given' | 'workflow default' }[];
+}
+
+/** The longest rendered training prompt of `agent` in its own tokens. */
+async function longestPrompt(agent: ResolvedAgent, questions: readonly string[]): Promise<number> {
+  const tokenizer = await loadTokenizer(agent.checkpoint);
+  const prompt = { template: agent.template, ...(agent.system === undefined ? {} : { system: agent.system }) };
+  let longest = 1;
+  for (const q of new Set(questions))
+    longest = Math.max(longest, tokenizer.encode(renderPrompt(tokenizer, q, prompt)).length);
+  return longest;
+}
+
+/**
+ * The memory plan of `cfg` from each agent's config.json and tokenizer and the training data (no weights read).
+ * Rollouts shared between agents (hacpo, naive) make every learner train on all agents' sequences.
+ */
+export async function planRun(cfg: RunConfig, o: RunPlanOptions = {}): Promise<RunPlan> {
+  const agents = resolveAgents(cfg);
+  const questions =
+    o.promptTokens === undefined && cfg.workflow === undefined
+      ? (await loadDataSpec(cfg.data.train)).problems.map((p) => p.prompt)
+      : [];
+  const prompts: RunPlan['prompts'] = [];
+  for (const a of agents) {
+    if (o.promptTokens !== undefined) prompts.push({ agent: a.name, tokens: o.promptTokens, source: 'given' });
+    else if (cfg.workflow !== undefined)
+      prompts.push({ agent: a.name, tokens: WORKFLOW_PROMPT_TOKENS, source: 'workflow default' });
+    else prompts.push({ agent: a.name, tokens: await longestPrompt(a, questions), source: 'data.train' });
+  }
+  const shared = ALGORITHM_RECIPES[cfg.algorithm].sharing !== 'none';
+  const sequences = agents.map((a) => cfg.rollout.promptsPerStep * a.groupSize);
+  const everyone = sequences.reduce((n, s) => n + s, 0);
+  const inputs: AgentMemoryInput[] = await Promise.all(
+    agents.map(async (a, i) => ({
+      name: a.name,
+      cfg: await readHfConfig(a.checkpoint),
+      local: o.local?.(a.name) ?? true,
+      reference: cfg.optim.klCoef > 0,
+      sequences: sequences[i]!,
+      generationBatch: GENERATION_BATCH,
+      promptTokens: prompts[i]!.tokens,
+      maxNewTokens: a.maxNewTokens,
+      trainSequences: shared ? everyone : sequences[i]!,
+      miniBatches: cfg.optim.miniBatches,
+      checkpointing: cfg.optim.activationCheckpointing,
+    })),
+  );
+  return { plan: planMemory(inputs), prompts };
+}
+
+/** Bytes as GiB with two decimals. */
+export function gib(bytes: number): string {
+  return `${(bytes / 2 ** 30).toFixed(2)} GiB`;
+}
+
+/**
+ * The refusal of a run whose plan exceeds the machine's available memory, naming its biggest parts and what to
+ * change; null when it fits.
+ */
+export function memoryRefusal(plan: MemoryPlan, machine: MachineMemory): string | null {
+  if (plan.total <= machine.available) return null;
+  const peak = plan.peakPhase;
+  const counted = plan.agents.flatMap((a) =>
+    a.parts
+      .filter((p) => p.held === 'run' || (peak && a.name === peak.agent && p.held === peak.name))
+      .map((p) => ({
+        ...p,
+        agent: a.name,
+      })),
+  );
+  const biggest = counted
+    .sort((x, y) => y.bytes - x.bytes)
+    .slice(0, 3)
+    .map((p) => `${p.name} of ${p.agent} ${gib(p.bytes)}${p.held === 'run' ? '' : ` (while ${p.held})`}`);
+  const available = machine.limitFromEnv ? 'HACRL_MEMORY_LIMIT_BYTES allows' : 'the machine has available';
+  return (
+    `this run needs an estimated ${gib(plan.total)} at its peak and ${available} ${gib(machine.available)} ` +
+    `(hacrl plan shows every part); the biggest: ${biggest.join(', ')}. To fit: train LoRA adapters instead of ` +
+    'every weight (gradients and AdamW state shrink to the adapters), keep weights in bf16, sample fewer prompts ' +
+    '(rollout.promptsPerStep) or samples (rollout.groupSize), shorten rollout.maxNewTokens, set ' +
+    'optim.activationCheckpointing: true, or raise optim.miniBatches; --skip-memory-check runs it anyway'
+  );
+}
+
+/** Plans `cfg` and throws memoryRefusal's message when it does not fit in `machine`. */
+export async function checkRunFits(cfg: RunConfig, machine: MachineMemory, o: RunPlanOptions = {}): Promise<void> {
+  const refusal = memoryRefusal((await planRun(cfg, o)).plan, machine);
+  if (refusal) throw new Error(refusal);
+}
