@@ -262,6 +262,47 @@ describe('hacrl plan, and the refusal of hacrl train', async () => {
     assert.deepEqual(a.parts, alone.parts);
   });
 
+  test('LoRA agents: gradients and AdamW for the adapters only, no KL copy, one base counted once', async () => {
+    const lora = { rank: 8, alpha: 16, dropout: 0.1, targets: ['all-linear'] };
+    const cfg = parseRunConfig({
+      algorithm: 'hacpo',
+      agents: [
+        { name: 'a', checkpoint: huge, lora },
+        { name: 'b', checkpoint: huge, lora },
+      ],
+      data: { train: 'easy:train:20', template: '{question}' },
+      rollout: { promptsPerStep: 2, groupSize: 2 },
+      optim: { klCoef: 0.1 },
+    });
+    const { plan } = await planRun(cfg);
+    const [a, b] = plan.agents as [ReturnType<typeof agentMemory>, ReturnType<typeof agentMemory>];
+    const part = (p: typeof a, name: string): number => p.parts.find((x) => x.name === name)?.bytes ?? NaN;
+    const shape = shapeConfig('qwen2.5-0.5b');
+    // rank × (in + out) over q, k, v, o, gate, up and down of every layer.
+    const { hidden: d, kvHeads, headDim, intermediate: f, layers } = shape;
+    const kv = kvHeads * headDim;
+    const perLayer = 8 * (d + d + (d + kv) * 2 + (d + d) + (d + f) * 2 + (f + d));
+    assert.equal(part(a, 'LoRA adapters'), 4 * perLayer * layers);
+    assert.equal(part(a, 'gradients'), 4 * perLayer * layers);
+    assert.equal(part(a, 'AdamW m and v'), 8 * perLayer * layers);
+    assert.ok(!a.parts.some((p) => p.name === 'KL reference'), 'the reference is the base without adapters');
+    assert.ok(part(a, 'weights') > 494e6 * 4 * 0.99);
+    assert.equal(part(b, 'weights (shared with a)'), 0);
+    const full = agentMemory({
+      name: 'a',
+      cfg: shape,
+      reference: true,
+      sequences: 4,
+      generationBatch: 64,
+      promptTokens: 8,
+      maxNewTokens: 16,
+      trainSequences: 8,
+      miniBatches: 1,
+      checkpointing: false,
+    });
+    assert.ok(a.resident < full.resident / 2.5, `${a.resident} against full fine-tuning's ${full.resident}`);
+  });
+
   test('hacrl config resolve adds the verdict on stderr and keeps stdout one JSON document', () => {
     const r = hacrl(['config', 'resolve', big]);
     assert.equal(r.status, 0, r.stderr);

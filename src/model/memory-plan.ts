@@ -30,6 +30,14 @@ export interface AgentMemoryInput {
   cfg: TransformerConfig;
   /** Parameters that get gradients and AdamW state (LoRA: the adapters'); default every parameter of cfg. */
   trainableParameters?: number;
+  /**
+   * LoRA adapters (agents[].lora), default none: their parameter count, the count of base weights they adapt (merged
+   * into a transient copy while the inference copies are built) and the floats their path adds per token and layer on
+   * a training tape (the down and up products, the scaling, the sum, and with dropout the mask and masked input).
+   */
+  adapters?: { parameters: number; adaptedWeights: number; floatsPerToken: number };
+  /** Another agent of the run whose frozen base this agent shares (its weights are counted there); default none. */
+  sharesWeightsWith?: string;
   /** Bytes per stored weight (4: fp32, 2: bf16); default 4. Gradients, optimizer and activations stay fp32. */
   bytesPerWeight?: number;
   /** Whether this process samples and trains it; false: only its weights are loaded (for its tokenizer); default true. */
@@ -174,9 +182,19 @@ function fullGradientBytes(cfg: TransformerConfig): number {
 export function agentMemory(a: AgentMemoryInput): AgentMemoryPlan {
   const { cfg } = a;
   const total = hfWeightNames(cfg).reduce((n, w) => n + w.shape.reduce((x, y) => x * y, 1), 0);
-  const trainable = a.trainableParameters ?? total;
+  const trainable = a.adapters?.parameters ?? a.trainableParameters ?? total;
   const weightBytes = total * (a.bytesPerWeight ?? 4);
-  const parts: MemoryPart[] = [{ name: 'weights', held: 'run', bytes: weightBytes }];
+  const parts: MemoryPart[] = [
+    a.sharesWeightsWith === undefined
+      ? { name: 'weights', held: 'run', bytes: weightBytes }
+      : { name: `weights (shared with ${a.sharesWeightsWith})`, held: 'run', bytes: 0 },
+  ];
+  // The adapter path's buffers per token: each layer's on a tape; one layer's in a pass that keeps block outputs only.
+  const adapterFloats = a.adapters?.floatsPerToken ?? 0;
+  if (a.adapters) {
+    parts.push({ name: 'LoRA adapters', held: 'run', bytes: a.adapters.parameters * F32 });
+    parts.push({ name: 'merged adapted weights', held: 'sampling', bytes: a.adapters.adaptedWeights * F32 });
+  }
   if (a.local !== false) {
     parts.push(
       {
@@ -208,6 +226,7 @@ export function agentMemory(a: AgentMemoryInput): AgentMemoryPlan {
       bytes:
         (forwardFloats(cfg, scoreRows, { outputsOnly: true }) +
           oneBlock(cfg, scoreRows) +
+          scoreRows * adapterFloats +
           headFloats(cfg, scoreRows, false)) *
         F32,
     });
@@ -218,8 +237,14 @@ export function agentMemory(a: AgentMemoryInput): AgentMemoryPlan {
     const gradients = a.checkpointing
       ? rows * (layers * cfg.hidden + outerFloats(cfg) + plain.outputs + plain.saved + plain.outputs + cfg.hidden)
       : rows * (layers * plain.outputs + outerFloats(cfg));
+    // The adapter path's outputs each get a gradient too: twice its floats, for every layer or the recomputed one.
+    const adapterTraining = 2 * rows * adapterFloats * (a.checkpointing ? 1 : layers);
     const training =
-      (forwardFloats(cfg, rows, { outputsOnly: a.checkpointing }) + gradients + headFloats(cfg, rows, true)) * F32;
+      (forwardFloats(cfg, rows, { outputsOnly: a.checkpointing }) +
+        gradients +
+        adapterTraining +
+        headFloats(cfg, rows, true)) *
+      F32;
     parts.push(
       { name: 'training activations', held: 'training', bytes: training },
       // The pool keeps the training pass's buffers for the next (grad-pool.ts); sampling allocates its own beside them.

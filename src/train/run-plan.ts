@@ -3,9 +3,11 @@
  * agent's config.json, its tokenizer and the training prompts; and the check `hacrl train` and `hacrl agent` make
  * with it before any work, refusing a run that would not fit with what to change.
  */
+import { resolve } from 'node:path';
 import { ALGORITHM_RECIPES } from '../algorithms/recipes.js';
 import { resolveAgents, type ResolvedAgent, type RunConfig } from '../config/rl-config.js';
 import { readHfConfig } from '../model/hf-config.js';
+import { adaptedModules } from '../model/lora.js';
 import { planMemory, type AgentMemoryInput, type MemoryPlan } from '../model/memory-plan.js';
 import { loadDataSpec } from '../tasks/data-spec.js';
 import { renderPrompt } from '../tasks/prompt.js';
@@ -61,12 +63,15 @@ export async function planRun(cfg: RunConfig, o: RunPlanOptions = {}): Promise<R
   const shared = ALGORITHM_RECIPES[cfg.algorithm].sharing !== 'none';
   const sequences = agents.map((a) => cfg.rollout.promptsPerStep * a.groupSize);
   const everyone = sequences.reduce((n, s) => n + s, 0);
+  const owners = baseOwners(agents);
   const inputs: AgentMemoryInput[] = await Promise.all(
     agents.map(async (a, i) => ({
       name: a.name,
       cfg: await readHfConfig(a.checkpoint),
+      ...(await loraInputs(a, owners.get(a.name))),
       local: o.local?.(a.name) ?? true,
-      reference: cfg.optim.klCoef > 0,
+      // A LoRA agent's KL reference is its base without the adapters: no copy.
+      reference: cfg.optim.klCoef > 0 && a.lora === null,
       sequences: sequences[i]!,
       generationBatch: GENERATION_BATCH,
       promptTokens: prompts[i]!.tokens,
@@ -77,6 +82,49 @@ export async function planRun(cfg: RunConfig, o: RunPlanOptions = {}): Promise<R
     })),
   );
   return { plan: planMemory(inputs), prompts };
+}
+
+/**
+ * For each LoRA agent after the first on the same base folder, that first agent's name: src/train/learners.ts loads
+ * one frozen base per folder, so the plan counts its weights once.
+ */
+function baseOwners(agents: readonly ResolvedAgent[]): Map<string, string> {
+  const first = new Map<string, string>();
+  const owners = new Map<string, string>();
+  for (const a of agents) {
+    if (a.lora === null) continue;
+    const base = resolve(a.checkpoint);
+    const owner = first.get(base);
+    if (owner === undefined) first.set(base, a.name);
+    else owners.set(a.name, owner);
+  }
+  return owners;
+}
+
+/**
+ * What a LoRA agent adds to the plan (nothing for a whole model): its adapters' sizes and, per token and layer, the
+ * floats of their path on a tape (lora.ts apply: per adapted projection the down product, its scale and scaled copy,
+ * the up product and the sum; with dropout the mask and the masked input); `owner` when it shares another's base.
+ */
+async function loraInputs(
+  a: ResolvedAgent,
+  owner: string | undefined,
+): Promise<Pick<AgentMemoryInput, 'adapters' | 'sharesWeightsWith'>> {
+  if (a.lora === null) return {};
+  const cfg = await readHfConfig(a.checkpoint);
+  const modules = adaptedModules(cfg, a.lora);
+  const r = a.lora.rank;
+  const dropout = a.lora.dropout > 0;
+  let floats = 0;
+  for (const m of modules) floats += 3 * r + 2 * m.outF + (dropout ? 2 * m.inF : 0);
+  return {
+    adapters: {
+      parameters: modules.reduce((n, m) => n + r * (m.inF + m.outF), 0),
+      adaptedWeights: modules.reduce((n, m) => n + m.inF * m.outF, 0),
+      floatsPerToken: floats / cfg.layers,
+    },
+    ...(owner === undefined ? {} : { sharesWeightsWith: owner }),
+  };
 }
 
 /** Bytes as GiB with two decimals. */
