@@ -17,7 +17,8 @@
  * that public checkpoint's shape with random weights made here — B=8 prompts × G=4 responses of 256 new tokens
  * (--new-tokens=N changes the length), 1 timed step after the warm-up unless --steps=N — with no pair and no PyTorch
  * peer: the split, tokens/s and peak memory of the step the issue's targets name. --prompts=B and --group=G change
- * the step's prompts and responses per prompt, --checkpointing trains with activation checkpointing.
+ * the step's prompts and responses per prompt, --checkpointing trains with activation checkpointing, --lora=R trains
+ * LoRA adapters of rank R (alpha 2R) on every linear projection of the frozen random base.
  *
  * After the single agent's steps it prints the memory plan's estimate of that setting (src/model/memory-plan.ts)
  * beside the process's measured peak (VmHWM) and their ratio.
@@ -47,7 +48,9 @@ import { teamStep, type UpdateRecipe } from '../src/train/learner-step.js';
 import { RolloutSource } from '../src/train/sample-sources.js';
 import { learnerView, type SampleRecord } from '../src/train/sample-table.js';
 import { memoryMetrics, peakResidentBytes } from '../src/util/memory.js';
-import { planMemory } from '../src/model/memory-plan.js';
+import { adapterMemory, planMemory } from '../src/model/memory-plan.js';
+import { ALL_LINEAR, LoraAdapters, type LoraSettings } from '../src/model/lora.js';
+import { adapt } from '../src/model/peft.js';
 import { Rng } from '../src/util/rng.js';
 import { mean } from '../src/util/stats.js';
 import { matmulParams } from './flops.js';
@@ -85,6 +88,11 @@ const B = count('prompts', SHAPE === undefined ? 16 : 8);
 const G = count('group', SHAPE === undefined ? 8 : 4);
 /** Train with activation checkpointing (optim.activationCheckpointing). */
 const CHECKPOINTING = argv.includes('--checkpointing');
+/** --lora=R: under --shape, train LoRA adapters of rank R (alpha 2R) on every linear projection instead of every weight. */
+const LORA: LoraSettings | null =
+  option('lora') === undefined
+    ? null
+    : { rank: count('lora', 16), alpha: 2 * count('lora', 16), dropout: 0, targets: [ALL_LINEAR] };
 const MAX_NEW = count('new-tokens', SHAPE === undefined ? 64 : 256);
 const MINI_BATCHES = 4;
 const EPOCHS = 1;
@@ -121,7 +129,8 @@ function makeAgent(name: string, spec: Record<string, unknown>): Agent {
  */
 function shapeAgent(shape: string): Agent {
   const base = buildTokenizer(AgentSpecSchema.parse({}), corpus);
-  const model = initModel(shapeConfig(shape), 1);
+  const plain = initModel(shapeConfig(shape), 1);
+  const model = LORA ? adapt(plain, LoraAdapters.init(plain.cfg, LORA, 'random weights', 1)) : plain;
   const specials = 2; // EOS and PAD come first in the alphabet
   const fold = (id: number): number =>
     id < base.vocabSize ? id : specials + ((id - specials) % (base.vocabSize - specials));
@@ -258,7 +267,7 @@ async function benchSetting(agents: Agent[], recipe: UpdateRecipe, knobs: Learne
   const team: TeamMember[] = agents.map((policy, i) => ({
     policy,
     local: true,
-    optimizer: new AdamW(policy.model.params, { lr: LR }),
+    optimizer: new AdamW(policy.model.trainable, { lr: LR }),
     reference: null,
     rng: new Rng(10 + i),
     capability: new CapabilityTracker(5),
@@ -388,6 +397,7 @@ function planVsMeasured(agent: Agent): { estimate_mib: number; measured_mib: num
     {
       name: agent.name,
       cfg: agent.model.cfg,
+      ...(LORA ? { adapters: adapterMemory(agent.model.cfg, LORA) } : {}),
       reference: false,
       sequences: B * G,
       generationBatch: rollout.generationBatch,
@@ -435,7 +445,8 @@ async function main(): Promise<void> {
   log(
     `hacrl RL step benchmark — B=${B}, G=${G}, ≤ ${MAX_NEW} new tokens, ${MINI_BATCHES} mini-batches, ${threads} threads` +
       (SHAPE === undefined ? '' : `, shape ${SHAPE} (random weights)`) +
-      (CHECKPOINTING ? ', activation checkpointing' : ''),
+      (CHECKPOINTING ? ', activation checkpointing' : '') +
+      (LORA ? `, LoRA rank ${LORA.rank} on every linear projection` : ''),
   );
   log(`resident memory at start ${round(process.memoryUsage.rss() / 2 ** 20, 1)} MiB`);
   log(`BLAS in use: ${k.blas} (OPENBLAS_CORETYPE=${process.env.OPENBLAS_CORETYPE ?? 'unset'})`);
@@ -494,6 +505,7 @@ async function main(): Promise<void> {
           torch,
           memory_plan: memoryPlan,
           activation_checkpointing: CHECKPOINTING,
+          lora_rank: LORA?.rank ?? null,
           // The fields earlier versions printed, for scripts that read them.
           parameters: solo.agents[0]!.parameters,
           time_generate_s: solo.time_generate_s,

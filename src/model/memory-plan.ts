@@ -14,6 +14,7 @@
 import { capacityOf, MAX_POOLED, MIN_POOLED } from '../tensor/grad-pool.js';
 import { headChunkRows, KEEP_LOGITS_LIMIT } from '../tensor/ops.js';
 import type { TransformerConfig } from './hf-config.js';
+import { adaptedModules, type LoraSettings } from './lora.js';
 import { SCORE_BATCH_SIZE } from './response-log-probs.js';
 import { hfWeightNames, outerNames } from './weight-names.js';
 
@@ -176,6 +177,23 @@ function fullGradientBytes(cfg: TransformerConfig): number {
     n += size < MIN_POOLED ? size : capacityOf(size);
   }
   return n * F32;
+}
+
+/**
+ * The plan's view of LoRA adapters on `cfg`: their parameters, the base weights they adapt, and the floats their path
+ * adds per token and layer on a tape (lora.ts apply: per adapted projection the down product, its scale and scaled
+ * copy, the up product and the sum; with dropout the mask and the masked input).
+ */
+export function adapterMemory(cfg: TransformerConfig, s: LoraSettings): NonNullable<AgentMemoryInput['adapters']> {
+  const modules = adaptedModules(cfg, s);
+  const r = s.rank;
+  let floats = 0;
+  for (const m of modules) floats += 3 * r + 2 * m.outF + (s.dropout > 0 ? 2 * m.inF : 0);
+  return {
+    parameters: modules.reduce((n, m) => n + r * (m.inF + m.outF), 0),
+    adaptedWeights: modules.reduce((n, m) => n + m.inF * m.outF, 0),
+    floatsPerToken: floats / cfg.layers,
+  };
 }
 
 /** One agent's parts and its largest phase. */

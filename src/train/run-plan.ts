@@ -7,8 +7,7 @@ import { resolve } from 'node:path';
 import { ALGORITHM_RECIPES } from '../algorithms/recipes.js';
 import { resolveAgents, type ResolvedAgent, type RunConfig } from '../config/rl-config.js';
 import { readHfConfig } from '../model/hf-config.js';
-import { adaptedModules } from '../model/lora.js';
-import { planMemory, type AgentMemoryInput, type MemoryPlan } from '../model/memory-plan.js';
+import { adapterMemory, planMemory, type AgentMemoryInput, type MemoryPlan } from '../model/memory-plan.js';
 import { loadDataSpec } from '../tasks/data-spec.js';
 import { renderPrompt } from '../tasks/prompt.js';
 import { loadTokenizer } from '../tokenizer/load.js';
@@ -101,28 +100,14 @@ function baseOwners(agents: readonly ResolvedAgent[]): Map<string, string> {
   return owners;
 }
 
-/**
- * What a LoRA agent adds to the plan (nothing for a whole model): its adapters' sizes and, per token and layer, the
- * floats of their path on a tape (lora.ts apply: per adapted projection the down product, its scale and scaled copy,
- * the up product and the sum; with dropout the mask and the masked input); `owner` when it shares another's base.
- */
+/** What a LoRA agent adds to the plan (nothing for a whole model); `owner` when it shares another agent's base. */
 async function loraInputs(
   a: ResolvedAgent,
   owner: string | undefined,
 ): Promise<Pick<AgentMemoryInput, 'adapters' | 'sharesWeightsWith'>> {
   if (a.lora === null) return {};
-  const cfg = await readHfConfig(a.checkpoint);
-  const modules = adaptedModules(cfg, a.lora);
-  const r = a.lora.rank;
-  const dropout = a.lora.dropout > 0;
-  let floats = 0;
-  for (const m of modules) floats += 3 * r + 2 * m.outF + (dropout ? 2 * m.inF : 0);
   return {
-    adapters: {
-      parameters: modules.reduce((n, m) => n + r * (m.inF + m.outF), 0),
-      adaptedWeights: modules.reduce((n, m) => n + m.inF * m.outF, 0),
-      floatsPerToken: floats / cfg.layers,
-    },
+    adapters: adapterMemory(await readHfConfig(a.checkpoint), a.lora),
     ...(owner === undefined ? {} : { sharesWeightsWith: owner }),
   };
 }
