@@ -134,6 +134,34 @@ export function buildInferenceWeights(cfg: TransformerConfig, params: ReadonlyMa
   return { transposed: copies, qkv, gateUp };
 }
 
+/**
+ * Where the [in, out] copy of the 2-D weight `name` (an [out, in] parameter with `outF` rows) lives in `iw`: its
+ * array, the leading dimension of its rows and the offset of its first element (a fused copy holds it beside its
+ * siblings).
+ */
+export function copyLocation(
+  cfg: TransformerConfig,
+  iw: InferenceWeights,
+  name: string,
+  outF: number,
+): { data: Float32Array; ld: number; offset: number } {
+  const plain = iw.transposed.get(name);
+  if (plain) return { data: plain, ld: outF, offset: 0 };
+  for (let i = 0; i < cfg.layers; i++) {
+    const n = blockNames(cfg, i);
+    const qkv = iw.qkv.get(i);
+    if (qkv) {
+      const total = qkv.widths[0] + qkv.widths[1] + qkv.widths[2];
+      const at = [n.q, n.k, n.v].findIndex((m) => `${m}.weight` === name);
+      if (at >= 0) return { data: qkv.weight, ld: total, offset: qkv.widths.slice(0, at).reduce((a, b) => a + b, 0) };
+    }
+    const gu = iw.gateUp.get(i);
+    if (gu && (name === `${n.gate}.weight` || name === `${n.up}.weight`))
+      return { data: gu.weight, ld: gu.width, offset: name === `${n.up}.weight` ? gu.weight.length / 2 : 0 };
+  }
+  throw new Error(`no inference copy of "${name}"`);
+}
+
 /** q, k and v of the rows h from one product with the fused [in, q+k+v] copy (no gradients). */
 export function qkvProduct(ctx: Ctx, h: Tensor, f: FusedQkv): [Tensor, Tensor, Tensor] {
   const width = f.widths[0] + f.widths[1] + f.widths[2];

@@ -173,8 +173,33 @@ export class LoraAdapters {
   }
 
   /**
+   * Adds (alpha/rank)·(B·A)ᵀ into every adapted weight's [in, out] inference copy, found by `locate` (array, leading
+   * dimension, offset): the copies then hold the merged weights without a merged copy of the base beside them.
+   */
+  addToCopies(locate: (name: string, outF: number) => { data: Float32Array; ld: number; offset: number }): void {
+    const k = defaultBackend();
+    for (const m of this.modules) {
+      const { a, b } = this.byModule.get(m.module)!;
+      const c = locate(`${m.module}.weight`, m.outF);
+      // Aᵀ [in, r] · Bᵀ [r, out], both read transposed from their stored [r, in] and [out, r].
+      k.gemm({
+        transA: true,
+        transB: true,
+        m: m.inF,
+        n: m.outF,
+        k: this.settings.rank,
+        alpha: this.scale,
+        beta: 1,
+        a: { data: a.data },
+        b: { data: b.data },
+        c: { data: c.data, ld: c.ld, offset: c.offset },
+      });
+    }
+  }
+
+  /**
    * The base parameters with every adapted weight replaced by W + (alpha/rank)·B·A (new arrays; the rest shared):
-   * what a merged checkpoint holds and what inference copies are built from.
+   * what a merged checkpoint holds.
    */
   merged(params: ReadonlyMap<string, Tensor>): Map<string, Tensor> {
     const k = defaultBackend();

@@ -32,11 +32,11 @@ export interface AgentMemoryInput {
   /** Parameters that get gradients and AdamW state (LoRA: the adapters'); default every parameter of cfg. */
   trainableParameters?: number;
   /**
-   * LoRA adapters (agents[].lora), default none: their parameter count, the count of base weights they adapt (merged
-   * into a transient copy while the inference copies are built) and the floats their path adds per token and layer on
-   * a training tape (the down and up products, the scaling, the sum, and with dropout the mask and masked input).
+   * LoRA adapters (agents[].lora), default none: their parameter count and the floats their path adds per token and
+   * layer on a training tape (the down and up products, the scaling, the sum, and with dropout the mask and masked
+   * input).
    */
-  adapters?: { parameters: number; adaptedWeights: number; floatsPerToken: number };
+  adapters?: { parameters: number; floatsPerToken: number };
   /** Another agent of the run whose frozen base this agent shares (its weights are counted there); default none. */
   sharesWeightsWith?: string;
   /** Bytes per stored weight (4: fp32, 2: bf16); default 4. Gradients, optimizer and activations stay fp32. */
@@ -180,7 +180,7 @@ function fullGradientBytes(cfg: TransformerConfig): number {
 }
 
 /**
- * The plan's view of LoRA adapters on `cfg`: their parameters, the base weights they adapt, and the floats their path
+ * The plan's view of LoRA adapters on `cfg`: their parameters and the floats their path
  * adds per token and layer on a tape (lora.ts apply: per adapted projection the down product, its scale and scaled
  * copy, the up product and the sum; with dropout the mask and the masked input).
  */
@@ -191,7 +191,6 @@ export function adapterMemory(cfg: TransformerConfig, s: LoraSettings): NonNulla
   for (const m of modules) floats += 3 * r + 2 * m.outF + (s.dropout > 0 ? 2 * m.inF : 0);
   return {
     parameters: modules.reduce((n, m) => n + r * (m.inF + m.outF), 0),
-    adaptedWeights: modules.reduce((n, m) => n + m.inF * m.outF, 0),
     floatsPerToken: floats / cfg.layers,
   };
 }
@@ -211,7 +210,6 @@ export function agentMemory(a: AgentMemoryInput): AgentMemoryPlan {
   const adapterFloats = a.adapters?.floatsPerToken ?? 0;
   if (a.adapters) {
     parts.push({ name: 'LoRA adapters', held: 'run', bytes: a.adapters.parameters * F32 });
-    parts.push({ name: 'merged adapted weights', held: 'sampling', bytes: a.adapters.adaptedWeights * F32 });
   }
   if (a.local !== false) {
     parts.push(

@@ -26,6 +26,7 @@ import type { TransformerConfig } from './hf-config.js';
 import { fusedDecodeApplies, fusedDecodeStep } from './decode.js';
 import {
   buildInferenceWeights,
+  copyLocation,
   gateUpProduct,
   qkvProduct,
   type FusedGateUp,
@@ -139,12 +140,14 @@ export class Transformer {
   }
 
   /**
-   * The inference copies, built from W + (alpha/rank)·B·A where adapters exist: sampling then multiplies by the merged
+   * The inference copies, holding W + (alpha/rank)·B·A where adapters exist: sampling then multiplies by the merged
    * weights while training log-probs take the two products apart, so the two differ by float rounding — the mismatch
    * optim.rolloutCorrection exists to correct.
    */
   private buildInference(): InferenceWeights {
-    return buildInferenceWeights(this.cfg, this.adapters ? this.adapters.merged(this.params) : this.params);
+    const iw = buildInferenceWeights(this.cfg, this.params);
+    this.adapters?.addToCopies((name, outF) => copyLocation(this.cfg, iw, name, outF));
+    return iw;
   }
 
   /** The fused inference copies of block i, when this is an inference pass inside withInferenceWeights. */
