@@ -24,6 +24,7 @@ import type { Transformer } from '../src/model/transformer.js';
 import { saveModel } from '../src/model/weights.js';
 import { Tape } from '../src/tensor/tape.js';
 import { Rng } from '../src/util/rng.js';
+import { parseRunConfig } from '../src/config/load-config.js';
 import { hacrl } from './cli.js';
 import { mulberry32, randInt, relError, uniform } from './helpers.js';
 import { saveTinyAgent } from './tiny-agents.js';
@@ -106,6 +107,56 @@ describe('LoRA adapters', () => {
       assert.ok(checked >= 6, `checked ${checked} entries`);
     });
   }
+
+  test('with dropout, gradients match finite differences of the same masks (the input path too)', () => {
+    const model = adapted('qwen3', 7, { ...SETTINGS, dropout: 0.3 });
+    const adapters = model.adapters!;
+    const start = adapters.rng.state();
+    const x = inputs(13);
+    /** The training pass's loss: on a tape, so dropout applies, with the masks drawn from the same RNG state. */
+    const masked = (): number => {
+      adapters.rng = Rng.fromState(start);
+      const tape = new Tape();
+      const { logProb } = model.tokenLogProbs({ k, tape }, x.batch, x.targets);
+      tape.clear();
+      let s = 0;
+      for (let i = 0; i < logProb.size; i++) s += x.weights[i]! * logProb.data[i]!;
+      return s;
+    };
+    adapters.rng = Rng.fromState(start);
+    const grads = gradients(model, x);
+    const rng = mulberry32(8);
+    const h = 1e-2;
+    let checked = 0;
+    for (const [name, t] of model.trainable) {
+      if (!/layers\.0\./.test(name)) continue; // the first block: its A reaches the loss through every later mask
+      const i = Math.floor(rng() * t.size);
+      const keep = t.data[i]!;
+      t.data[i] = keep + h;
+      const up = masked();
+      t.data[i] = keep - h;
+      const down = masked();
+      t.data[i] = keep;
+      const fd = (up - down) / (2 * h);
+      const g = grads.get(name)![i]!;
+      assert.ok(Math.abs(g - fd) <= 2e-2 * Math.max(1e-2, Math.abs(fd)) + 2e-3, `${name}[${i}]: ${g} vs fd ${fd}`);
+      checked++;
+    }
+    assert.ok(checked >= 10, `checked ${checked} entries`);
+    assert.notEqual(masked(), loss(model, x), 'dropout changed the training pass');
+  });
+
+  test('lora.dropout with activation checkpointing is refused (the masks would be drawn only when recomputing)', () => {
+    assert.throws(
+      () =>
+        parseRunConfig({
+          agents: [{ name: 'a', checkpoint: 'x', lora: { rank: 2, dropout: 0.1 } }],
+          data: { train: 'easy:train:8' },
+          optim: { activationCheckpointing: true },
+        }),
+      /lora\.dropout 0\.1 and optim\.activationCheckpointing is on: set lora\.dropout to 0/,
+    );
+  });
 
   for (const [i, family] of Object.keys(CONFIGS).entries()) {
     test(`${family}: logits and A/B gradients match a LoRA written in PyTorch on the same weights`, async () => {

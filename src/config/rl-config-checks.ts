@@ -216,6 +216,21 @@ const rolloutCorrectionApplies: Check = (c) => {
   return [];
 };
 
+// A checkpointed block runs its forward without a tape and recomputes it on one in the backward (ops.checkpoint):
+// dropout would draw its masks only in the recomputation, so the gradient would not be the forward's.
+const dropoutNotCheckpointed: Check = (c) =>
+  !c.optim.activationCheckpointing
+    ? []
+    : c.agents.flatMap((a, i) =>
+        (a.lora?.dropout ?? 0) > 0
+          ? issue(
+              ['agents', i, 'lora', 'dropout'],
+              `agent ${a.name} has lora.dropout ${a.lora!.dropout} and optim.activationCheckpointing is on: set ` +
+                'lora.dropout to 0 or turn activation checkpointing off',
+            )
+          : [],
+      );
+
 const CHECKS: readonly Check[] = [
   rolloutCorrectionApplies,
   workflowMatchesAlgorithm,
@@ -230,6 +245,7 @@ const CHECKS: readonly Check[] = [
   customRewardNames,
   warmupEnds,
   templatesHaveQuestion,
+  dropoutNotCheckpointed,
 ];
 
 /** Fields whose values the mini-batch check computes with: bounded, but only once their own checks pass. */

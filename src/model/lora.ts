@@ -5,7 +5,6 @@
  * projections get the same A and B shapes (PEFT's fan_in_fan_out only changes how the product is merged).
  */
 import { defaultBackend } from '../backend/select.js';
-import { add, linear, mul } from '../tensor/ops.js';
 import type { Ctx } from '../tensor/tape.js';
 import { Tensor } from '../tensor/tensor.js';
 import { Rng } from '../util/rng.js';
@@ -153,23 +152,100 @@ export class LoraAdapters {
   }
 
   /**
-   * y plus the adapter's update of the projection `module` on input x, or y unchanged when the module is not adapted.
-   * Dropout applies on the tape only (training), with a mask from `rng`, scaled by 1/(1 − p) as nn.Dropout does.
+   * y plus the adapter's update s·dropout(x)·Aᵀ·Bᵀ of the projection `module` on input x (s = alpha/rank), or y
+   * unchanged when the module is not adapted. Dropout applies on the tape only (training), with a mask from `rng`,
+   * scaled by 1/(1 − p) as nn.Dropout does.
+   * One op rather than four (product, scale, product, sum): the update is added into y's own buffer (no backward
+   * reads a projection's output values) and the backward keeps only the [rows, rank] down product and the dropout
+   * mask, where separate ops would hold three more [rows, out] buffers and their gradients per projection.
    */
   apply(ctx: Ctx, x: Tensor, module: string, y: Tensor): Tensor {
     const ab = this.byModule.get(module);
     if (!ab) return y;
+    const { a, b } = ab;
+    const { k } = ctx;
+    const r = this.settings.rank;
+    const [outF, inF] = [b.shape[0]!, a.shape[1]!];
+    const rows = x.rows;
+    const s = this.scale;
+    const track = ctx.tape !== null && (x.requiresGrad || y.requiresGrad || a.requiresGrad || b.requiresGrad);
+    const mask = ctx.tape !== null ? this.dropoutMask(x.size) : null;
+    const input = (): Float32Array => (mask ? masked(x.data, mask, 1 / (1 - this.settings.dropout)) : x.data);
+    const down = track ? ctx.tape!.buffer(rows * r) : (ctx.arena?.buffer(rows * r) ?? new Float32Array(rows * r));
+    k.gemm({ transB: true, m: rows, n: r, k: inF, a: { data: input() }, b: { data: a.data }, c: { data: down } });
+    k.gemm({
+      transB: true,
+      m: rows,
+      n: outF,
+      k: r,
+      alpha: s,
+      beta: 1,
+      a: { data: down },
+      b: { data: b.data },
+      c: { data: y.data },
+    });
+    if (!track) return y;
+    // A tracked y already has its gradient buffer on the tape; an untracked one (frozen base on an input without
+    // gradients: the first layer) becomes a tracked tensor over the same buffer.
+    const out = y.requiresGrad ? y : new Tensor(y.data, y.shape, true);
+    ctx.tape!.record(
+      () => {
+        const dy = out.grad;
+        if (!dy) return;
+        if (b.requiresGrad)
+          k.gemm({
+            transA: true,
+            m: outF,
+            n: r,
+            k: rows,
+            alpha: s,
+            beta: 1,
+            a: { data: dy },
+            b: { data: down },
+            c: { data: b.ensureGrad() },
+          });
+        const dDown = new Float32Array(rows * r);
+        k.gemm({ m: rows, n: r, k: outF, alpha: s, a: { data: dy }, b: { data: b.data }, c: { data: dDown } });
+        if (a.requiresGrad)
+          k.gemm({
+            transA: true,
+            m: r,
+            n: inF,
+            k: rows,
+            beta: 1,
+            a: { data: dDown },
+            b: { data: input() },
+            c: { data: a.ensureGrad() },
+          });
+        if (!x.requiresGrad) return;
+        if (!mask) {
+          k.gemm({
+            m: rows,
+            n: inF,
+            k: r,
+            beta: 1,
+            a: { data: dDown },
+            b: { data: a.data },
+            c: { data: x.ensureGrad() },
+          });
+          return;
+        }
+        const dIn = new Float32Array(rows * inF);
+        k.gemm({ m: rows, n: inF, k: r, a: { data: dDown }, b: { data: a.data }, c: { data: dIn } });
+        k.axpy(1, masked(dIn, mask, 1 / (1 - this.settings.dropout)), x.ensureGrad(), dIn.length);
+      },
+      y.requiresGrad ? undefined : out,
+    );
+    return out;
+  }
+
+  /** A training pass's keep-mask of n inputs (1 kept, 0 dropped) drawn from `rng`, or null without dropout. */
+  private dropoutMask(n: number): Uint8Array | null {
     const p = this.settings.dropout;
-    let input = x;
-    if (p > 0 && ctx.tape !== null) {
-      const keep = 1 / (1 - p);
-      const mask = new Float32Array(x.size);
-      for (let i = 0; i < mask.length; i++) mask[i] = this.rng.next() < p ? 0 : keep;
-      input = mul(ctx, x, new Tensor(mask, x.shape));
-    }
-    const down = linear(ctx, input, ab.a);
-    const scaled = mul(ctx, down, new Tensor(new Float32Array(down.size).fill(this.scale), down.shape));
-    return add(ctx, y, linear(ctx, scaled, ab.b));
+    if (p === 0) return null;
+    const mask = new Uint8Array(n);
+    for (let i = 0; i < n; i++) mask[i] = this.rng.next() < p ? 0 : 1;
+    return mask;
   }
 
   /**
@@ -229,4 +305,11 @@ export class LoraAdapters {
 /** The same parameters frozen: tensors sharing the data, with no gradients (a LoRA agent's base). */
 export function frozen(params: ReadonlyMap<string, Tensor>): Map<string, Tensor> {
   return new Map([...params].map(([n, t]) => [n, t.requiresGrad ? new Tensor(t.data, t.shape, false) : t]));
+}
+
+/** values·keep·scale elementwise (dropout's kept inputs, scaled), as a new array. */
+function masked(values: Float32Array, keep: Uint8Array, scale: number): Float32Array {
+  const out = new Float32Array(values.length);
+  for (let i = 0; i < out.length; i++) out[i] = keep[i] ? values[i]! * scale : 0;
+  return out;
 }

@@ -32,9 +32,8 @@ export interface AgentMemoryInput {
   /** Parameters that get gradients and AdamW state (LoRA: the adapters'); default every parameter of cfg. */
   trainableParameters?: number;
   /**
-   * LoRA adapters (agents[].lora), default none: their parameter count and the floats their path adds per token and
-   * layer on a training tape (the down and up products, the scaling, the sum, and with dropout the mask and masked
-   * input).
+   * LoRA adapters (agents[].lora), default none: their parameter count and the floats their path keeps per token and
+   * layer on a training tape (adapterMemory).
    */
   adapters?: { parameters: number; floatsPerToken: number };
   /** Another agent of the run whose frozen base this agent shares (its weights are counted there); default none. */
@@ -180,17 +179,16 @@ function fullGradientBytes(cfg: TransformerConfig): number {
 }
 
 /**
- * The plan's view of LoRA adapters on `cfg`: their parameters and the floats their path
- * adds per token and layer on a tape (lora.ts apply: per adapted projection the down product, its scale and scaled
- * copy, the up product and the sum; with dropout the mask and the masked input).
+ * The plan's view of LoRA adapters on `cfg`: their parameters and the floats their path keeps per token and layer on a
+ * training tape (lora.ts apply: per adapted projection the [rows, rank] down product, and with dropout a one-byte mask
+ * per input).
  */
 export function adapterMemory(cfg: TransformerConfig, s: LoraSettings): NonNullable<AgentMemoryInput['adapters']> {
   const modules = adaptedModules(cfg, s);
-  const r = s.rank;
   let floats = 0;
-  for (const m of modules) floats += 3 * r + 2 * m.outF + (s.dropout > 0 ? 2 * m.inF : 0);
+  for (const m of modules) floats += s.rank + (s.dropout > 0 ? m.inF / F32 : 0);
   return {
-    parameters: modules.reduce((n, m) => n + r * (m.inF + m.outF), 0),
+    parameters: modules.reduce((n, m) => n + s.rank * (m.inF + m.outF), 0),
     floatsPerToken: floats / cfg.layers,
   };
 }
@@ -253,8 +251,8 @@ export function agentMemory(a: AgentMemoryInput): AgentMemoryPlan {
     const gradients = a.checkpointing
       ? rows * (layers * cfg.hidden + outerFloats(cfg) + plain.outputs + plain.saved + plain.outputs + cfg.hidden)
       : rows * (layers * plain.outputs + outerFloats(cfg));
-    // The adapter path's outputs each get a gradient too: twice its floats, for every layer or the recomputed one.
-    const adapterTraining = 2 * rows * adapterFloats * (a.checkpointing ? 1 : layers);
+    // What the adapter path keeps, for every layer or for the one recomputed.
+    const adapterTraining = rows * adapterFloats * (a.checkpointing ? 1 : layers);
     const training =
       (forwardFloats(cfg, rows, { outputsOnly: a.checkpointing }) +
         gradients +
