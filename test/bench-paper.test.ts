@@ -47,11 +47,14 @@ describe('bench paper: plan and statistics', () => {
     assert.throws(() => methodOf('hacpo-alpha9'), /unknown method "hacpo-alpha9"/);
   });
 
-  test('validation and test problems are disjoint', async () => {
+  test('validation and test problems are disjoint; the OOD splits hold 3-digit and leading-zero operands', async () => {
     const s = await heldOut(benchPlan('test'), 'tiny');
     const test = new Set(s.test.problems.map((p) => p.id));
     assert.ok(s.validation.problems.length > 0 && test.size > 0);
     assert.ok(s.validation.problems.every((p) => !test.has(p.id)));
+    assert.equal(s.oodMild.problems.length, benchPlan('test').testN);
+    assert.ok(s.ood.problems.every((p) => /^What is \d{3}[+-]\d{3}\?$/.test(p.prompt)));
+    assert.ok(s.oodMild.problems.every((p) => /^What is (0\d[+-]\d\d|\d\d[+-]0\d)\?$/.test(p.prompt)));
   });
 
   test('the learning rate is the best validation accuracy of the method’s sweep (ties: the smaller)', () => {
@@ -144,6 +147,7 @@ describe('hacrl bench paper --test', () => {
     assert.match(md, /\| tiny \/ small \| [\d.]+ \[[\d.]+, [\d.]+\] \|/);
     assert.match(md, /HACPO − gspo-x2/);
     assert.match(md, /\| tiny \| hacpo \| 0\.00\d+ \|/);
+    assert.match(md, /out-of-distribution, mild: an operand with a leading zero \(n = 6\)/);
     const total = Number(/(\d+) runs, 0 already/.exec(first.stdout)![1]);
     const second = hacrl(['bench', 'paper', '--test', '--out', out, '--zoo-dir', zoo]);
     assert.equal(second.status, 0, second.stderr);

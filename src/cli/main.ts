@@ -4,7 +4,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { runAgent, type AgentCliOptions } from './agent.js';
 import { BENCH_FAST, BENCH_FULL, BENCH_TINY } from '../experiments/mas-sizes.js';
 import { runBenchPaper, type BenchPaperCliOptions } from '../experiments/paper.js';
-import { baselineBenchOptions, runBaselineBench, type BaselineBenchCliOptions } from '../experiments/baseline-bias.js';
+import { baselineBenchOptions, type BaselineBenchCliOptions } from '../experiments/baseline-bias.js';
 import { runConfigResolve, runConfigSchema } from './config.js';
 import { runDemo, type DemoOptions } from '../experiments/demo.js';
 import { createProgressDisplay } from '../train/progress.js';
@@ -13,7 +13,7 @@ import { exportCommand } from './export.js';
 import { benchMasTable, runBenchMas } from '../experiments/mas.js';
 import { masCommand, workflowOption } from './mas.js';
 import { runMasWarmstart } from './mas-warmstart.js';
-import { runReport } from './report.js';
+import { runBaselineBenchWithPlots, runReport } from './report.js';
 import { runScore } from './score.js';
 import { serveCommand } from './serve.js';
 import { runSft, type SftCliOptions } from './sft.js';
@@ -333,8 +333,9 @@ bench
   .option('--seed <n>', 'seed of the questions, the samples and the draws', num, 0)
   .option('--out <dir>', 'output folder (default runs/bench-baseline[-fast])')
   .option('--zoo-dir <dir>', 'zoo folder (default: $HACRL_ZOO_DIR or runs/zoo)')
-  .action(async (o: BaselineBenchCliOptions) => {
-    await runBaselineBench(baselineBenchOptions(o));
+  .option('--png', 'also render the plots (<out>/bias.html) to <out>/bias.png with headless Chromium', false)
+  .action(async (o: BaselineBenchCliOptions & { png: boolean }) => {
+    await runBaselineBenchWithPlots(baselineBenchOptions(o), o.png);
   });
 
 const zoo = program

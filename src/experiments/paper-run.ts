@@ -43,16 +43,22 @@ export interface PaperBenchOptions {
   spawnRun?: (id: string) => Promise<void>;
 }
 
-/** The held-out splits of a pair: validation and test from one draw (disjoint), and out-of-distribution problems. */
+/**
+ * The held-out splits of a pair: validation and test from one draw (disjoint), and two out-of-distribution splits:
+ * 'ood' (one more digit per operand, where every agent scores about 0%) and 'ood-mild' (an operand with a leading
+ * zero: same length, never drawn in training).
+ */
 export async function heldOut(plan: BenchPlan, pair: PairName) {
   const d = pairRecipe(pair).data;
   const inDist = await loadDataSpec(`${d.task}:test:${plan.validationN + plan.testN}:${HELD_OUT_SEED}`);
   const ood = await loadDataSpec(`${d.task}:ood:${plan.testN}:${HELD_OUT_SEED}`);
+  const oodMild = await loadDataSpec(`${d.task}:ood-mild:${plan.testN}:${HELD_OUT_SEED}`);
   const split = (name: string, problems: Dataset['problems']): Dataset => ({ name, problems });
   return {
     validation: split('validation', inDist.problems.slice(0, plan.validationN)),
     test: split('test', inDist.problems.slice(plan.validationN)),
     ood: split('ood', ood.problems),
+    oodMild: split('ood-mild', oodMild.problems),
   };
 }
 
@@ -108,7 +114,7 @@ async function execute(
 ): Promise<RunResult> {
   const started = performance.now();
   const data = pairRecipe(run.pair).data;
-  const measured = run.phase === 'sweep' ? [splits.validation] : [splits.test, splits.ood];
+  const measured = run.phase === 'sweep' ? [splits.validation] : [splits.test, splits.ood, splits.oodMild];
   const trained = run.agent === null ? agents : agents.filter((a) => a.name === run.agent);
   const correct: RunResult['correct'] = {};
   let mech: RunResult['mechanisms'] = {};
@@ -233,7 +239,9 @@ function resultProblem(text: string, file: string, plan: BenchPlan, runs: readon
   if (Object.keys(r.correct).length === 0 || (run.agent !== null && !(run.agent in r.correct)))
     return `it has no answers of agent ${run.agent ?? '(any)'}`;
   const sizes: Record<string, number> =
-    run.phase === 'sweep' ? { validation: plan.validationN } : { test: plan.testN, ood: plan.testN };
+    run.phase === 'sweep'
+      ? { validation: plan.validationN }
+      : { test: plan.testN, ood: plan.testN, 'ood-mild': plan.testN };
   for (const [agent, splits] of Object.entries(r.correct))
     for (const [split, n] of Object.entries(sizes))
       if (splits[split]?.length !== n)
@@ -345,7 +353,8 @@ export async function runPaperBench(o: PaperBenchOptions): Promise<{ markdown: s
       methods: plan.methods.map((m) => ({ name: m.name, budget: m.budget })),
       splits: [
         { key: 'test', label: `in-distribution (n = ${plan.testN})` },
-        { key: 'ood', label: `out-of-distribution (n = ${plan.testN})` },
+        { key: 'ood', label: `out-of-distribution: one more digit per operand (n = ${plan.testN})` },
+        { key: 'ood-mild', label: `out-of-distribution, mild: an operand with a leading zero (n = ${plan.testN})` },
       ],
       sweep,
       header: o.header,

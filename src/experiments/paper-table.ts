@@ -15,7 +15,7 @@ export interface RunResult {
   agent: string | null;
   seed: number;
   lr: number | null;
-  /** Per agent and split ('validation', or 'test' and 'ood'): 1/0 per problem, in the split's fixed order. */
+  /** Per agent and split ('validation', or 'test', 'ood' and 'ood-mild'): 1/0 per problem, in the split's fixed order. */
   correct: Record<string, Record<string, number[]>>;
   /** Per agent: means over steps of foreign_in_band_frac (trained form, _token, _char), p_hat and omega_* (pair runs only). */
   mechanisms: Record<string, Record<string, number>>;
