@@ -5,8 +5,15 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { benchPlan, METHODS, methodOf, planRuns } from '../src/experiments/paper-matrix.js';
-import { chosenLr, heldOut } from '../src/experiments/paper-run.js';
+import {
+  BASELINE_CANDIDATES,
+  benchPlan,
+  METHODS,
+  methodOf,
+  overridePlan,
+  planRuns,
+} from '../src/experiments/paper-matrix.js';
+import { chosenLr, heldOut, validationTable } from '../src/experiments/paper-run.js';
 import { pairedCell, renderTables, type RunResult } from '../src/experiments/paper-table.js';
 import { seedMean } from '../src/util/stats.js';
 import randomReward from '../src/experiments/random-reward.js';
@@ -45,6 +52,54 @@ describe('bench paper: plan and statistics', () => {
     assert.equal(new Set(runs.map((r) => r.id)).size, runs.length, 'ids are unique');
     assert.equal(methodOf('hacpo-alpha0').lrFrom, 'hacpo');
     assert.throws(() => methodOf('hacpo-alpha9'), /unknown method "hacpo-alpha9"/);
+  });
+
+  test('overrides: one pair, named methods (candidates too), steps and seeds; a borrowed rate needs its lender', () => {
+    const fast = benchPlan('fast');
+    const plan = overridePlan(fast, { only: 'state', methods: ['hacpo', 'hacpo-blend'], steps: 3, seeds: [4] }, [
+      'state',
+      'size',
+    ]);
+    assert.deepEqual(
+      [plan.pairs, plan.methods.map((m) => m.name), plan.steps, plan.seeds],
+      [['state'], ['hacpo', 'hacpo-blend'], 3, [4]],
+    );
+    assert.equal(fast.steps, 10, 'the mode plan is not changed');
+    assert.deepEqual(methodOf('hacpo-blend').config, { algorithm: 'hacpo', hacpo: { baseline: 'blend' } });
+    assert.ok(BASELINE_CANDIDATES.every((m) => m.lrFrom === undefined && m.kind === 'pair'));
+    // hacpo, the two sweeps of hacpo-blend's rates × 3 rates: 6 sweep runs, then one test run each on seed 4.
+    const runs = planRuns(plan, () => ['early', 'late']);
+    assert.deepEqual(
+      runs.map((r) => r.id).filter((id) => id.startsWith('test')),
+      ['test-state-hacpo-s4', 'test-state-hacpo-blend-s4'],
+    );
+    assert.equal(runs.filter((r) => r.phase === 'sweep').length, 6);
+    assert.throws(() => overridePlan(fast, { methods: ['hacpo-alpha0'] }, ['size']), /add hacpo to the list/);
+    assert.throws(() => overridePlan(fast, { only: 'huge' }, ['size']), /unknown pair "huge"/);
+    assert.throws(() => overridePlan(fast, { seeds: [0] }, ['size']), /seed 0 is the sweep/);
+    assert.throws(() => overridePlan(fast, { methods: ['nope'] }, ['size']), /unknown method "nope"/);
+    const sweep = (method: string, lr: number, a: number[], b: number[]): RunResult => ({
+      id: `sweep-${method}-${lr}`,
+      phase: 'sweep',
+      pair: 'state',
+      method,
+      agent: null,
+      seed: 0,
+      lr,
+      correct: { early: { validation: a }, late: { validation: b } },
+      mechanisms: {},
+      seconds: 1,
+    });
+    const md = validationTable(
+      [sweep('hacpo', 1e-4, [1, 0, 0, 0], [1, 1, 0, 0]), sweep('hacpo', 1e-5, [0, 0], [1, 1])],
+      ['# head'],
+    );
+    assert.deepEqual(md.split('\n').slice(4, 8), [
+      '| state | hacpo | 0.00001 | early | 0.0 |',
+      '| state | hacpo | 0.00001 | late | 100.0 |',
+      '| state | hacpo | 0.0001 | early | 25.0 |',
+      '| state | hacpo | 0.0001 | late | 50.0 |',
+    ]);
   });
 
   test('validation and test problems are disjoint; the OOD splits hold 3-digit and leading-zero operands', async () => {

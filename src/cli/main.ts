@@ -320,6 +320,13 @@ bench
   .option('--out <dir>', 'output folder (default runs/bench-paper-<mode>)')
   .option('--zoo-dir <dir>', 'zoo folder (default: $HACRL_ZOO_DIR or runs/zoo)')
   .option('--jobs <n>', 'runs at once, each a child process with cores/jobs kernel threads', positiveInt, 1)
+  .option('--only <pair>', "only this pair of the mode's zoo (e.g. state)")
+  .option('--methods <list>', 'only these methods, comma-separated (e.g. hacpo,hacpo-blend; candidates too)', list)
+  .option('--steps <n>', "RL steps per run instead of the mode's (needs --out)", positiveInt)
+  .option('--seeds <list>', "seeds of the test runs instead of the mode's, comma-separated", (v: string) =>
+    list(v).map(positiveInt),
+  )
+  .option('--sweep-only', 'only the learning-rate sweep on the validation split; writes validation.md', false)
   .addOption(new Option('--run-one <id>', 'internal: one run of the plan (a child of --jobs)').hideHelp())
   .action((o: BenchPaperCliOptions) => runBenchPaper(o));
 bench

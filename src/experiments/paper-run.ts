@@ -41,6 +41,8 @@ export interface PaperBenchOptions {
   jobs?: number;
   /** Starts one run by id in a child process (which calls `runOneOfPlan`); resolves when the child has ended. */
   spawnRun?: (id: string) => Promise<void>;
+  /** Only the sweep phase: writes validation.md (per method, rate and agent) instead of the tables and report. */
+  sweepOnly?: boolean;
 }
 
 /**
@@ -290,13 +292,17 @@ async function readChildResult(out: string, plan: BenchPlan, runs: readonly Plan
   return JSON.parse(text) as RunResult;
 }
 
-/** Runs the bench (skipping finished runs) and writes results.md and report.html; returns the Markdown path. */
-export async function runPaperBench(o: PaperBenchOptions): Promise<{ markdown: string; report: string }> {
+/**
+ * Runs the bench (skipping finished runs) and writes results.md and report.html, or with `sweepOnly` the sweep and
+ * validation.md; returns the Markdown path and the report's (null with `sweepOnly`).
+ */
+export async function runPaperBench(o: PaperBenchOptions): Promise<{ markdown: string; report: string | null }> {
   const { plan } = o;
   const zoo = new Map<PairName, ZooAgent[]>();
   for (const pair of plan.pairs) zoo.set(pair, await ensurePair(ZOO[pair], o.zooDir, o.log));
-  const runs = planRuns(plan, (pair) => zoo.get(pair)!.map((a) => a.name));
-  const results = await readResults(o.out, plan, runs, o.log);
+  const planned = planRuns(plan, (pair) => zoo.get(pair)!.map((a) => a.name));
+  const runs = o.sweepOnly ? planned.filter((r) => r.phase === 'sweep') : planned;
+  const results = await readResults(o.out, plan, planned, o.log);
   const done = new Set(results.map((r) => r.id));
   const todo = runs.filter((r) => !done.has(r.id));
   o.log(`bench paper (${plan.mode}): ${runs.length} runs, ${runs.length - todo.length} already finished`);
@@ -332,6 +338,11 @@ export async function runPaperBench(o: PaperBenchOptions): Promise<{ markdown: s
       jobs,
       one,
     );
+  if (o.sweepOnly) {
+    const markdown = join(o.out, 'validation.md');
+    await writeFileAtomic(markdown, validationTable(results, o.header));
+    return { markdown, report: null };
+  }
 
   const sweep: TableContext['sweep'] = [];
   for (const pair of plan.pairs)
@@ -369,4 +380,21 @@ export async function runPaperBench(o: PaperBenchOptions): Promise<{ markdown: s
   const report = join(o.out, 'report.html');
   await writeFileAtomic(report, await buildGroupReport([...groups].map(([label, dirs]) => ({ label, dirs }))));
   return { markdown, report };
+}
+
+/** The sweep's validation accuracy per pair, method, rate and agent (%, n = the validation split), as Markdown. */
+export function validationTable(results: readonly RunResult[], header: readonly string[]): string {
+  const lines = [
+    ...header,
+    '',
+    '| pair | method | lr | agent | validation accuracy |',
+    '| --- | --- | --- | --- | --- |',
+  ];
+  const sweep = results
+    .filter((r) => r.phase === 'sweep')
+    .sort((a, b) => `${a.pair} ${a.method}`.localeCompare(`${b.pair} ${b.method}`) || a.lr! - b.lr!);
+  for (const r of sweep)
+    for (const [agent, splits] of Object.entries(r.correct))
+      lines.push(`| ${r.pair} | ${r.method} | ${r.lr} | ${agent} | ${(100 * mean(splits.validation!)).toFixed(1)} |`);
+  return lines.join('\n') + '\n';
 }
