@@ -8,6 +8,7 @@ import { after, describe, test } from 'node:test';
 import {
   BASELINE_CANDIDATES,
   benchPlan,
+  CHOSEN_VARIANT,
   METHODS,
   methodOf,
   overridePlan,
@@ -43,12 +44,13 @@ describe('bench paper: plan and statistics', () => {
     const firstTest = runs.findIndex((r) => r.phase === 'test');
     assert.ok(runs.slice(0, firstTest).every((r) => r.phase === 'sweep' && r.seed === 0));
     assert.ok(runs.slice(firstTest).every((r) => r.phase === 'test' && plan.seeds.includes(r.seed)));
-    // Swept: grpo, gspo, gspo-x2 per agent, naive and hacpo per pair → (3·2 + 2) · 3 rates.
-    assert.equal(firstTest, 8 * plan.lrCandidates.length);
+    // Swept: grpo, gspo, gspo-x2 per agent, naive, hacpo and the chosen baseline variant per pair → (3·2 + 3) · 3.
+    assert.equal(firstTest, 9 * plan.lrCandidates.length);
     assert.equal(runs.filter((r) => r.method.name === 'base').length, 1);
-    // Per seed: 3 solo methods × 2 agents + 11 pair methods (naive, hacpo, 7 ablations, the per-character ratio,
-    // random reward).
-    assert.equal(runs.length - firstTest - 1, plan.seeds.length * (3 * 2 + 11));
+    // Per seed: 3 solo methods × 2 agents + 12 pair methods (naive, hacpo, 7 ablations, the per-character ratio,
+    // random reward, the chosen variant).
+    assert.equal(runs.length - firstTest - 1, plan.seeds.length * (3 * 2 + 12));
+    assert.equal(METHODS.at(-1)!.name, CHOSEN_VARIANT);
     assert.equal(new Set(runs.map((r) => r.id)).size, runs.length, 'ids are unique');
     assert.equal(methodOf('hacpo-alpha0').lrFrom, 'hacpo');
     assert.throws(() => methodOf('hacpo-alpha9'), /unknown method "hacpo-alpha9"/);
@@ -158,17 +160,31 @@ describe('bench paper: plan and statistics', () => {
       }),
       result({ seed, method: 'gspo', agent: 'a', correct: { a: { test: [1, 0, 0, 0] } } }),
       result({ phase: 'sweep', seed, method: 'gspo', agent: 'a', correct: { a: { test: [1, 1, 1, 1] } } }),
+      // The variant: [1,1,1,0] and [1,1,0,0] → 62.5; − GSPO per seed 0.5 and 0.25 → +37.5; − HACPO 0.25 both.
+      result({
+        id: `v-${seed}`,
+        seed,
+        method: 'hacpo-per-question',
+        correct: { a: { test: seed === 1 ? [1, 1, 1, 0] : [1, 1, 0, 0] } },
+      }),
     ]);
     const md = renderTables(results, {
       pairs: [{ name: 'size', agents: ['a', 'b'] }],
       methods: [
         { name: 'hacpo', budget: 'B·G' },
         { name: 'gspo', budget: 'B·G' },
+        { name: 'hacpo-per-question', budget: 'B·G' },
       ],
       splits: [{ key: 'test', label: 'test' }],
       sweep: [],
       header: ['# bench'],
+      pairedBases: ['hacpo', 'hacpo-per-question'],
     });
+    assert.match(
+      md,
+      /hacpo-per-question − gspo \| hacpo-per-question − gspo-x2 \| [^|]+ \| hacpo-per-question − hacpo \|/,
+    );
+    assert.match(md, /\| size \/ a \| test \| \+37\.5 \[[^\]]+\] \| — \| — \| \+25\.0 \[\+25\.0, \+25\.0\] \|/);
     // Sweep runs never enter a table (their 100% would show).
     assert.match(md, /\| size \/ a \| 37\.5 \[[^\]]+\] \| 25\.0 \[[^\]]+\] \|/);
     assert.match(md, /\| size \/ b \| 75\.0 \[[^\]]+\] \| — \|/);

@@ -21,7 +21,7 @@ import { mean } from '../util/stats.js';
 import { ensurePair, type ZooAgent } from '../zoo/build.js';
 import { pairRecipe, ZOO, type PairName } from '../zoo/recipes.js';
 import { measureCheckpoint } from './measure.js';
-import { planRuns, sweptMethods, type BenchPlan, type PlannedRun } from './paper-matrix.js';
+import { CHOSEN_VARIANT, planRuns, sweptMethods, type BenchPlan, type PlannedRun } from './paper-matrix.js';
 import { renderTables, type RunResult, type TableContext } from './paper-table.js';
 import { zooRunConfig } from './run-config.js';
 
@@ -369,6 +369,7 @@ export async function runPaperBench(o: PaperBenchOptions): Promise<{ markdown: s
       ],
       sweep,
       header: o.header,
+      pairedBases: ['hacpo', ...plan.methods.filter((m) => m.name === CHOSEN_VARIANT).map((m) => m.name)],
     }),
   );
   // Every method, one line per pair, method and agent: the mean over seeds.
