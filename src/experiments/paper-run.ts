@@ -294,7 +294,7 @@ async function readChildResult(out: string, plan: BenchPlan, runs: readonly Plan
 
 /**
  * Runs the bench (skipping finished runs) and writes results.md and report.html, or with `sweepOnly` the sweep and
- * validation.md; returns the Markdown path and the report's (null with `sweepOnly`).
+ * validation.md; returns the Markdown path and the report's (null with `sweepOnly` or when no run trains).
  */
 export async function runPaperBench(o: PaperBenchOptions): Promise<{ markdown: string; report: string | null }> {
   const { plan } = o;
@@ -378,6 +378,8 @@ export async function runPaperBench(o: PaperBenchOptions): Promise<{ markdown: s
     const label = `${r.pair} · ${r.method.name}`;
     groups.set(label, [...(groups.get(label) ?? []), join(o.out, 'runs', r.id)]);
   }
+  // `--methods base` trains nothing: there are no runs to report.
+  if (groups.size === 0) return { markdown, report: null };
   const report = join(o.out, 'report.html');
   await writeFileAtomic(report, await buildGroupReport([...groups].map(([label, dirs]) => ({ label, dirs }))));
   return { markdown, report };

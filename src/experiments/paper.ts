@@ -98,7 +98,7 @@ export async function runBenchPaper(o: BenchPaperCliOptions): Promise<void> {
       spawnRun: spawnChild([...modeFlag, '--out', out, '--zoo-dir', zooDir], threads),
       sweepOnly: o.sweepOnly,
     });
-    console.log(report === null ? `validation: ${markdown}` : `tables: ${markdown}\nreport: ${report}`);
+    console.log(`${o.sweepOnly ? 'validation' : 'tables'}: ${markdown}${report === null ? '' : `\nreport: ${report}`}`);
   } finally {
     await closeDefaultPool();
   }
