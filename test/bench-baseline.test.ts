@@ -1,8 +1,12 @@
 // `hacrl bench baseline`'s computation from p(q), on hand-made success probabilities whose table is known: a
 // deterministic case (p ∈ {0, 1}, every draw fixed) and one with a worked binomial probability.
 import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import {
+  BIAS_ESTIMATORS,
   type AgentBias,
   type BiasRow,
   baselineBenchOptions,
@@ -11,6 +15,7 @@ import {
   biasMarkdown,
   correlation,
 } from '../src/experiments/baseline-bias.js';
+import { biasPlots, writeBiasPage } from '../src/report/bias-plot.js';
 
 const close = (a: number, b: number, tol = 1e-12) => assert.ok(Math.abs(a - b) <= tol, `${a} vs ${b}`);
 const row = (rows: BiasRow[], name: string) => rows.find((r) => r.estimator === name)!;
@@ -70,4 +75,49 @@ test('bad input is refused; correlation; bins and the markdown table', () => {
   const fast = baselineBenchOptions({ fast: true, seed: 0, only: 'tiny' });
   assert.deepEqual([fast.pairs, fast.questions, fast.samples, fast.bias.replicates], [['tiny'], 30, 16, 50]);
   assert.throws(() => baselineBenchOptions({ fast: false, seed: 0, only: 'huge' }), /huge/);
+});
+
+test('the plots: one panel per measure, a line per estimator through the agents in ω order', async () => {
+  const rows = (scale: number): BiasRow[] =>
+    BIAS_ESTIMATORS.map((estimator, e) => ({
+      estimator,
+      meanBias: (e - 2) * 0.01 * scale,
+      meanAbsBias: 0.01 * e * scale,
+      rmse: 0.1 * (1 + e) * scale,
+      exceedsMax: 0,
+      correctNegative: 0.01 * e,
+    }));
+  const agent = (name: string, omega: number, scale: number): AgentBias => ({
+    pair: 'p',
+    agent: name,
+    partner: 'x',
+    success: 0.2,
+    omega,
+    correlation: 0,
+    rows: rows(scale),
+  });
+  const svgs = biasPlots([agent('strong', 3, 2), agent('weak', 0.5, 1)]);
+  assert.equal(svgs.length, 4);
+  // RMSE / own is 1 + e whatever the scale: each estimator's line is flat at its ratio, from ω = 0.5 to 3.
+  const paths = [...svgs[0]!.matchAll(/<path class="series" d="M([\d.]+) ([\d.]+) L([\d.]+) ([\d.]+)"/g)];
+  assert.equal(paths.length, BIAS_ESTIMATORS.length);
+  for (const [, x0, y0, x1, y1] of paths) {
+    assert.equal(y0, y1);
+    assert.ok(Number(x0) < Number(x1));
+  }
+  const heights = paths.map((p) => Number(p[2]));
+  assert.deepEqual(
+    [...heights].sort((a, b) => b - a),
+    heights,
+    'a larger ratio is drawn higher (smaller y)',
+  );
+  for (const estimator of BIAS_ESTIMATORS) assert.ok(svgs[0]!.includes(`>${estimator}</text>`), estimator);
+  const dir = await mkdtemp(join(tmpdir(), 'hacrl-bias-plot-'));
+  await writeBiasPage([agent('strong', 3, 2)], join(dir, 'bias.html'), 'caption & note');
+  const html = await readFile(join(dir, 'bias.html'), 'utf8');
+  assert.equal(html.match(/<svg /g)!.length, 4);
+  assert.match(html, /caption &amp; note/);
+  assert.match(html, /p\/strong ω = 3\.00/);
+  assert.doesNotMatch(html, /<script/);
+  await rm(dir, { recursive: true, force: true });
 });

@@ -5,8 +5,16 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { benchPlan, METHODS, methodOf, planRuns } from '../src/experiments/paper-matrix.js';
-import { chosenLr, heldOut } from '../src/experiments/paper-run.js';
+import {
+  BASELINE_CANDIDATES,
+  benchPlan,
+  CHOSEN_VARIANT,
+  METHODS,
+  methodOf,
+  overridePlan,
+  planRuns,
+} from '../src/experiments/paper-matrix.js';
+import { chosenLr, heldOut, validationTable } from '../src/experiments/paper-run.js';
 import { pairedCell, renderTables, type RunResult } from '../src/experiments/paper-table.js';
 import { seedMean } from '../src/util/stats.js';
 import randomReward from '../src/experiments/random-reward.js';
@@ -36,22 +44,74 @@ describe('bench paper: plan and statistics', () => {
     const firstTest = runs.findIndex((r) => r.phase === 'test');
     assert.ok(runs.slice(0, firstTest).every((r) => r.phase === 'sweep' && r.seed === 0));
     assert.ok(runs.slice(firstTest).every((r) => r.phase === 'test' && plan.seeds.includes(r.seed)));
-    // Swept: grpo, gspo, gspo-x2 per agent, naive and hacpo per pair → (3·2 + 2) · 3 rates.
-    assert.equal(firstTest, 8 * plan.lrCandidates.length);
+    // Swept: grpo, gspo, gspo-x2 per agent, naive, hacpo and the chosen baseline variant per pair → (3·2 + 3) · 3.
+    assert.equal(firstTest, 9 * plan.lrCandidates.length);
     assert.equal(runs.filter((r) => r.method.name === 'base').length, 1);
-    // Per seed: 3 solo methods × 2 agents + 11 pair methods (naive, hacpo, 7 ablations, the per-character ratio,
-    // random reward).
-    assert.equal(runs.length - firstTest - 1, plan.seeds.length * (3 * 2 + 11));
+    // Per seed: 3 solo methods × 2 agents + 12 pair methods (naive, hacpo, 7 ablations, the per-character ratio,
+    // random reward, the chosen variant).
+    assert.equal(runs.length - firstTest - 1, plan.seeds.length * (3 * 2 + 12));
+    assert.equal(METHODS.at(-1)!.name, CHOSEN_VARIANT);
     assert.equal(new Set(runs.map((r) => r.id)).size, runs.length, 'ids are unique');
     assert.equal(methodOf('hacpo-alpha0').lrFrom, 'hacpo');
     assert.throws(() => methodOf('hacpo-alpha9'), /unknown method "hacpo-alpha9"/);
   });
 
-  test('validation and test problems are disjoint', async () => {
+  test('overrides: one pair, named methods (candidates too), steps and seeds; a borrowed rate needs its lender', () => {
+    const fast = benchPlan('fast');
+    const plan = overridePlan(fast, { only: 'state', methods: ['hacpo', 'hacpo-blend'], steps: 3, seeds: [4] }, [
+      'state',
+      'size',
+    ]);
+    assert.deepEqual(
+      [plan.pairs, plan.methods.map((m) => m.name), plan.steps, plan.seeds],
+      [['state'], ['hacpo', 'hacpo-blend'], 3, [4]],
+    );
+    assert.equal(fast.steps, 10, 'the mode plan is not changed');
+    assert.deepEqual(methodOf('hacpo-blend').config, { algorithm: 'hacpo', hacpo: { baseline: 'blend' } });
+    assert.ok(BASELINE_CANDIDATES.every((m) => m.lrFrom === undefined && m.kind === 'pair'));
+    // hacpo, the two sweeps of hacpo-blend's rates × 3 rates: 6 sweep runs, then one test run each on seed 4.
+    const runs = planRuns(plan, () => ['early', 'late']);
+    assert.deepEqual(
+      runs.map((r) => r.id).filter((id) => id.startsWith('test')),
+      ['test-state-hacpo-s4', 'test-state-hacpo-blend-s4'],
+    );
+    assert.equal(runs.filter((r) => r.phase === 'sweep').length, 6);
+    assert.throws(() => overridePlan(fast, { methods: ['hacpo-alpha0'] }, ['size']), /add hacpo to the list/);
+    assert.throws(() => overridePlan(fast, { only: 'huge' }, ['size']), /unknown pair "huge"/);
+    assert.throws(() => overridePlan(fast, { seeds: [0] }, ['size']), /seed 0 is the sweep/);
+    assert.throws(() => overridePlan(fast, { methods: ['nope'] }, ['size']), /unknown method "nope"/);
+    const sweep = (method: string, lr: number, a: number[], b: number[]): RunResult => ({
+      id: `sweep-${method}-${lr}`,
+      phase: 'sweep',
+      pair: 'state',
+      method,
+      agent: null,
+      seed: 0,
+      lr,
+      correct: { early: { validation: a }, late: { validation: b } },
+      mechanisms: {},
+      seconds: 1,
+    });
+    const md = validationTable(
+      [sweep('hacpo', 1e-4, [1, 0, 0, 0], [1, 1, 0, 0]), sweep('hacpo', 1e-5, [0, 0], [1, 1])],
+      ['# head'],
+    );
+    assert.deepEqual(md.split('\n').slice(4, 8), [
+      '| state | hacpo | 0.00001 | early | 0.0 |',
+      '| state | hacpo | 0.00001 | late | 100.0 |',
+      '| state | hacpo | 0.0001 | early | 25.0 |',
+      '| state | hacpo | 0.0001 | late | 50.0 |',
+    ]);
+  });
+
+  test('validation and test problems are disjoint; the OOD splits hold 3-digit and leading-zero operands', async () => {
     const s = await heldOut(benchPlan('test'), 'tiny');
     const test = new Set(s.test.problems.map((p) => p.id));
     assert.ok(s.validation.problems.length > 0 && test.size > 0);
     assert.ok(s.validation.problems.every((p) => !test.has(p.id)));
+    assert.equal(s.oodMild.problems.length, benchPlan('test').testN);
+    assert.ok(s.ood.problems.every((p) => /^What is \d{3}[+-]\d{3}\?$/.test(p.prompt)));
+    assert.ok(s.oodMild.problems.every((p) => /^What is (0\d[+-]\d\d|\d\d[+-]0\d)\?$/.test(p.prompt)));
   });
 
   test('the learning rate is the best validation accuracy of the method’s sweep (ties: the smaller)', () => {
@@ -100,17 +160,31 @@ describe('bench paper: plan and statistics', () => {
       }),
       result({ seed, method: 'gspo', agent: 'a', correct: { a: { test: [1, 0, 0, 0] } } }),
       result({ phase: 'sweep', seed, method: 'gspo', agent: 'a', correct: { a: { test: [1, 1, 1, 1] } } }),
+      // The variant: [1,1,1,0] and [1,1,0,0] → 62.5; − GSPO per seed 0.5 and 0.25 → +37.5; − HACPO 0.25 both.
+      result({
+        id: `v-${seed}`,
+        seed,
+        method: 'hacpo-per-question',
+        correct: { a: { test: seed === 1 ? [1, 1, 1, 0] : [1, 1, 0, 0] } },
+      }),
     ]);
     const md = renderTables(results, {
       pairs: [{ name: 'size', agents: ['a', 'b'] }],
       methods: [
         { name: 'hacpo', budget: 'B·G' },
         { name: 'gspo', budget: 'B·G' },
+        { name: 'hacpo-per-question', budget: 'B·G' },
       ],
       splits: [{ key: 'test', label: 'test' }],
       sweep: [],
       header: ['# bench'],
+      pairedBases: ['hacpo', 'hacpo-per-question'],
     });
+    assert.match(
+      md,
+      /hacpo-per-question − gspo \| hacpo-per-question − gspo-x2 \| [^|]+ \| hacpo-per-question − hacpo \|/,
+    );
+    assert.match(md, /\| size \/ a \| test \| \+37\.5 \[[^\]]+\] \| — \| — \| \+25\.0 \[\+25\.0, \+25\.0\] \|/);
     // Sweep runs never enter a table (their 100% would show).
     assert.match(md, /\| size \/ a \| 37\.5 \[[^\]]+\] \| 25\.0 \[[^\]]+\] \|/);
     assert.match(md, /\| size \/ b \| 75\.0 \[[^\]]+\] \| — \|/);
@@ -144,6 +218,7 @@ describe('hacrl bench paper --test', () => {
     assert.match(md, /\| tiny \/ small \| [\d.]+ \[[\d.]+, [\d.]+\] \|/);
     assert.match(md, /HACPO − gspo-x2/);
     assert.match(md, /\| tiny \| hacpo \| 0\.00\d+ \|/);
+    assert.match(md, /out-of-distribution, mild: an operand with a leading zero \(n = 6\)/);
     const total = Number(/(\d+) runs, 0 already/.exec(first.stdout)![1]);
     const second = hacrl(['bench', 'paper', '--test', '--out', out, '--zoo-dir', zoo]);
     assert.equal(second.status, 0, second.stderr);

@@ -248,6 +248,47 @@ test('OOD splits exceed the train difficulty along their axis', () => {
   assert.equal(makeTaskDataset({ task: 'expr', split: 'ood', n: 1, seed: 0 }).name, 'expr-test-ood-steps');
 });
 
+test('the mild OOD split: every 2-digit problem with one operand written 0d, and no train or test problem', () => {
+  // The 'easy' knobs (2 and 2 digits, + and -) shifted: a in 10..99 and b in 0..9 written "0b" give a+0b and 0b+a
+  // (900 each) and, the larger operand first, a-0b (900): 2,700 problems, all of them in the split.
+  const expected = new Set<string>();
+  for (let a = 10; a <= 99; a++)
+    for (let b = 0; b <= 9; b++)
+      for (const q of [`${a}+0${b}`, `0${b}+${a}`, `${a}-0${b}`]) expected.add(`What is ${q}?`);
+  assert.equal(expected.size, 2700);
+  const spec = presetSpec('easy', 'ood-mild', 2700, 3);
+  const all = makeTaskDataset(spec).problems;
+  assert.deepEqual(new Set(all.map((p) => p.prompt)), expected);
+  assert.throws(() => makeTaskDataset({ ...spec, n: 2701 }), /found only 2700 of 2701/);
+  const byPrompt = new Map(all.map((p) => [p.prompt, p]));
+  // Hand-worked members: the value ignores the zero, the columns are the trained two.
+  assert.equal(byPrompt.get('What is 28+06?')!.answer, '34');
+  assert.equal(byPrompt.get('What is 28+06?')!.solution, '8+6=14, write 4 carry 1\n2+0+1=3, write 3\n\\boxed{34}');
+  assert.equal(byPrompt.get('What is 07+38?')!.answer, '45');
+  assert.equal(byPrompt.get('What is 57-09?')!.solution, '17-9=8, write 8 borrow 1\n5-1-0=4, write 4\n\\boxed{48}');
+  assert.deepEqual(byPrompt.get('What is 40-00?')!.difficulty, { digits: 2, digits2: 1, leadingZero: 1 });
+  // Not members: the trained form, a 1-digit operand without its zero, a difference that would be negative.
+  for (const q of ['What is 47+38?', 'What is 47+8?', 'What is 07-38?', 'What is 007+38?'])
+    assert.ok(!byPrompt.has(q), q);
+  // Disjoint from the training distribution on both sides of the train/test hash: no trained operand starts with 0.
+  const trained = [presetSpec('easy', 'train', 3000, 3), presetSpec('easy', 'test', 1500, 3)].flatMap(
+    (s) => makeTaskDataset(s).problems,
+  );
+  assert.ok(trained.every((p) => /^What is [1-9]\d[+-][1-9]\d\?$/.test(p.prompt)));
+  assert.ok(trained.every((p) => !expected.has(p.prompt)));
+  assert.equal(datasetName({ task: 'arith', split: 'ood-mild' }), 'arith-test-ood-leading-zero');
+  // Wider knobs keep the length: one of the two operands loses a digit to the zero.
+  for (const p of make({ task: 'arith', split: 'ood-mild', n: 200, difficulty: { digits: 3, digits2: 2 } })) {
+    const [, x, op, y] = /^What is (\d+)([+-])(\d+)\?$/.exec(p.prompt)!;
+    assert.deepEqual([x!.length, y!.length].sort(), [2, 3], p.prompt);
+    assert.equal([x!, y!].filter((v) => v.startsWith('0')).length, 1, p.prompt);
+    assert.equal(p.answer, `${op === '+' ? Number(x) + Number(y) : Number(x) - Number(y)}`, p.prompt);
+  }
+  assert.throws(() => make({ task: 'arith', split: 'ood-mild', difficulty: { digits: 1, digits2: 1 } }), /2\+ digits/);
+  assert.throws(() => make({ task: 'arith', split: 'ood-mild', difficulty: { leadingZero: 1 } }), /already/);
+  assert.throws(() => make({ task: 'expr', split: 'ood-mild' }), /no 'ood-mild' split/);
+});
+
 test('difficulty knobs change what they claim', () => {
   const arith = make({ task: 'arith', difficulty: { digits: 4, digits2: 2, operators: '*' } });
   assert.ok(arith.every((p) => /^What is \d{4}\*\d{2}\?$/.test(p.prompt)));

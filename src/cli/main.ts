@@ -4,7 +4,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { runAgent, type AgentCliOptions } from './agent.js';
 import { BENCH_FAST, BENCH_FULL, BENCH_TINY } from '../experiments/mas-sizes.js';
 import { runBenchPaper, type BenchPaperCliOptions } from '../experiments/paper.js';
-import { baselineBenchOptions, runBaselineBench, type BaselineBenchCliOptions } from '../experiments/baseline-bias.js';
+import { baselineBenchOptions, type BaselineBenchCliOptions } from '../experiments/baseline-bias.js';
 import { runConfigResolve, runConfigSchema } from './config.js';
 import { runDemo, type DemoOptions } from '../experiments/demo.js';
 import { createProgressDisplay } from '../train/progress.js';
@@ -15,7 +15,7 @@ import { benchMasTable, runBenchMas } from '../experiments/mas.js';
 import { masCommand, workflowOption } from './mas.js';
 import { runMasWarmstart } from './mas-warmstart.js';
 import { runPlan, type PlanCliOptions } from './plan.js';
-import { runReport } from './report.js';
+import { runBaselineBenchWithPlots, runReport } from './report.js';
 import { runScore } from './score.js';
 import { serveCommand } from './serve.js';
 import { runSft, type SftCliOptions } from './sft.js';
@@ -337,6 +337,13 @@ bench
   .option('--out <dir>', 'output folder (default runs/bench-paper-<mode>)')
   .option('--zoo-dir <dir>', 'zoo folder (default: $HACRL_ZOO_DIR or runs/zoo)')
   .option('--jobs <n>', 'runs at once, each a child process with cores/jobs kernel threads', positiveInt, 1)
+  .option('--only <pair>', "only this pair of the mode's zoo (e.g. state)")
+  .option('--methods <list>', 'only these methods, comma-separated (e.g. hacpo,hacpo-blend; candidates too)', list)
+  .option('--steps <n>', "RL steps per run instead of the mode's (needs --out)", positiveInt)
+  .option('--seeds <list>', "seeds of the test runs instead of the mode's, comma-separated", (v: string) =>
+    list(v).map(positiveInt),
+  )
+  .option('--sweep-only', 'only the learning-rate sweep on the validation split; writes validation.md', false)
   .addOption(new Option('--run-one <id>', 'internal: one run of the plan (a child of --jobs)').hideHelp())
   .action((o: BenchPaperCliOptions) => runBenchPaper(o));
 bench
@@ -350,8 +357,9 @@ bench
   .option('--seed <n>', 'seed of the questions, the samples and the draws', num, 0)
   .option('--out <dir>', 'output folder (default runs/bench-baseline[-fast])')
   .option('--zoo-dir <dir>', 'zoo folder (default: $HACRL_ZOO_DIR or runs/zoo)')
-  .action(async (o: BaselineBenchCliOptions) => {
-    await runBaselineBench(baselineBenchOptions(o));
+  .option('--png', 'also render the plots (<out>/bias.html) to <out>/bias.png with headless Chromium', false)
+  .action(async (o: BaselineBenchCliOptions & { png: boolean }) => {
+    await runBaselineBenchWithPlots(baselineBenchOptions(o), o.png);
   });
 
 const zoo = program

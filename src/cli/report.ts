@@ -1,3 +1,6 @@
+import { join } from 'node:path';
+import { runBaselineBench, type BaselineBenchOptions } from '../experiments/baseline-bias.js';
+import { writeBiasPage } from '../report/bias-plot.js';
 import { buildReport } from '../report/build.js';
 import { renderPng } from '../report/png.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
@@ -22,5 +25,26 @@ export async function runReport(o: ReportCliOptions): Promise<void> {
   if (o.png !== undefined) {
     const { width, height } = await renderPng(o.output, o.png);
     console.log(`wrote ${o.png} (${width}×${height})`);
+  }
+}
+
+/**
+ * `hacrl bench baseline`: the tables (runBaselineBench), then the plots against ω as `<out>/bias.html` and, with
+ * `png`, `<out>/bias.png` (two 440 px panels a row).
+ */
+export async function runBaselineBenchWithPlots(o: BaselineBenchOptions, png: boolean): Promise<void> {
+  const agents = await runBaselineBench(o);
+  const page = join(o.out, 'bias.html');
+  const b = o.bias;
+  await writeBiasPage(
+    agents,
+    page,
+    `${o.questions} training-split questions × ${o.samples} samples at T = 1 per agent; G = ${b.groupSize}, ` +
+      `${b.replicates} replicates, seed ${b.seed}. A line joins the two agents of one pair.`,
+  );
+  console.log(`bench baseline: plots in ${page}`);
+  if (png) {
+    const { width, height } = await renderPng(page, join(o.out, 'bias.png'), { width: 940 });
+    console.log(`bench baseline: wrote ${join(o.out, 'bias.png')} (${width}×${height})`);
   }
 }

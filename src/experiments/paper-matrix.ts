@@ -32,7 +32,26 @@ const hacpo = (name: string, hacpoSection: Record<string, unknown>): Method => (
   budget: 'each agent generates B·G, trains on 2·B·G',
 });
 
-/** The headline methods (Table 1) followed by the ablations (Figure 4) and the random-reward control. */
+/**
+ * Variants of the capability-aware baseline (`hacpo.baseline`), each swept over the rates itself so that they are
+ * compared on the validation split at their own best rate; `--methods` can name them. The one chosen on validation
+ * alone (CHOSEN_VARIANT) is also in METHODS.
+ */
+export const BASELINE_CANDIDATES: readonly Method[] = (['blend', 'per-question', 'clamped'] as const).map((b) => ({
+  ...hacpo(`hacpo-${b}`, { baseline: b }),
+  lrFrom: undefined,
+}));
+
+/**
+ * The baseline variant chosen on the validation split alone (docs/paper-miniature.md, "Choosing a baseline variant"):
+ * the highest mean validation accuracy of the state pair's two agents at its own best rate, --fast sizes, seed 0.
+ */
+export const CHOSEN_VARIANT = 'hacpo-per-question';
+
+/**
+ * The headline methods (Table 1) followed by the ablations (Figure 4), the random-reward control and the chosen
+ * baseline variant.
+ */
 export const METHODS: readonly Method[] = [
   { name: 'base', kind: 'base', config: {}, budget: 'no training' },
   {
@@ -70,6 +89,7 @@ export const METHODS: readonly Method[] = [
       reward: { math: 0, custom: [{ name: 'random', path: RANDOM_REWARD_MODULE, weight: 1 }] },
     },
   },
+  BASELINE_CANDIDATES.find((m) => m.name === CHOSEN_VARIANT)!,
 ];
 
 /** The methods whose learning rate is swept (every method that trains and does not borrow another's rate). */
@@ -77,11 +97,58 @@ export function sweptMethods(methods: readonly Method[] = METHODS): Method[] {
   return methods.filter((m) => m.kind !== 'base' && m.lrFrom === undefined);
 }
 
-/** The method named `name`, or an error listing them. */
-export function methodOf(name: string, methods: readonly Method[] = METHODS): Method {
+/** The method named `name` (of METHODS and BASELINE_CANDIDATES by default), or an error listing them. */
+export function methodOf(name: string, methods: readonly Method[] = allMethods()): Method {
   const m = methods.find((x) => x.name === name);
   if (m === undefined) throw new Error(`unknown method "${name}"; known: ${methods.map((x) => x.name).join(', ')}`);
   return m;
+}
+
+/** METHODS, then the candidates that are not among them. */
+export function allMethods(): Method[] {
+  return [...METHODS, ...BASELINE_CANDIDATES.filter((c) => !METHODS.some((m) => m.name === c.name))];
+}
+
+/** What the command line may change in a mode's plan. */
+export interface PlanOverrides {
+  /** Only this pair. */
+  only?: string;
+  /** Only these methods (names of methodOf), in this order. */
+  methods?: string[];
+  /** RL steps per run. */
+  steps?: number;
+  /** Seeds of the test runs. */
+  seeds?: number[];
+}
+
+/**
+ * The plan of a mode with the overrides applied. A method that borrows another's rate needs that one in the list
+ * (its sweep picks the rate).
+ */
+export function overridePlan(plan: BenchPlan, o: PlanOverrides, pairs: readonly PairName[]): BenchPlan {
+  const out = { ...plan };
+  if (o.only !== undefined) {
+    if (!pairs.includes(o.only as PairName))
+      throw new Error(`--only: unknown pair "${o.only}"; known: ${pairs.join(', ')}`);
+    out.pairs = [o.only as PairName];
+  }
+  if (o.methods !== undefined) {
+    out.methods = o.methods.map((n) => methodOf(n));
+    for (const m of out.methods)
+      if (m.lrFrom !== undefined && !o.methods.includes(m.lrFrom))
+        throw new Error(`--methods: ${m.name} uses the rate swept for ${m.lrFrom}; add ${m.lrFrom} to the list`);
+  }
+  if (o.steps !== undefined) {
+    if (!(Number.isInteger(o.steps) && o.steps >= 1))
+      throw new Error(`--steps must be a positive integer, got ${o.steps}`);
+    out.steps = o.steps;
+  }
+  if (o.seeds !== undefined) {
+    if (o.seeds.length === 0 || o.seeds.some((s) => !(Number.isInteger(s) && s >= 1)))
+      throw new Error(`--seeds must be positive integers (seed 0 is the sweep's), got ${o.seeds.join(',')}`);
+    out.seeds = o.seeds;
+  }
+  return out;
 }
 
 /** Sizes of one bench mode. */

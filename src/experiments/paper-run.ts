@@ -21,7 +21,7 @@ import { mean } from '../util/stats.js';
 import { ensurePair, type ZooAgent } from '../zoo/build.js';
 import { pairRecipe, ZOO, type PairName } from '../zoo/recipes.js';
 import { measureCheckpoint } from './measure.js';
-import { planRuns, sweptMethods, type BenchPlan, type PlannedRun } from './paper-matrix.js';
+import { CHOSEN_VARIANT, planRuns, sweptMethods, type BenchPlan, type PlannedRun } from './paper-matrix.js';
 import { renderTables, type RunResult, type TableContext } from './paper-table.js';
 import { zooRunConfig } from './run-config.js';
 
@@ -41,18 +41,26 @@ export interface PaperBenchOptions {
   jobs?: number;
   /** Starts one run by id in a child process (which calls `runOneOfPlan`); resolves when the child has ended. */
   spawnRun?: (id: string) => Promise<void>;
+  /** Only the sweep phase: writes validation.md (per method, rate and agent) instead of the tables and report. */
+  sweepOnly?: boolean;
 }
 
-/** The held-out splits of a pair: validation and test from one draw (disjoint), and out-of-distribution problems. */
+/**
+ * The held-out splits of a pair: validation and test from one draw (disjoint), and two out-of-distribution splits:
+ * 'ood' (one more digit per operand, where every agent scores about 0%) and 'ood-mild' (an operand with a leading
+ * zero: same length, never drawn in training).
+ */
 export async function heldOut(plan: BenchPlan, pair: PairName) {
   const d = pairRecipe(pair).data;
   const inDist = await loadDataSpec(`${d.task}:test:${plan.validationN + plan.testN}:${HELD_OUT_SEED}`);
   const ood = await loadDataSpec(`${d.task}:ood:${plan.testN}:${HELD_OUT_SEED}`);
+  const oodMild = await loadDataSpec(`${d.task}:ood-mild:${plan.testN}:${HELD_OUT_SEED}`);
   const split = (name: string, problems: Dataset['problems']): Dataset => ({ name, problems });
   return {
     validation: split('validation', inDist.problems.slice(0, plan.validationN)),
     test: split('test', inDist.problems.slice(plan.validationN)),
     ood: split('ood', ood.problems),
+    oodMild: split('ood-mild', oodMild.problems),
   };
 }
 
@@ -108,7 +116,7 @@ async function execute(
 ): Promise<RunResult> {
   const started = performance.now();
   const data = pairRecipe(run.pair).data;
-  const measured = run.phase === 'sweep' ? [splits.validation] : [splits.test, splits.ood];
+  const measured = run.phase === 'sweep' ? [splits.validation] : [splits.test, splits.ood, splits.oodMild];
   const trained = run.agent === null ? agents : agents.filter((a) => a.name === run.agent);
   const correct: RunResult['correct'] = {};
   let mech: RunResult['mechanisms'] = {};
@@ -233,7 +241,9 @@ function resultProblem(text: string, file: string, plan: BenchPlan, runs: readon
   if (Object.keys(r.correct).length === 0 || (run.agent !== null && !(run.agent in r.correct)))
     return `it has no answers of agent ${run.agent ?? '(any)'}`;
   const sizes: Record<string, number> =
-    run.phase === 'sweep' ? { validation: plan.validationN } : { test: plan.testN, ood: plan.testN };
+    run.phase === 'sweep'
+      ? { validation: plan.validationN }
+      : { test: plan.testN, ood: plan.testN, 'ood-mild': plan.testN };
   for (const [agent, splits] of Object.entries(r.correct))
     for (const [split, n] of Object.entries(sizes))
       if (splits[split]?.length !== n)
@@ -282,13 +292,17 @@ async function readChildResult(out: string, plan: BenchPlan, runs: readonly Plan
   return JSON.parse(text) as RunResult;
 }
 
-/** Runs the bench (skipping finished runs) and writes results.md and report.html; returns the Markdown path. */
-export async function runPaperBench(o: PaperBenchOptions): Promise<{ markdown: string; report: string }> {
+/**
+ * Runs the bench (skipping finished runs) and writes results.md and report.html, or with `sweepOnly` the sweep and
+ * validation.md; returns the Markdown path and the report's (null with `sweepOnly` or when no run trains).
+ */
+export async function runPaperBench(o: PaperBenchOptions): Promise<{ markdown: string; report: string | null }> {
   const { plan } = o;
   const zoo = new Map<PairName, ZooAgent[]>();
   for (const pair of plan.pairs) zoo.set(pair, await ensurePair(ZOO[pair], o.zooDir, o.log));
-  const runs = planRuns(plan, (pair) => zoo.get(pair)!.map((a) => a.name));
-  const results = await readResults(o.out, plan, runs, o.log);
+  const planned = planRuns(plan, (pair) => zoo.get(pair)!.map((a) => a.name));
+  const runs = o.sweepOnly ? planned.filter((r) => r.phase === 'sweep') : planned;
+  const results = await readResults(o.out, plan, planned, o.log);
   const done = new Set(results.map((r) => r.id));
   const todo = runs.filter((r) => !done.has(r.id));
   o.log(`bench paper (${plan.mode}): ${runs.length} runs, ${runs.length - todo.length} already finished`);
@@ -324,6 +338,11 @@ export async function runPaperBench(o: PaperBenchOptions): Promise<{ markdown: s
       jobs,
       one,
     );
+  if (o.sweepOnly) {
+    const markdown = join(o.out, 'validation.md');
+    await writeFileAtomic(markdown, validationTable(results, o.header));
+    return { markdown, report: null };
+  }
 
   const sweep: TableContext['sweep'] = [];
   for (const pair of plan.pairs)
@@ -345,10 +364,12 @@ export async function runPaperBench(o: PaperBenchOptions): Promise<{ markdown: s
       methods: plan.methods.map((m) => ({ name: m.name, budget: m.budget })),
       splits: [
         { key: 'test', label: `in-distribution (n = ${plan.testN})` },
-        { key: 'ood', label: `out-of-distribution (n = ${plan.testN})` },
+        { key: 'ood', label: `out-of-distribution: one more digit per operand (n = ${plan.testN})` },
+        { key: 'ood-mild', label: `out-of-distribution, mild: an operand with a leading zero (n = ${plan.testN})` },
       ],
       sweep,
       header: o.header,
+      pairedBases: ['hacpo', ...plan.methods.filter((m) => m.name === CHOSEN_VARIANT).map((m) => m.name)],
     }),
   );
   // Every method, one line per pair, method and agent: the mean over seeds.
@@ -357,7 +378,26 @@ export async function runPaperBench(o: PaperBenchOptions): Promise<{ markdown: s
     const label = `${r.pair} · ${r.method.name}`;
     groups.set(label, [...(groups.get(label) ?? []), join(o.out, 'runs', r.id)]);
   }
+  // `--methods base` trains nothing: there are no runs to report.
+  if (groups.size === 0) return { markdown, report: null };
   const report = join(o.out, 'report.html');
   await writeFileAtomic(report, await buildGroupReport([...groups].map(([label, dirs]) => ({ label, dirs }))));
   return { markdown, report };
+}
+
+/** The sweep's validation accuracy per pair, method, rate and agent (%, n = the validation split), as Markdown. */
+export function validationTable(results: readonly RunResult[], header: readonly string[]): string {
+  const lines = [
+    ...header,
+    '',
+    '| pair | method | lr | agent | validation accuracy |',
+    '| --- | --- | --- | --- | --- |',
+  ];
+  const sweep = results
+    .filter((r) => r.phase === 'sweep')
+    .sort((a, b) => `${a.pair} ${a.method}`.localeCompare(`${b.pair} ${b.method}`) || a.lr! - b.lr!);
+  for (const r of sweep)
+    for (const [agent, splits] of Object.entries(r.correct))
+      lines.push(`| ${r.pair} | ${r.method} | ${r.lr} | ${agent} | ${(100 * mean(splits.validation!)).toFixed(1)} |`);
+  return lines.join('\n') + '\n';
 }

@@ -15,7 +15,7 @@ export interface RunResult {
   agent: string | null;
   seed: number;
   lr: number | null;
-  /** Per agent and split ('validation', or 'test' and 'ood'): 1/0 per problem, in the split's fixed order. */
+  /** Per agent and split ('validation', or 'test', 'ood' and 'ood-mild'): 1/0 per problem, in the split's fixed order. */
   correct: Record<string, Record<string, number[]>>;
   /** Per agent: means over steps of foreign_in_band_frac (trained form, _token, _char), p_hat and omega_* (pair runs only). */
   mechanisms: Record<string, Record<string, number>>;
@@ -83,6 +83,8 @@ export interface TableContext {
   sweep: { pair: string; method: string; agent: string | null; chosen: number; tried: Record<string, number> }[];
   /** Lines above the tables: command, commit, machine, sizes. */
   header: string[];
+  /** Methods whose paired differences against gspo, gspo-x2 and naive are tabled; default ['hacpo']. */
+  pairedBases?: string[];
 }
 
 /** The whole Markdown page of the bench. */
@@ -107,22 +109,26 @@ export function renderTables(results: readonly RunResult[], ctx: TableContext): 
   for (const split of ctx.splits) accuracyTable('Table 1 (methods)', headline, split);
   for (const split of ctx.splits) accuracyTable('Ablations and random-reward control', ablations, split);
 
-  lines.push('### Paired differences (points; same problems and seeds; t interval over seeds)', '');
   const others = ['gspo', 'gspo-x2', 'naive'];
-  lines.push(
-    `| pair / agent | split | ${others.map((o) => `HACPO − ${o}`).join(' | ')} |`,
-    '| --- | --- | --- | --- | --- |',
-  );
-  for (const p of ctx.pairs)
-    for (const agent of p.agents)
-      for (const split of ctx.splits) {
-        const cells = others.map((o) => {
-          const d = pairedCell(results, p.name, agent, split.key, o);
-          return d === null ? '—' : `${signed(d.mean)} [${signed(d.low)}, ${signed(d.high)}]`;
-        });
-        lines.push(`| ${p.name} / ${agent} | ${split.label} | ${cells.join(' | ')} |`);
-      }
-  lines.push('');
+  for (const base of ctx.pairedBases ?? ['hacpo']) {
+    const name = base === 'hacpo' ? 'HACPO' : base;
+    const against = base === 'hacpo' ? others : [...others, 'hacpo'];
+    lines.push(`### Paired differences of ${name} (points; same problems and seeds; t interval over seeds)`, '');
+    lines.push(
+      `| pair / agent | split | ${against.map((o) => `${name} − ${o}`).join(' | ')} |`,
+      `| --- | --- | ${against.map(() => '---').join(' | ')} |`,
+    );
+    for (const p of ctx.pairs)
+      for (const agent of p.agents)
+        for (const split of ctx.splits) {
+          const cells = against.map((o) => {
+            const d = pairedCell(results, p.name, agent, split.key, o, base);
+            return d === null ? '—' : `${signed(d.mean)} [${signed(d.low)}, ${signed(d.high)}]`;
+          });
+          lines.push(`| ${p.name} / ${agent} | ${split.label} | ${cells.join(' | ')} |`);
+        }
+    lines.push('');
+  }
 
   lines.push(
     '### Mechanisms per method and agent (means over steps, then over seeds): foreign in-band fraction (of the form ' +

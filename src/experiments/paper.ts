@@ -1,12 +1,15 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { closeDefaultPool } from '../rewards/worker-pool.js';
-import { benchPlan, type BenchPlan } from './paper-matrix.js';
+import { benchPlan, overridePlan, type BenchPlan, type PlanOverrides } from './paper-matrix.js';
 import { runOneOfPlan, runPaperBench } from './paper-run.js';
 import { defaultZooDir } from '../zoo/build.js';
+import { ZOO, type PairName } from '../zoo/recipes.js';
 
 /** Options of `hacrl bench paper`. */
-export interface BenchPaperCliOptions {
+export interface BenchPaperCliOptions extends PlanOverrides {
+  /** Only the learning-rate sweep (validation split): writes validation.md, never measures the test splits. */
+  sweepOnly?: boolean;
   /** One pair (size), 3 seeds, 10 steps. */
   fast?: boolean;
   /** Test-sized: the tiny pair, 2 seeds, 1 step, a handful of problems (seconds; for CI). */
@@ -53,7 +56,10 @@ function commit(): string {
 export async function runBenchPaper(o: BenchPaperCliOptions): Promise<void> {
   if (o.fast && o.test) throw new Error('choose one of --fast and --test');
   const mode: BenchPlan['mode'] = o.test ? 'test' : o.fast ? 'fast' : 'full';
-  const plan = benchPlan(mode);
+  const plan = overridePlan(benchPlan(mode), o, Object.keys(ZOO) as PairName[]);
+  // A run's id names its pair, method, seed and rate but not its steps: a finished run of other steps must not be
+  // taken for one of these.
+  if (o.steps !== undefined && o.out === undefined) throw new Error('--steps changes every run: give --out too');
   const out = o.out ?? `runs/bench-paper-${mode}`;
   const zooDir = o.zooDir ?? defaultZooDir();
   const jobs = o.jobs ?? 1;
@@ -62,12 +68,18 @@ export async function runBenchPaper(o: BenchPaperCliOptions): Promise<void> {
     return;
   }
   const threads = Math.max(1, Math.floor(availableParallelism() / jobs));
-  const modeFlag = mode === 'full' ? [] : [`--${mode}`];
+  const modeFlag = [
+    ...(mode === 'full' ? [] : [`--${mode}`]),
+    ...(o.only === undefined ? [] : ['--only', o.only]),
+    ...(o.methods === undefined ? [] : ['--methods', o.methods.join(',')]),
+    ...(o.steps === undefined ? [] : ['--steps', String(o.steps)]),
+    ...(o.seeds === undefined ? [] : ['--seeds', o.seeds.join(',')]),
+  ];
   const cpu = cpus();
   const header = [
     `## hacrl bench paper${mode === 'full' ? '' : ` --${mode}`}`,
     '',
-    `Command: \`hacrl bench paper${mode === 'full' ? '' : ` --${mode}`} --out ${out}` +
+    `Command: \`hacrl bench paper ${[...modeFlag, ...(o.sweepOnly ? ['--sweep-only'] : [])].join(' ')} --out ${out}` +
       `${jobs > 1 ? ` --jobs ${jobs}\` (${threads} kernel thread${threads > 1 ? 's' : ''} per run)` : '`'}; ` +
       `commit ${commit()}; ` +
       `${cpu.length} × ${cpu[0]?.model ?? 'unknown CPU'}; 1-minute load ${loadavg()[0]!.toFixed(1)} at the start.`,
@@ -84,8 +96,9 @@ export async function runBenchPaper(o: BenchPaperCliOptions): Promise<void> {
       log: (line) => console.log(line),
       jobs,
       spawnRun: spawnChild([...modeFlag, '--out', out, '--zoo-dir', zooDir], threads),
+      sweepOnly: o.sweepOnly,
     });
-    console.log(`tables: ${markdown}\nreport: ${report}`);
+    console.log(`${o.sweepOnly ? 'validation' : 'tables'}: ${markdown}${report === null ? '' : `\nreport: ${report}`}`);
   } finally {
     await closeDefaultPool();
   }

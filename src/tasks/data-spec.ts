@@ -1,9 +1,15 @@
 import { existsSync } from 'node:fs';
 import { loadTaskFile } from './files.js';
 import type { Dataset } from './problem.js';
-import { makeTaskDataset, presetSpec, PRESETS, TASK_NAMES, type SplitName, type TaskName } from './splits.js';
-
-const SPLITS: SplitName[] = ['train', 'test', 'ood'];
+import {
+  makeTaskDataset,
+  presetSpec,
+  PRESETS,
+  SPLIT_NAMES,
+  TASK_NAMES,
+  type SplitName,
+  type TaskName,
+} from './splits.js';
 
 /**
  * A data set named on the command line: a JSONL file (GSM8K, MATH-style or {prompt, answer}), or generated problems
@@ -18,8 +24,8 @@ export async function loadDataSpec(spec: string): Promise<Dataset> {
   const known = [...Object.keys(PRESETS), ...TASK_NAMES];
   if (!known.includes(name))
     throw new Error(`data "${spec}": not a file, and "${name}" is not a preset or task (known: ${known.join(', ')})`);
-  if (!SPLITS.includes(split as SplitName))
-    throw new Error(`data "${spec}": split must be one of ${SPLITS.join(', ')}`);
+  if (!SPLIT_NAMES.includes(split as SplitName))
+    throw new Error(`data "${spec}": split must be one of ${SPLIT_NAMES.join(', ')}`);
   if (!Number.isInteger(n) || n < 1) throw new Error(`data "${spec}": N must be a positive integer, got "${nText}"`);
   if (!Number.isInteger(seed)) throw new Error(`data "${spec}": SEED must be an integer, got "${seedText}"`);
   const s = split as SplitName;

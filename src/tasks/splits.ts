@@ -1,6 +1,6 @@
 // Deterministic data sets from the generators: train and test are disjoint by construction, because every problem
 // belongs to one side by a hash of its canonical key (whatever the seeds and sizes), and the OOD split draws from
-// knobs strictly beyond the given ones.
+// knobs strictly beyond the given ones (or, for 'ood-mild', a shift that the given knobs never draw).
 import { createHash } from 'node:crypto';
 import { Rng } from '../util/rng.js';
 import type { Generated, TaskGenerator } from './generators/common.js';
@@ -13,8 +13,14 @@ export type DifficultyInputs = BaseInputs & { mix: MixInput };
 /** The task names makeTaskDataset knows. */
 export type TaskName = keyof DifficultyInputs;
 
-/** Which split: 'train', 'test' (same knobs, disjoint problems) or 'ood' (test problems from harder knobs). */
-export type SplitName = 'train' | 'test' | 'ood';
+/**
+ * Which split: 'train', 'test' (same knobs, disjoint problems), 'ood' (test problems from harder knobs) or 'ood-mild'
+ * (problems of the trained length that the train knobs never draw, e.g. an operand with a leading zero; arith only).
+ */
+export type SplitName = 'train' | 'test' | 'ood' | 'ood-mild';
+
+/** Every split name. */
+export const SPLIT_NAMES: readonly SplitName[] = ['train', 'test', 'ood', 'ood-mild'];
 
 /** What makeTaskDataset builds; `difficulty` is typed by `task`. */
 export type TaskSpec = {
@@ -27,7 +33,7 @@ export type TaskSpec = {
     n: number;
     /** Seed of the draws (any integer; the same spec always gives the same problems). */
     seed: number;
-    /** Knobs over the task's defaults; for 'ood', the train knobs that the OOD split then exceeds. */
+    /** Knobs over the task's defaults; for 'ood' and 'ood-mild', the train knobs that the OOD split shifts. */
     difficulty?: DifficultyInputs[T];
     /** Share of the problem space reserved for test and OOD, in (0, 1); default 0.2. */
     testShare?: number;
@@ -44,17 +50,24 @@ export const TASK_NAMES = Object.keys(GENERATORS) as TaskName[];
 /** Draws after the last accepted problem before giving up: the space (or its test share) is then nearly used up. */
 const MAX_MISSES = 20000;
 
-/** The data set name of a spec: `<task>-train`, `<task>-test`, or `<task>-test-ood-<axis>` (e.g. arith-test-ood-digits). */
+/**
+ * The data set name of a spec: `<task>-train`, `<task>-test`, or `<task>-test-ood-<axis>` (e.g. arith-test-ood-digits,
+ * arith-test-ood-leading-zero).
+ */
 export function datasetName(spec: Pick<TaskSpec, 'task' | 'split'>): string {
-  const axis = GENERATORS[spec.task].oodAxis;
-  return `${spec.task}-${spec.split === 'ood' ? `test-ood-${axis}` : spec.split}`;
+  const gen = GENERATORS[spec.task] as TaskGenerator<unknown, unknown>;
+  if (spec.split === 'ood') return `${spec.task}-test-ood-${gen.oodAxis}`;
+  if (spec.split === 'ood-mild') return `${spec.task}-test-ood-${mildOf(gen).axis}`;
+  return `${spec.task}-${spec.split}`;
 }
 
-/** The resolved knobs a spec draws from (for 'ood': the harder ones), e.g. to log next to results. */
+/** The resolved knobs a spec draws from (for 'ood' and 'ood-mild': the shifted ones), e.g. to log next to results. */
 export function specDifficulty(spec: TaskSpec): unknown {
   const gen = generatorOf(spec);
   const d = gen.resolve(spec.difficulty);
-  return spec.split === 'ood' ? gen.harder(d) : d;
+  if (spec.split === 'ood') return gen.harder(d);
+  if (spec.split === 'ood-mild') return mildOf(gen).knobs(d);
+  return d;
 }
 
 /** Builds the data set of a spec: the first `n` accepted draws of a stream seeded by `spec.seed`. */
@@ -65,13 +78,16 @@ export function makeTaskDataset(spec: TaskSpec): Dataset {
   const rng = new Rng(spec.seed);
   const share = spec.testShare ?? 0.2;
   const wantTest = spec.split !== 'train';
+  // The mild shift is disjoint from the train knobs by construction and its space is small (about 2,700 problems
+  // for 2-digit operands), so it takes every problem instead of the test share.
+  const hashed = spec.split !== 'ood-mild';
   const seen = new Set<string>();
   const problems: Problem[] = [];
   let misses = 0;
   while (problems.length < spec.n) {
     const g = gen.generate(rng, d);
     const hash = keyHash(g.key);
-    if (isTestHash(hash, share) !== wantTest || (spec.unique !== false && seen.has(g.key))) {
+    if ((hashed && isTestHash(hash, share) !== wantTest) || (spec.unique !== false && seen.has(g.key))) {
       if (++misses > MAX_MISSES)
         throw new Error(
           `${datasetName(spec)}: found only ${problems.length} of ${spec.n} distinct problems (no new one in ` +
@@ -97,9 +113,14 @@ function generatorOf(spec: TaskSpec): TaskGenerator<unknown, unknown> {
   return gen;
 }
 
+function mildOf(gen: TaskGenerator<unknown, unknown>): NonNullable<TaskGenerator<unknown, unknown>['mildOod']> {
+  if (gen.mildOod === undefined) throw new Error(`task "${gen.task}" has no 'ood-mild' split (arith has one)`);
+  return gen.mildOod;
+}
+
 function checkSpec(spec: TaskSpec): void {
-  if (!['train', 'test', 'ood'].includes(spec.split))
-    throw new Error(`split must be 'train', 'test' or 'ood', got "${spec.split}"`);
+  if (!SPLIT_NAMES.includes(spec.split))
+    throw new Error(`split must be one of ${SPLIT_NAMES.join(', ')}, got "${spec.split}"`);
   if (!Number.isSafeInteger(spec.n) || spec.n < 0) throw new Error(`n must be a non-negative integer, got ${spec.n}`);
   if (!Number.isSafeInteger(spec.seed)) throw new Error(`seed must be an integer, got ${spec.seed}`);
   const share = spec.testShare ?? 0.2;

@@ -18,6 +18,11 @@ export interface ArithDifficulty extends OperatorKnob {
   digits: number;
   /** Digits of the second operand, exactly; default 2. */
   digits2: number;
+  /**
+   * 1: one operand of at least 2 digits is drawn with one digit fewer and written zero-padded to its width (07+38),
+   * the mild OOD split; 0 (default): no leading zeros.
+   */
+  leadingZero: number;
 }
 
 /** Column addition: one line per column, right to left, e.g. "7+8=15, write 5 carry 1". */
@@ -92,20 +97,42 @@ const VALUE: Record<Operator, (a: bigint, b: bigint) => bigint> = {
 /** 'arith': "What is 47+38?" with column-by-column solutions; subtraction keeps the larger operand first. */
 export const arith = defineGenerator<ArithDifficulty>({
   task: 'arith',
-  defaults: { digits: 2, digits2: 2, operators: '+-' },
-  ints: { digits: [1, 60], digits2: [1, 60] },
+  defaults: { digits: 2, digits2: 2, operators: '+-', leadingZero: 0 },
+  ints: { digits: [1, 60], digits2: [1, 60], leadingZero: [0, 1] },
   oodAxis: 'digits',
   harder: (d) => ({ ...d, digits: d.digits + 1, digits2: d.digits2 + 1 }),
+  // One more digit per operand leaves a warm-started agent near 0%; a leading zero keeps the prompt's length and the
+  // number of columns, yet no problem of `d` has one (its operands have exactly their digits), so the split is
+  // disjoint from every train and test problem by its text.
+  mildOod: {
+    axis: 'leading-zero',
+    knobs(d) {
+      if (d.leadingZero !== 0)
+        throw new Error('arith: the mild OOD split pads with a leading zero, as the knobs already do');
+      if (Math.max(d.digits, d.digits2) < 2) throw new Error('arith: the mild OOD split needs an operand of 2+ digits');
+      return { ...d, leadingZero: 1 };
+    },
+  },
   generate(rng: Rng, d: ArithDifficulty) {
     const op = pick(rng, operatorList('arith', d.operators));
-    let a = randDigits(rng, d.digits);
-    let b = randDigits(rng, d.digits2);
+    const widths = [d.digits, d.digits2];
+    const padded = d.leadingZero === 1 ? paddedOperand(rng, widths) : -1;
+    let [a, b] = widths.map((w, i) => randDigits(rng, i === padded ? w - 1 : w)) as [bigint, bigint];
+    let [ta, tb] = [a, b].map((v, i) => (i === padded ? `${v}`.padStart(widths[i]!, '0') : `${v}`)) as [string, string];
     // Negative differences would need a different procedure; swapping keeps one regular format.
-    if (op === '-' && a < b) [a, b] = [b, a];
+    if (op === '-' && a < b) [a, b, ta, tb] = [b, a, tb, ta];
     const answer = `${VALUE[op](a, b)}`;
-    return generated('arith', `What is ${a}${op}${b}?`, answer, STEPS[op](a, b), {
+    return generated('arith', `What is ${ta}${op}${tb}?`, answer, STEPS[op](a, b), {
       digits: digitCount(a),
       digits2: digitCount(b),
+      ...(padded >= 0 ? { leadingZero: 1 } : {}),
     });
   },
 });
+
+// Which operand gets the leading zero: either one that has at least 2 digits, uniformly.
+function paddedOperand(rng: Rng, widths: readonly number[]): number {
+  const candidates = widths.flatMap((w, i) => (w >= 2 ? [i] : []));
+  if (candidates.length === 0) throw new Error('arith difficulty: leadingZero 1 needs an operand of 2+ digits');
+  return pick(rng, candidates);
+}

@@ -29,6 +29,12 @@ export interface TaskGenerator<D, I = Partial<D>> {
   resolve(input?: I): D;
   /** Knobs of the OOD split: strictly beyond `d` along the OOD axis, so no OOD problem fits `d`. */
   harder(d: D): D;
+  /**
+   * The mild OOD shift, where the task has one: problems of the trained length that `d` never draws, on which a
+   * warm-started agent keeps some accuracy. The split is named `test-ood-<axis>`; `knobs` throws when `d` has no such
+   * shift.
+   */
+  readonly mildOod?: { readonly axis: string; knobs(d: D): D };
   /** Draws one problem. */
   generate(rng: Rng, d: D): Generated;
 }
