@@ -25,6 +25,7 @@ import { parseWith } from '../util/json-file.js';
 import { Rng } from '../util/rng.js';
 import { modelPolicy } from '../workflows/model-policy.js';
 import { buildWorkflow } from '../workflows/registry.js';
+import { parseWorkflowConfig } from '../workflows/workflow-config.js';
 
 /** Options of `hacrl bench mas`. */
 export const BenchMasSchema = z
@@ -45,6 +46,26 @@ export const BenchMasSchema = z
     advantage: z.enum(ADVANTAGE_ESTIMATOR_NAMES).default('group-std'),
     agent: AgentSpecSchema.prefault({}),
     warmStart: WarmStartSchema.prefault({}),
+    /**
+     * Per workflow name: fields of `agent` and `warmStart` that replace the bench's for that environment (a family
+     * whose warm start was sized on its own calibration instances); default none.
+     */
+    perWorkflow: z
+      .record(
+        z.string(),
+        z
+          .object({
+            agent: z.record(z.string(), z.unknown()).default({}),
+            warmStart: z.record(z.string(), z.unknown()).default({}),
+          })
+          .strict(),
+      )
+      .default({}),
+    /**
+     * Also train the ablations of AT-GRPO (shared policy, each paired with at-grpo-shared on the same instances):
+     * grouping by agent only, by turn only, no-tree sampling, the group filter flipped; default false.
+     */
+    ablations: z.boolean().default(false),
     /** Working folder (agents and runs); at the end only each run's metrics.jsonl and resolved config stay. */
     workDir: z.string().min(1),
     /** Keep the warm starts, checkpoints and samples too; default false. */
@@ -65,6 +86,24 @@ export const ARMS = [
 /** An arm's name. */
 export type Arm = (typeof ARMS)[number];
 
+/**
+ * The ablation arms (`--ablations`): AT-GRPO shared with one thing changed — workflow.grouping 'agent' (turns pooled)
+ * or 'turn' (roles pooled), sampling 'no-tree', or the group filter flipped (off when the environment's section has it
+ * on, else the spec's 0.5): each is paired with at-grpo-shared.
+ */
+export const ABLATIONS = ['grouping-agent', 'grouping-turn', 'no-tree', 'group-filter-flipped'] as const;
+/** An ablation arm's name. */
+export type Ablation = (typeof ABLATIONS)[number];
+
+/** The workflow section of ablation `a` of AT-GRPO shared, whose section is `shared`. */
+function ablationSection(a: Ablation, shared: Record<string, unknown>): Record<string, unknown> {
+  if (a === 'grouping-agent') return { ...shared, grouping: 'agent' };
+  if (a === 'grouping-turn') return { ...shared, grouping: 'turn' };
+  if (a === 'no-tree') return { ...shared, sampling: 'no-tree' };
+  const filterOn = parseWorkflowConfig(shared).groupFilter.lowMeanRatio > 0;
+  return { ...shared, groupFilter: { lowMeanRatio: filterOn ? 0 : 0.5 } };
+}
+
 /** The trained arms, each compared with the arms of VERSUS. */
 const TRAINED = ['single-grpo', 'at-grpo-shared', 'at-grpo-per-role'] as const;
 const VERSUS = ['single-untrained', 'workflow-untrained', 'single-grpo'] as const;
@@ -79,9 +118,25 @@ export interface BenchMasResult {
   workflow: string;
   /** Responses generated per training step by each trained arm, the mean over all steps and seeds. */
   responsesPerStep: Record<string, number>;
-  arms: Record<Arm, { pooled: Estimate; perSeed: number[] }>;
+  /**
+   * Per arm (the five, then the ablations when run): pooled and per-seed success, and the held-out success of the
+   * warm start it began from (the single agent's or the workflow's), so the headroom is in sight.
+   */
+  arms: Record<Arm, ArmResult> & Partial<Record<Ablation, ArmResult>>;
   /** Per trained arm: its difference from each other arm named (success-rate points as fractions). */
   paired: Record<string, Partial<Record<Arm, Difference & { seeds: number }>>>;
+  /** Per ablation run: its difference from at-grpo-shared on the same instances and seeds. */
+  ablations: Partial<Record<Ablation, Difference & { seeds: number }>>;
+  /** What the group-filter-flipped ablation used: the low-mean ratio (0: off). */
+  flippedLowMeanRatio?: number;
+}
+
+/** One arm's success. */
+export interface ArmResult {
+  pooled: Estimate;
+  perSeed: number[];
+  /** Held-out greedy success of the arm's warm start (the same instances). */
+  warmStart: number;
 }
 
 /** 1/0 per held-out instance, in instance order. */
@@ -143,8 +198,15 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
   const out: BenchMasResult[] = [];
   for (const section of o.workflows) {
     const wf = buildWorkflow(section);
+    const own = o.perWorkflow[wf.name];
+    const agentSpec = parseWith(AgentSpecSchema, { ...o.agent, ...own?.agent }, `perWorkflow.${wf.name}.agent`);
+    const warm = parseWith(WarmStartSchema, { ...o.warmStart, ...own?.warmStart }, `perWorkflow.${wf.name}.warmStart`);
+    const ablations = o.ablations ? ABLATIONS : [];
     // Per arm and seed: 1/0 per held-out instance.
-    const successes = Object.fromEntries(ARMS.map((a) => [a, [] as number[][]])) as Record<Arm, number[][]>;
+    const successes = Object.fromEntries([...ARMS, ...ablations].map((a) => [a, [] as number[][]])) as Record<
+      Arm | Ablation,
+      number[][]
+    >;
     const responses: Record<string, number[]> = {};
     const singleSection = { ...section, sampling: 'single', roles: {} };
     await prepareWorkflowDir(join(o.workDir, wf.name));
@@ -159,7 +221,7 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
       ['single', buildWorkflow(singleSection)],
     ] as const) {
       starts[which] = join(o.workDir, wf.name, `warm-${which}`);
-      const agent = await workflowAgent(w, o.agent, o.warmStart, 0, k, log);
+      const agent = await workflowAgent(w, agentSpec, warm, 0, k, log);
       await savePretrained(starts[which], { ...agent, generation: null });
       const played = await playHeldOut(
         w,
@@ -175,9 +237,10 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
       successes['workflow-untrained'].push(untrained.workflow);
       successes['single-untrained'].push(untrained.single);
       const roles = wf.roles.map((r) => r.name);
-      const arms: [Arm, Record<string, unknown>, string[], number, string][] = [
+      const shared = { ...section, roles: {} };
+      const arms: [Arm | Ablation, Record<string, unknown>, string[], number, string][] = [
         ['single-grpo', singleSection, ['shared'], 2 * o.instancesPerStep, starts.single],
-        ['at-grpo-shared', { ...section, roles: {} }, ['shared'], o.instancesPerStep, starts.workflow],
+        ['at-grpo-shared', shared, ['shared'], o.instancesPerStep, starts.workflow],
         [
           'at-grpo-per-role',
           { ...section, roles: Object.fromEntries(roles.map((r) => [r, { policy: r }])) },
@@ -185,6 +248,16 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
           o.instancesPerStep,
           starts.workflow,
         ],
+        ...ablations.map(
+          (a) =>
+            [a, ablationSection(a, shared), ['shared'], o.instancesPerStep, starts.workflow] as [
+              Ablation,
+              Record<string, unknown>,
+              string[],
+              number,
+              string,
+            ],
+        ),
       ];
       for (const [arm, workflow, agents, instances, start] of arms) {
         const runDir = join(dir, arm);
@@ -237,7 +310,7 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
     }
     if (!o.keep) for (const s of Object.values(starts)) await rm(s, { recursive: true, force: true });
     const arms = Object.fromEntries(
-      ARMS.map((a) => {
+      [...ARMS, ...ablations].map((a) => {
         // An untrained arm is one evaluation repeated per seed: its interval is over the instances once.
         const runs = a.endsWith('-untrained') ? successes[a].slice(0, 1) : successes[a];
         const all = runs.flat();
@@ -249,33 +322,49 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
               all.length,
             ),
             perSeed: successes[a].map(mean),
+            warmStart: mean(a.startsWith('single-') ? untrained.single : untrained.workflow),
           },
         ];
       }),
     ) as BenchMasResult['arms'];
-    const versus = (arm: Arm, other: Arm) =>
+    const versus = (arm: Arm | Ablation, other: Arm) =>
       seedPairedDifference(successes[arm].map((after, i) => ({ before: successes[other][i]!, after })));
     const paired = Object.fromEntries(
       TRAINED.map((a) => [a, Object.fromEntries(VERSUS.filter((b) => b !== a).map((b) => [b, versus(a, b)]))]),
     );
     const responsesPerStep = Object.fromEntries(Object.entries(responses).map(([a, v]) => [a, Math.round(mean(v))]));
-    out.push({ workflow: wf.name, responsesPerStep, arms, paired });
+    const flipped = ablations.length
+      ? parseWorkflowConfig(ablationSection('group-filter-flipped', section)).groupFilter.lowMeanRatio
+      : undefined;
+    out.push({
+      workflow: wf.name,
+      responsesPerStep,
+      arms,
+      paired,
+      ablations: Object.fromEntries(ablations.map((a) => [a, versus(a, 'at-grpo-shared')])),
+      ...(flipped === undefined ? {} : { flippedLowMeanRatio: flipped }),
+    });
   }
   return out;
 }
 
-/** The results as Markdown: success per arm (pooled over seeds, 95% interval), then the paired differences. */
+/**
+ * The results as Markdown: success per arm (pooled over seeds, 95% interval) beside its warm start's, then the paired
+ * differences, then (when run) each ablation against at-grpo-shared.
+ */
 export function benchMasTable(results: readonly BenchMasResult[]): string {
   const pct = (x: number): string => (100 * x).toFixed(1);
   const lines = [
-    '| env | arm | success % | 95% interval | per seed | responses/step |',
-    '| --- | --- | --- | --- | --- | --- |',
+    '| env | arm | success % | 95% interval | warm start % | per seed | responses/step |',
+    '| --- | --- | --- | --- | --- | --- | --- |',
   ];
   for (const r of results)
-    for (const a of ARMS) {
-      const { pooled, perSeed } = r.arms[a];
+    for (const a of [...ARMS, ...ABLATIONS]) {
+      const arm = r.arms[a];
+      if (arm === undefined) continue;
+      const { pooled, perSeed, warmStart } = arm;
       lines.push(
-        `| ${r.workflow} | ${a} | ${pct(pooled.value)} | ${pct(pooled.low)}–${pct(pooled.high)} | ` +
+        `| ${r.workflow} | ${a} | ${pct(pooled.value)} | ${pct(pooled.low)}–${pct(pooled.high)} | ${pct(warmStart)} | ` +
           `${perSeed.map(pct).join(' / ')} | ${r.responsesPerStep[a] ?? '—'} |`,
       );
     }
@@ -292,5 +381,22 @@ export function benchMasTable(results: readonly BenchMasResult[]): string {
       const cells = VERSUS.map((b) => (d[b] === undefined ? '—' : formatDifference(d[b])));
       lines.push(`| ${r.workflow} | ${a} | ${cells.join(' | ')} |`);
     }
+  const withAblations = results.filter((r) => Object.keys(r.ablations).length > 0);
+  if (withAblations.length > 0) {
+    lines.push(
+      '',
+      'Ablations − at-grpo-shared in points (same instances and seeds; one seed: the interval is over instances):',
+      '',
+      '| env | ablation | − at-grpo-shared | seeds |',
+      '| --- | --- | --- | --- |',
+    );
+    for (const r of withAblations)
+      for (const a of ABLATIONS) {
+        const d = r.ablations[a];
+        if (d === undefined) continue;
+        const name = a === 'group-filter-flipped' ? `${a} (lowMeanRatio ${r.flippedLowMeanRatio})` : a;
+        lines.push(`| ${r.workflow} | ${name} | ${formatDifference(d)} | ${d.seeds} |`);
+      }
+  }
   return lines.join('\n');
 }
