@@ -5,7 +5,9 @@
  * per-role policies (both roles starting from the same weights). Both warm starts have the same size, steps and rows;
  * the trained arms get the same rollout budget per step, instances × roles (the single agent plays twice the
  * instances, as it has one role where the workflow has two); the responses they actually generate differ, since an
- * episode ends when solved, and are reported. Each trained arm is paired with the others per seed and instance.
+ * episode ends when solved, and are reported. Each trained arm is paired with the others per seed and instance, and
+ * every arm's row shows its warm start's held-out success. With `ablations`, four variants of AT-GRPO shared (grouping
+ * by agent only, by turn only, no-tree sampling, the group filter flipped) are paired with it.
  */
 import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
