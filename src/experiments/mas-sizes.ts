@@ -71,11 +71,16 @@ export const BENCH_FULL: Omit<BenchMasOptions, 'workDir'> = {
   warmStart: { steps: 3000, rows: 48_000, batchSize: 16, detour: 0.5 },
 };
 
-/** --fast: tiny agents and short training, so that 2 environments × 3 seeds × 4 arms fit a busy machine. */
+/**
+ * --fast: tiny agents and short training, so that every family fits a busy machine: it checks each family's pipeline
+ * end to end (rooms, sandbox, warm starts, arms); its numbers are not the claim (the full size is).
+ */
 export const BENCH_FAST: Omit<BenchMasOptions, 'workDir'> = {
   workflows: [
     { ...PLAN_PATH, roles: SHORT },
     { ...SUDOKU, env: { blanks: 2 }, maxTurns: 1, roles: SHORT },
+    { ...SOKOBAN, roles: SHORT },
+    CODING,
   ],
   steps: 6,
   instancesPerStep: 2,
