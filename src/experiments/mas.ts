@@ -18,9 +18,9 @@ import { parseRunConfig } from '../config/load-config.js';
 import { formatDifference, mean, seedPairedDifference, wilson, type Difference, type Estimate } from '../util/stats.js';
 import { loadPretrained, savePretrained } from '../model/pretrained.js';
 import { findLatestCheckpoint } from '../run/run-folder.js';
-import { AgentSpecSchema } from '../model/agent-spec.js';
+import { AgentSpecSchema, type AgentSpec } from '../model/agent-spec.js';
 import { trainRl } from '../train/rl-trainer.js';
-import { WarmStartSchema, workflowAgent } from '../agents/workflow-agent.js';
+import { WarmStartSchema, workflowAgent, type WarmStart } from '../agents/workflow-agent.js';
 import { agentKey } from '../run/metric-names.js';
 import { playHeldOut, successRate } from '../train/workflow-source.js';
 import { parseWith } from '../util/json-file.js';
@@ -193,6 +193,18 @@ async function prepareWorkflowDir(dir: string): Promise<void> {
   await writeFile(join(dir, MADE_HERE), 'made by hacrl bench mas: it clears its warm-* and seed-* folders here\n');
 }
 
+/** The agent and warm start of environment `workflow`: the bench's, with the fields `perWorkflow` names replaced. */
+export function benchAgent(
+  o: Pick<z.output<typeof BenchMasSchema>, 'agent' | 'warmStart' | 'perWorkflow'>,
+  workflow: string,
+): { agent: AgentSpec; warmStart: WarmStart } {
+  const own = o.perWorkflow[workflow];
+  return {
+    agent: parseWith(AgentSpecSchema, { ...o.agent, ...own?.agent }, `perWorkflow.${workflow}.agent`),
+    warmStart: parseWith(WarmStartSchema, { ...o.warmStart, ...own?.warmStart }, `perWorkflow.${workflow}.warmStart`),
+  };
+}
+
 /** Runs the benchmark; `log` receives progress lines. */
 export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => void): Promise<BenchMasResult[]> {
   const o = parseWith(BenchMasSchema, raw, 'bench mas options');
@@ -200,9 +212,7 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
   const out: BenchMasResult[] = [];
   for (const section of o.workflows) {
     const wf = buildWorkflow(section);
-    const own = o.perWorkflow[wf.name];
-    const agentSpec = parseWith(AgentSpecSchema, { ...o.agent, ...own?.agent }, `perWorkflow.${wf.name}.agent`);
-    const warm = parseWith(WarmStartSchema, { ...o.warmStart, ...own?.warmStart }, `perWorkflow.${wf.name}.warmStart`);
+    const { agent: agentSpec, warmStart: warm } = benchAgent(o, wf.name);
     const ablations = o.ablations ? ABLATIONS : [];
     // Per arm and seed: 1/0 per held-out instance.
     const successes = Object.fromEntries([...ARMS, ...ablations].map((a) => [a, [] as number[][]])) as Record<
