@@ -17,6 +17,7 @@ import { learnerStep } from '../src/train/learner-step.js';
 import { updateRecipe } from '../src/train/rl-trainer.js';
 import { WarmStartSchema, workflowAgent } from '../src/agents/workflow-agent.js';
 import { WorkflowSource } from '../src/train/workflow-source.js';
+import type { BenchMasResult } from '../src/experiments/mas.js';
 import type { SampleRecord } from '../src/train/sample-table.js';
 import { Rng } from '../src/util/rng.js';
 import { modelPolicy } from '../src/workflows/model-policy.js';
@@ -142,32 +143,58 @@ describe('AT-GRPO training', () => {
     );
   });
 
-  test('hacrl bench mas --tiny: four arms on held-out instances, responses per step stated for each trained arm', async () => {
+  test('hacrl bench mas --tiny --ablations: five arms and four ablations on held-out instances, warm starts beside them', async () => {
     // A folder an earlier bench made: the bench clears only what it writes there (a stale seed folder).
     const made = join(root, 'bench', 'plan-path');
     await mkdir(join(made, 'seed-7'), { recursive: true });
     await writeFile(join(made, '.hacrl-bench-mas'), '');
     await writeFile(join(made, 'notes.txt'), 'kept');
-    const r = hacrl(['bench', 'mas', '--tiny', '--seeds', '1', '--work-dir', join(root, 'bench')]);
+    const json = join(root, 'bench.json');
+    const r = hacrl([
+      'bench',
+      'mas',
+      '--tiny',
+      '--seeds',
+      '1',
+      '--ablations',
+      '--work-dir',
+      join(root, 'bench'),
+      '--json',
+      json,
+    ]);
     assert.equal(r.status, 0, r.stderr);
     assert.equal(existsSync(join(made, 'seed-7')), false);
     assert.equal(await readFile(join(made, 'notes.txt'), 'utf8'), 'kept');
     const all = r.stdout.split('\n').filter((l) => l.startsWith('| plan-path |'));
-    const rows = all.slice(0, 5);
+    const rows = all.slice(0, 9);
+    const cells = rows.map((l) => l.split('|').map((c) => c.trim()));
     assert.deepEqual(
-      rows.map((l) => l.split('|')[2]!.trim()),
-      ['single-untrained', 'single-grpo', 'workflow-untrained', 'at-grpo-shared', 'at-grpo-per-role'],
+      cells.map((c) => c[2]),
+      [
+        'single-untrained',
+        'single-grpo',
+        'workflow-untrained',
+        'at-grpo-shared',
+        'at-grpo-per-role',
+        'grouping-agent',
+        'grouping-turn',
+        'no-tree',
+        'group-filter-flipped',
+      ],
     );
-    for (const l of rows) assert.match(l, /\| \d+\.\d \| \d+\.\d–\d+\.\d \|/, 'success with its interval');
-    const budget = rows.map((l) => l.split('|')[6]!.trim());
+    for (const l of rows)
+      assert.match(l, /\| \d+\.\d \| \d+\.\d–\d+\.\d \| \d+\.\d \|/, 'success, interval, warm start');
+    // Every arm shows the held-out success of the warm start it began from: its own untrained arm's.
+    for (const c of cells) assert.equal(c[5], c[2]!.startsWith('single-') ? cells[0]![3] : cells[2]![3], c[2]);
+    const budget = cells.map((c) => c[7]!);
     assert.equal(budget[0], '—');
     assert.equal(budget[2], '—');
     assert.ok(
-      [1, 3, 4].every((i) => Number(budget[i]) > 0),
+      [1, 3, 4, 5, 6, 7, 8].every((i) => Number(budget[i]) > 0),
       budget.join(','),
     );
     // Paired differences of each trained arm against both untrained starts and the trained single agent.
-    const paired = all.slice(5).map((l) => l.split('|').map((c) => c.trim()));
+    const paired = all.slice(9, 12).map((l) => l.split('|').map((c) => c.trim()));
     assert.deepEqual(
       paired.map((c) => c[2]),
       ['single-grpo', 'at-grpo-shared', 'at-grpo-per-role'],
@@ -176,6 +203,36 @@ describe('AT-GRPO training', () => {
     for (const c of paired) [3, 4].forEach((i) => assert.match(c[i]!, diff));
     assert.equal(paired[0]![5], '—');
     for (const c of paired.slice(1)) assert.match(c[5]!, diff);
+    // Each ablation against at-grpo-shared; the tiny size's filter is the spec's, so the flipped one is off.
+    const ablations = all.slice(12).map((l) => l.split('|').map((c) => c.trim()));
+    assert.deepEqual(
+      ablations.map((c) => [c[2], c[4]]),
+      [
+        ['grouping-agent', '1'],
+        ['grouping-turn', '1'],
+        ['no-tree', '1'],
+        ['group-filter-flipped (lowMeanRatio 0)', '1'],
+      ],
+    );
+    for (const c of ablations) assert.match(c[3]!, diff);
+    const result = (JSON.parse(await readFile(json, 'utf8')) as BenchMasResult[])[0]!;
+    assert.equal(result.arms['at-grpo-shared'].warmStart, result.arms['workflow-untrained'].pooled.value);
+    assert.deepEqual(Object.keys(result.ablations), [
+      'grouping-agent',
+      'grouping-turn',
+      'no-tree',
+      'group-filter-flipped',
+    ]);
+    // The ablations' runs trained with the knob they name.
+    const resolved = async (arm: string) =>
+      JSON.parse(await readFile(join(root, 'bench', 'plan-path', 'seed-0', arm, 'config.resolved.json'), 'utf8')) as {
+        workflow: { grouping: string; sampling: string; groupFilter: { lowMeanRatio: number } };
+      };
+    assert.equal((await resolved('grouping-agent')).workflow.grouping, 'agent');
+    assert.equal((await resolved('grouping-turn')).workflow.grouping, 'turn');
+    assert.equal((await resolved('no-tree')).workflow.sampling, 'no-tree');
+    assert.equal((await resolved('group-filter-flipped')).workflow.groupFilter.lowMeanRatio, 0);
+    assert.equal((await resolved('at-grpo-shared')).workflow.groupFilter.lowMeanRatio, 0.5);
     // Each run's metrics stay in the working folder; its checkpoints and the warm starts do not.
     const seedDir = join(root, 'bench', 'plan-path', 'seed-0');
     for (const arm of ['single-grpo', 'at-grpo-shared', 'at-grpo-per-role']) {

@@ -1,10 +1,14 @@
-// `hacrl bench mas` never deletes what it did not create, and a bad --json fails before the bench runs, not after.
+// `hacrl bench mas` never deletes what it did not create, and a bad --json fails before the bench runs, not after;
+// the full size's families and their per-family warm starts.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
+import { SOKOBAN_BENCH } from '../src/envs/sokoban.js';
+import { BENCH_FULL } from '../src/experiments/mas-sizes.js';
+import { BenchMasSchema, benchAgent } from '../src/experiments/mas.js';
 import { hacrl } from './cli.js';
 
 const root = await mkdtemp(join(tmpdir(), 'hacrl-bench-mas-dir-'));
@@ -30,5 +34,29 @@ describe('bench mas and its folders', () => {
     assert.notEqual(r.status, 0);
     assert.match(r.stderr, /--json .*: .*\(EISDIR\)/);
     assert.equal(r.stdout, '', 'nothing ran');
+  });
+
+  test("the full size's four families; coding's own warm start replaces only the fields it names", () => {
+    const o = BenchMasSchema.parse({ ...BENCH_FULL, workDir: 'x' });
+    assert.deepEqual(
+      o.workflows.map((w) => w['name']),
+      ['plan-path', 'sudoku', 'sokoban', 'coding'],
+    );
+    assert.deepEqual(o.workflows[2]!['env'], SOKOBAN_BENCH);
+    const coding = benchAgent(o, 'coding');
+    const planPath = benchAgent(o, 'plan-path');
+    assert.deepEqual([coding.warmStart.steps, coding.warmStart.rows, coding.warmStart.detour], [1000, 16_000, 0]);
+    assert.deepEqual(
+      [planPath.warmStart.steps, planPath.warmStart.rows, planPath.warmStart.detour],
+      [3000, 48_000, 0.5],
+    );
+    assert.deepEqual(coding.agent, planPath.agent, 'the same agent');
+    assert.equal(coding.agent.hidden, 64);
+    const bad = BenchMasSchema.parse({
+      ...BENCH_FULL,
+      workDir: 'x',
+      perWorkflow: { coding: { warmStart: { steps: -1 } } },
+    });
+    assert.throws(() => benchAgent(bad, 'coding'), /perWorkflow\.coding\.warmStart/);
   });
 });

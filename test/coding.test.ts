@@ -23,12 +23,16 @@ import {
   stepCoding,
 } from '../src/envs/coding.js';
 import { runMasRollout } from '../src/cli/mas.js';
+import { WarmStartSchema, workflowAgent } from '../src/agents/workflow-agent.js';
+import { engine } from '../src/backend/engine.js';
+import { AgentSpecSchema } from '../src/model/agent-spec.js';
 import { runSandboxed } from '../src/sandbox/run-code.js';
-import { HELD_OUT_SEED } from '../src/train/workflow-source.js';
+import { HELD_OUT_SEED, WorkflowSource } from '../src/train/workflow-source.js';
 import type { Policy } from '../src/workflows/policy.js';
 import { buildWorkflow } from '../src/workflows/registry.js';
 import { treeRollout } from '../src/workflows/tree-sampling.js';
 import { warmStartRows } from '../src/workflows/warm-start.js';
+import { parseWorkflowConfig } from '../src/workflows/workflow-config.js';
 import type { EpisodeState, Workflow } from '../src/workflows/workflow.js';
 import { hacrl } from './cli.js';
 
@@ -292,6 +296,45 @@ describe('the coding workflow', () => {
     assert.match(coderPrompt, /The tester's cases:\nf\(1,2\) == 5\n/);
     assert.match(coderPrompt, /a times 3 plus b/);
     assert.equal(episodes[0]!.success, true);
+  });
+
+  test('validation counts sandbox outcomes per role: a right, a looping and a flooding program on held-out instances', async () => {
+    const config = parseWorkflowConfig({ name: 'coding', maxTurns: 1, sandbox: { timeoutMs: 1000 } });
+    const wf = { ...buildWorkflow(config), env: { ...buildWorkflow(config).env, reset: () => START } };
+    const { policy } = scripted({
+      tester: Array<string>(3).fill('f(1,2) == 5'),
+      coder: [
+        'function f(a, b) { return 3 * a + b }',
+        'function f(){for(;;){}}',
+        'function f(){ const p = this.constructor.constructor("return process")(); for (;;) p.stdout.write("x") }',
+      ],
+    });
+    const spec = AgentSpecSchema.parse({ hidden: 32, layers: 1, heads: 2 });
+    const { model, tokenizer } = await workflowAgent(wf, spec, WarmStartSchema.parse({}), 0, engine());
+    const source = new WorkflowSource(
+      wf,
+      config,
+      new Map([['shared', { agent: { name: 'shared', model, tokenizer }, policy }]]),
+      {
+        instancesPerStep: 1,
+        seed: 0,
+        episodesLogged: 0,
+      },
+    );
+    const [v] = await source.validate({ problems: 3, samplesPerProblem: 0, seed: 0 });
+    assert.equal(v!.metrics['val/coding/greedy'], 1 / 3);
+    const coder = Object.fromEntries(
+      Object.entries(v!.counts!).filter(([k]) => k.startsWith('heldout/coding/role/coder/')),
+    );
+    assert.deepEqual(coder, {
+      // A loop inside f is the harness's per-case timeout: the program itself ends 'ok' (see the looping test).
+      'heldout/coding/role/coder/sandbox_ok': 2,
+      'heldout/coding/role/coder/sandbox_error': 0,
+      'heldout/coding/role/coder/sandbox_timeout': 0,
+      'heldout/coding/role/coder/sandbox_memory': 0,
+      'heldout/coding/role/coder/sandbox_output-limit': 1,
+      'heldout/coding/role/coder/sandbox_denied': 0,
+    });
   });
 
   test("the coder's feedback counts the tester's cases it passes and says nothing of the hidden ones", async () => {

@@ -318,7 +318,7 @@ test('unknown keys and malformed overrides are refused, naming the closest valid
     ['optim.LR=1e-5', /did you mean "optim\.lr"\?/],
     [
       'groupSize=8',
-      /unknown key "groupSize" \(valid keys: algorithm, .*\); did you mean "agents\.N\.groupSize" or "rollout\.groupSize" or "workflow\.groupSize"\?/,
+      /unknown key "groupSize" \(valid keys: algorithm, .*\); did you mean "agents\.N\.groupSize" or "rollout\.groupSize" or "workflow\.groupSize" or "workflow\.grouping"\?/,
     ],
     [
       'agents.0.learningRate=1',

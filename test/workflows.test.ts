@@ -6,7 +6,7 @@ import type { PlanPathState } from '../src/envs/plan-path.js';
 import type { Policy, SamplingSettings } from '../src/workflows/policy.js';
 import { buildWorkflow, registerWorkflow, workflowNames } from '../src/workflows/registry.js';
 import { groupSamples } from '../src/workflows/groups.js';
-import { independentRollout, rollout, treeRollout } from '../src/workflows/tree-sampling.js';
+import { independentRollout, playStep, rollout, treeRollout } from '../src/workflows/tree-sampling.js';
 import { parseWorkflowConfig } from '../src/workflows/workflow-config.js';
 import type { Workflow } from '../src/workflows/workflow.js';
 
@@ -258,7 +258,7 @@ describe('group validation', () => {
     assert.equal(groupSamples(samples, 2).length, 2);
     // The reference's key: sample index // K over a batch laid out instance-major with K = 4 per "prompt".
     assert.throws(
-      () => groupSamples(samples, 2, (s, i) => `${Math.floor(i / 4)}|${s.role}|t${s.turn}`),
+      () => groupSamples(samples, 2, 'agent-turn', (s, i) => `${Math.floor(i / 4)}|${s.role}|t${s.turn}`),
       /group "0\|planner\|t0" mixes instances plan-path:1, plan-path:2/,
     );
   });
@@ -272,6 +272,75 @@ describe('group validation', () => {
       /group "plan-path:hand\|planner\|t0" has 1 sample but K = 2/,
     );
     assert.equal(groupSamples(samples.slice(1), 1).length, 1);
+  });
+});
+
+describe('workflow.grouping', () => {
+  /** Two turns of tree sampling on the hand instance, K = 2, neither turn reaching the goal; groups per `grouping`. */
+  async function handGroups(grouping: string, roles: Record<string, unknown> = {}) {
+    const config = parseWorkflowConfig({ maxTurns: 2, groupSize: 2, grouping, roles });
+    const { policy } = scripted({
+      tool: ['["R"]', '["D"]', '["U"]', '["L"]'],
+      planner: ['["R"]', '["D"]', '["U"]', '["L"]'],
+    });
+    const policies = { shared: policy, tool: policy, planner: policy };
+    const { batch, groups } = await playStep(handWorkflow(config), config, policies, [0]);
+    // Samples in order: tool t0 (0, 1), planner t0 (2, 3), tool t1 (4, 5), planner t1 (6, 7).
+    assert.deepEqual(
+      batch.samples.map((s) => `${s.role}${s.turn}`),
+      ['tool0', 'tool0', 'planner0', 'planner0', 'tool1', 'tool1', 'planner1', 'planner1'],
+    );
+    return groups.map((g) => [g.key, g.members]);
+  }
+
+  test("'agent-turn' (the default): one group per role and turn", async () => {
+    assert.equal(parseWorkflowConfig({}).grouping, 'agent-turn');
+    assert.deepEqual(await handGroups('agent-turn'), [
+      ['plan-path:hand|tool|t0', [0, 1]],
+      ['plan-path:hand|planner|t0', [2, 3]],
+      ['plan-path:hand|tool|t1', [4, 5]],
+      ['plan-path:hand|planner|t1', [6, 7]],
+    ]);
+  });
+
+  test("'agent': one group per role, both turns pooled", async () => {
+    assert.deepEqual(await handGroups('agent'), [
+      ['plan-path:hand|tool|t*', [0, 1, 4, 5]],
+      ['plan-path:hand|planner|t*', [2, 3, 6, 7]],
+    ]);
+  });
+
+  test("'turn': one group per turn, both roles pooled; refused when the roles' policies differ", async () => {
+    assert.deepEqual(await handGroups('turn'), [
+      ['plan-path:hand|*|t0', [0, 1, 2, 3]],
+      ['plan-path:hand|*|t1', [4, 5, 6, 7]],
+    ]);
+    await assert.rejects(
+      handGroups('turn', { tool: { policy: 'tool' }, planner: { policy: 'planner' } }),
+      /group "plan-path:hand\|\*\|t0" mixes policies tool, planner: .*'agent-turn' or 'agent'/,
+    );
+    assert.throws(() => parseWorkflowConfig({ grouping: 'role' }), /workflow\.grouping/);
+  });
+
+  test("no-tree keys pool the same way: 'agent' merges the turns of each role", async () => {
+    const wf = handWorkflow({ maxTurns: 3 });
+    const { policy } = scripted({
+      tool: Array<string>(8).fill('[]'),
+      planner: ['["R"]', '["D"]', '["L"]', '["R","D","D"]', '["D","R","R"]', '["U"]', '["R"]'],
+    });
+    const { samples } = await independentRollout(wf, {
+      seeds: [0],
+      groupSize: 3,
+      policies: { shared: policy },
+      grouping: 'agent',
+    });
+    assert.deepEqual(
+      groupSamples(samples, 3, 'agent').map((g) => [g.key, g.members.length]),
+      [
+        ['plan-path:hand|tool|t*', 7],
+        ['plan-path:hand|planner|t*', 7],
+      ],
+    );
   });
 });
 

@@ -69,6 +69,7 @@ interface BenchCli {
   steps?: number;
   lr?: number;
   only?: string;
+  ablations: boolean;
 }
 
 const program = new Command();
@@ -273,16 +274,25 @@ bench
   .option('--json <file>', 'also write the results as JSON')
   .option('--steps <n>', "RL steps of each trained arm (default: the size's)", positiveInt)
   .option('--lr <x>', "learning rate of the RL arms (default: the size's)", num)
-  .option('--only <workflow>', 'only this environment of the size (e.g. plan-path)')
+  .option('--only <workflow>', 'only this environment of the size (e.g. plan-path, sokoban, sudoku, coding)')
+  .option(
+    '--ablations',
+    'also AT-GRPO (shared) grouped by agent only, by turn only, with no-tree sampling and the group filter flipped',
+    false,
+  )
   .action(async (o: BenchCli) => {
     const size = o.tiny ? BENCH_TINY : o.fast ? BENCH_FAST : BENCH_FULL;
     const workflows = size.workflows.filter((w) => o.only === undefined || w.name === o.only);
-    if (workflows.length === 0) throw new Error(`--only ${o.only}: not one of this size's environments`);
+    if (workflows.length === 0)
+      throw new Error(
+        `--only ${o.only}: not one of this size's environments (${size.workflows.map((w) => w.name).join(', ')})`,
+      );
     const options = {
       ...size,
       workflows,
       seeds: o.seeds,
       workDir: o.workDir,
+      ablations: o.ablations,
       ...(o.steps === undefined ? {} : { steps: o.steps }),
       ...(o.lr === undefined ? {} : { lr: o.lr }),
     };

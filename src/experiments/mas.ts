@@ -5,7 +5,9 @@
  * per-role policies (both roles starting from the same weights). Both warm starts have the same size, steps and rows;
  * the trained arms get the same rollout budget per step, instances × roles (the single agent plays twice the
  * instances, as it has one role where the workflow has two); the responses they actually generate differ, since an
- * episode ends when solved, and are reported. Each trained arm is paired with the others per seed and instance.
+ * episode ends when solved, and are reported. Each trained arm is paired with the others per seed and instance, and
+ * every arm's row shows its warm start's held-out success. With `ablations`, four variants of AT-GRPO shared (grouping
+ * by agent only, by turn only, no-tree sampling, the group filter flipped) are paired with it.
  */
 import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -16,15 +18,16 @@ import { parseRunConfig } from '../config/load-config.js';
 import { formatDifference, mean, seedPairedDifference, wilson, type Difference, type Estimate } from '../util/stats.js';
 import { loadPretrained, savePretrained } from '../model/pretrained.js';
 import { findLatestCheckpoint } from '../run/run-folder.js';
-import { AgentSpecSchema } from '../model/agent-spec.js';
+import { AgentSpecSchema, type AgentSpec } from '../model/agent-spec.js';
 import { trainRl } from '../train/rl-trainer.js';
-import { WarmStartSchema, workflowAgent } from '../agents/workflow-agent.js';
+import { WarmStartSchema, workflowAgent, type WarmStart } from '../agents/workflow-agent.js';
 import { agentKey } from '../run/metric-names.js';
 import { playHeldOut, successRate } from '../train/workflow-source.js';
 import { parseWith } from '../util/json-file.js';
 import { Rng } from '../util/rng.js';
 import { modelPolicy } from '../workflows/model-policy.js';
 import { buildWorkflow } from '../workflows/registry.js';
+import { parseWorkflowConfig } from '../workflows/workflow-config.js';
 
 /** Options of `hacrl bench mas`. */
 export const BenchMasSchema = z
@@ -45,6 +48,26 @@ export const BenchMasSchema = z
     advantage: z.enum(ADVANTAGE_ESTIMATOR_NAMES).default('group-std'),
     agent: AgentSpecSchema.prefault({}),
     warmStart: WarmStartSchema.prefault({}),
+    /**
+     * Per workflow name: fields of `agent` and `warmStart` that replace the bench's for that environment (a family
+     * whose warm start was sized on its own calibration instances); default none.
+     */
+    perWorkflow: z
+      .record(
+        z.string(),
+        z
+          .object({
+            agent: z.record(z.string(), z.unknown()).default({}),
+            warmStart: z.record(z.string(), z.unknown()).default({}),
+          })
+          .strict(),
+      )
+      .default({}),
+    /**
+     * Also train the ablations of AT-GRPO (shared policy, each paired with at-grpo-shared on the same instances):
+     * grouping by agent only, by turn only, no-tree sampling, the group filter flipped; default false.
+     */
+    ablations: z.boolean().default(false),
     /** Working folder (agents and runs); at the end only each run's metrics.jsonl and resolved config stay. */
     workDir: z.string().min(1),
     /** Keep the warm starts, checkpoints and samples too; default false. */
@@ -65,6 +88,24 @@ export const ARMS = [
 /** An arm's name. */
 export type Arm = (typeof ARMS)[number];
 
+/**
+ * The ablation arms (`--ablations`): AT-GRPO shared with one thing changed — workflow.grouping 'agent' (turns pooled)
+ * or 'turn' (roles pooled), sampling 'no-tree', or the group filter flipped (off when the environment's section has it
+ * on, else the spec's 0.5): each is paired with at-grpo-shared.
+ */
+export const ABLATIONS = ['grouping-agent', 'grouping-turn', 'no-tree', 'group-filter-flipped'] as const;
+/** An ablation arm's name. */
+export type Ablation = (typeof ABLATIONS)[number];
+
+/** The workflow section of ablation `a` of AT-GRPO shared, whose section is `shared`. */
+function ablationSection(a: Ablation, shared: Record<string, unknown>): Record<string, unknown> {
+  if (a === 'grouping-agent') return { ...shared, grouping: 'agent' };
+  if (a === 'grouping-turn') return { ...shared, grouping: 'turn' };
+  if (a === 'no-tree') return { ...shared, sampling: 'no-tree' };
+  const filterOn = parseWorkflowConfig(shared).groupFilter.lowMeanRatio > 0;
+  return { ...shared, groupFilter: { lowMeanRatio: filterOn ? 0 : 0.5 } };
+}
+
 /** The trained arms, each compared with the arms of VERSUS. */
 const TRAINED = ['single-grpo', 'at-grpo-shared', 'at-grpo-per-role'] as const;
 const VERSUS = ['single-untrained', 'workflow-untrained', 'single-grpo'] as const;
@@ -79,9 +120,25 @@ export interface BenchMasResult {
   workflow: string;
   /** Responses generated per training step by each trained arm, the mean over all steps and seeds. */
   responsesPerStep: Record<string, number>;
-  arms: Record<Arm, { pooled: Estimate; perSeed: number[] }>;
+  /**
+   * Per arm (the five, then the ablations when run): pooled and per-seed success, and the held-out success of the
+   * warm start it began from (the single agent's or the workflow's), so the headroom is in sight.
+   */
+  arms: Record<Arm, ArmResult> & Partial<Record<Ablation, ArmResult>>;
   /** Per trained arm: its difference from each other arm named (success-rate points as fractions). */
   paired: Record<string, Partial<Record<Arm, Difference & { seeds: number }>>>;
+  /** Per ablation run: its difference from at-grpo-shared on the same instances and seeds. */
+  ablations: Partial<Record<Ablation, Difference & { seeds: number }>>;
+  /** What the group-filter-flipped ablation used: the low-mean ratio (0: off). */
+  flippedLowMeanRatio?: number;
+}
+
+/** One arm's success. */
+export interface ArmResult {
+  pooled: Estimate;
+  perSeed: number[];
+  /** Held-out greedy success of the arm's warm start (the same instances). */
+  warmStart: number;
 }
 
 /** 1/0 per held-out instance, in instance order. */
@@ -136,6 +193,18 @@ async function prepareWorkflowDir(dir: string): Promise<void> {
   await writeFile(join(dir, MADE_HERE), 'made by hacrl bench mas: it clears its warm-* and seed-* folders here\n');
 }
 
+/** The agent and warm start of environment `workflow`: the bench's, with the fields `perWorkflow` names replaced. */
+export function benchAgent(
+  o: Pick<z.output<typeof BenchMasSchema>, 'agent' | 'warmStart' | 'perWorkflow'>,
+  workflow: string,
+): { agent: AgentSpec; warmStart: WarmStart } {
+  const own = o.perWorkflow[workflow];
+  return {
+    agent: parseWith(AgentSpecSchema, { ...o.agent, ...own?.agent }, `perWorkflow.${workflow}.agent`),
+    warmStart: parseWith(WarmStartSchema, { ...o.warmStart, ...own?.warmStart }, `perWorkflow.${workflow}.warmStart`),
+  };
+}
+
 /** Runs the benchmark; `log` receives progress lines. */
 export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => void): Promise<BenchMasResult[]> {
   const o = parseWith(BenchMasSchema, raw, 'bench mas options');
@@ -143,8 +212,13 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
   const out: BenchMasResult[] = [];
   for (const section of o.workflows) {
     const wf = buildWorkflow(section);
+    const { agent: agentSpec, warmStart: warm } = benchAgent(o, wf.name);
+    const ablations = o.ablations ? ABLATIONS : [];
     // Per arm and seed: 1/0 per held-out instance.
-    const successes = Object.fromEntries(ARMS.map((a) => [a, [] as number[][]])) as Record<Arm, number[][]>;
+    const successes = Object.fromEntries([...ARMS, ...ablations].map((a) => [a, [] as number[][]])) as Record<
+      Arm | Ablation,
+      number[][]
+    >;
     const responses: Record<string, number[]> = {};
     const singleSection = { ...section, sampling: 'single', roles: {} };
     await prepareWorkflowDir(join(o.workDir, wf.name));
@@ -159,7 +233,7 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
       ['single', buildWorkflow(singleSection)],
     ] as const) {
       starts[which] = join(o.workDir, wf.name, `warm-${which}`);
-      const agent = await workflowAgent(w, o.agent, o.warmStart, 0, k, log);
+      const agent = await workflowAgent(w, agentSpec, warm, 0, k, log);
       await savePretrained(starts[which], { ...agent, generation: null });
       const played = await playHeldOut(
         w,
@@ -175,9 +249,10 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
       successes['workflow-untrained'].push(untrained.workflow);
       successes['single-untrained'].push(untrained.single);
       const roles = wf.roles.map((r) => r.name);
-      const arms: [Arm, Record<string, unknown>, string[], number, string][] = [
+      const shared = { ...section, roles: {} };
+      const arms: [Arm | Ablation, Record<string, unknown>, string[], number, string][] = [
         ['single-grpo', singleSection, ['shared'], 2 * o.instancesPerStep, starts.single],
-        ['at-grpo-shared', { ...section, roles: {} }, ['shared'], o.instancesPerStep, starts.workflow],
+        ['at-grpo-shared', shared, ['shared'], o.instancesPerStep, starts.workflow],
         [
           'at-grpo-per-role',
           { ...section, roles: Object.fromEntries(roles.map((r) => [r, { policy: r }])) },
@@ -185,6 +260,16 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
           o.instancesPerStep,
           starts.workflow,
         ],
+        ...ablations.map(
+          (a) =>
+            [a, ablationSection(a, shared), ['shared'], o.instancesPerStep, starts.workflow] as [
+              Ablation,
+              Record<string, unknown>,
+              string[],
+              number,
+              string,
+            ],
+        ),
       ];
       for (const [arm, workflow, agents, instances, start] of arms) {
         const runDir = join(dir, arm);
@@ -237,7 +322,7 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
     }
     if (!o.keep) for (const s of Object.values(starts)) await rm(s, { recursive: true, force: true });
     const arms = Object.fromEntries(
-      ARMS.map((a) => {
+      [...ARMS, ...ablations].map((a) => {
         // An untrained arm is one evaluation repeated per seed: its interval is over the instances once.
         const runs = a.endsWith('-untrained') ? successes[a].slice(0, 1) : successes[a];
         const all = runs.flat();
@@ -249,33 +334,49 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
               all.length,
             ),
             perSeed: successes[a].map(mean),
+            warmStart: mean(a.startsWith('single-') ? untrained.single : untrained.workflow),
           },
         ];
       }),
     ) as BenchMasResult['arms'];
-    const versus = (arm: Arm, other: Arm) =>
+    const versus = (arm: Arm | Ablation, other: Arm) =>
       seedPairedDifference(successes[arm].map((after, i) => ({ before: successes[other][i]!, after })));
     const paired = Object.fromEntries(
       TRAINED.map((a) => [a, Object.fromEntries(VERSUS.filter((b) => b !== a).map((b) => [b, versus(a, b)]))]),
     );
     const responsesPerStep = Object.fromEntries(Object.entries(responses).map(([a, v]) => [a, Math.round(mean(v))]));
-    out.push({ workflow: wf.name, responsesPerStep, arms, paired });
+    const flipped = ablations.length
+      ? parseWorkflowConfig(ablationSection('group-filter-flipped', section)).groupFilter.lowMeanRatio
+      : undefined;
+    out.push({
+      workflow: wf.name,
+      responsesPerStep,
+      arms,
+      paired,
+      ablations: Object.fromEntries(ablations.map((a) => [a, versus(a, 'at-grpo-shared')])),
+      ...(flipped === undefined ? {} : { flippedLowMeanRatio: flipped }),
+    });
   }
   return out;
 }
 
-/** The results as Markdown: success per arm (pooled over seeds, 95% interval), then the paired differences. */
+/**
+ * The results as Markdown: success per arm (pooled over seeds, 95% interval) beside its warm start's, then the paired
+ * differences, then (when run) each ablation against at-grpo-shared.
+ */
 export function benchMasTable(results: readonly BenchMasResult[]): string {
   const pct = (x: number): string => (100 * x).toFixed(1);
   const lines = [
-    '| env | arm | success % | 95% interval | per seed | responses/step |',
-    '| --- | --- | --- | --- | --- | --- |',
+    '| env | arm | success % | 95% interval | warm start % | per seed | responses/step |',
+    '| --- | --- | --- | --- | --- | --- | --- |',
   ];
   for (const r of results)
-    for (const a of ARMS) {
-      const { pooled, perSeed } = r.arms[a];
+    for (const a of [...ARMS, ...ABLATIONS]) {
+      const arm = r.arms[a];
+      if (arm === undefined) continue;
+      const { pooled, perSeed, warmStart } = arm;
       lines.push(
-        `| ${r.workflow} | ${a} | ${pct(pooled.value)} | ${pct(pooled.low)}–${pct(pooled.high)} | ` +
+        `| ${r.workflow} | ${a} | ${pct(pooled.value)} | ${pct(pooled.low)}–${pct(pooled.high)} | ${pct(warmStart)} | ` +
           `${perSeed.map(pct).join(' / ')} | ${r.responsesPerStep[a] ?? '—'} |`,
       );
     }
@@ -292,5 +393,22 @@ export function benchMasTable(results: readonly BenchMasResult[]): string {
       const cells = VERSUS.map((b) => (d[b] === undefined ? '—' : formatDifference(d[b])));
       lines.push(`| ${r.workflow} | ${a} | ${cells.join(' | ')} |`);
     }
+  const withAblations = results.filter((r) => Object.keys(r.ablations).length > 0);
+  if (withAblations.length > 0) {
+    lines.push(
+      '',
+      'Ablations − at-grpo-shared in points (same instances and seeds; one seed: the interval is over instances):',
+      '',
+      '| env | ablation | − at-grpo-shared | seeds |',
+      '| --- | --- | --- | --- |',
+    );
+    for (const r of withAblations)
+      for (const a of ABLATIONS) {
+        const d = r.ablations[a];
+        if (d === undefined) continue;
+        const name = a === 'group-filter-flipped' ? `${a} (lowMeanRatio ${r.flippedLowMeanRatio})` : a;
+        lines.push(`| ${r.workflow} | ${name} | ${formatDifference(d)} | ${d.seeds} |`);
+      }
+  }
   return lines.join('\n');
 }

@@ -42,6 +42,11 @@ export interface Validation {
   label: string;
   policies: string[];
   metrics: ValidationMetrics;
+  /**
+   * Event counts of the same validation (not rates, so not under `val/`): written beside `metrics` for the same
+   * policies, not printed; e.g. a workflow's sandbox outcomes per role. Default none.
+   */
+  counts?: Record<string, number>;
 }
 
 /** One row of samples.jsonl. */

@@ -137,10 +137,10 @@ export class StepLog {
   }
 }
 
-/** The validation fields of policy `name` ({} when none of `validations` covers it). */
+/** The validation fields (metrics and counts) of policy `name` ({} when none of `validations` covers it). */
 function validationOf(validations: readonly Validation[], name: string): Record<string, number> {
-  return Object.assign({}, ...validations.filter((v) => v.policies.includes(name)).map((v) => v.metrics)) as Record<
-    string,
-    number
-  >;
+  return Object.assign(
+    {},
+    ...validations.filter((v) => v.policies.includes(name)).flatMap((v) => [v.metrics, v.counts ?? {}]),
+  ) as Record<string, number>;
 }

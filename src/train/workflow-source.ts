@@ -8,6 +8,7 @@
 import type { Kernels } from '../backend/kernels.js';
 import { filterGroups, type GroupFilterResult } from '../algorithms/group-filter.js';
 import { scoreResponses } from '../model/response-log-probs.js';
+import { SANDBOX_OUTCOMES } from '../sandbox/run-code.js';
 import type { Agent } from '../rollout/rollout.js';
 import type { SampleGroup } from '../workflows/groups.js';
 import type { Policy } from '../workflows/policy.js';
@@ -85,6 +86,17 @@ function sampleMetrics(samples: readonly MasSample[]): StepMetrics {
   return out;
 }
 
+/** Per role that ran at least one program in `batch`: how many ended with each sandbox outcome (see validate). */
+export function heldOutSandboxCounts(workflow: string, batch: MasBatch): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const role of [...new Set(batch.samples.filter((s) => s.sandbox).map((s) => s.role))]) {
+    const mine = batch.samples.filter((s) => s.role === role && s.sandbox);
+    for (const o of SANDBOX_OUTCOMES)
+      out[`heldout/${workflow}/role/${role}/sandbox_${o}`] = mine.filter((s) => s.sandbox === o).length;
+  }
+  return out;
+}
+
 /** Group counts and sizes of `groups`, and what the filter dropped. */
 function groupMetrics(groups: readonly SampleGroup[], f: GroupFilterResult): StepMetrics {
   const sizes = groups.map((g) => g.members.length);
@@ -127,6 +139,11 @@ export class WorkflowSource implements SampleSource {
           `agent "${name}" plays no role of workflow "${wf.name}" (roles: ${wf.roles.map((r) => `${r.name} → ${r.policy}`).join(', ')}): ` +
             'remove it or set workflow.roles.ROLE.policy to it',
         );
+    if (config.grouping === 'turn' && acting.length > 1)
+      throw new Error(
+        `workflow.grouping 'turn' pools all roles of a turn into one group, but the roles are played by ${acting.length} ` +
+          `policies (${acting.join(', ')}): a group trains one policy; use one shared policy or grouping 'agent-turn'`,
+      );
     this.generators = Object.fromEntries([...policies].map(([name, p]) => [name, p.policy]));
   }
 
@@ -222,7 +239,8 @@ export class WorkflowSource implements SampleSource {
     };
     for (const role of [...new Set(samples.map((s) => s.role))]) {
       const mine = samples.filter((s) => s.role === role);
-      const roleGroups = groups.filter((g) => batch.samples[g.members[0]!]!.role === role);
+      // Under grouping 'turn' a group holds several roles: it counts for each of them.
+      const roleGroups = groups.filter((g) => g.members.some((i) => batch.samples[i]!.role === role));
       const keys = new Set(roleGroups.map((g) => g.key));
       const roleFilter: GroupFilterResult = {
         kept: f.kept.filter((k) => keys.has(k)),
@@ -237,7 +255,9 @@ export class WorkflowSource implements SampleSource {
 
   /**
    * The team's greedy success rate on `set.problems` held-out instances, as `val/<workflow name>/greedy`: it belongs
-   * to the team, so it is measured once and given to every policy.
+   * to the team, so it is measured once and given to every policy. Beside it, for every role that ran programs, how
+   * each program ended in the sandbox, as counts `heldout/<workflow name>/role/<role>/sandbox_<outcome>` (every
+   * outcome, 0 included), as training logs them per step.
    */
   async validate(set: ValidationOptions): Promise<Validation[]> {
     const played = await playHeldOut(this.wf, this.generators, set.problems);
@@ -246,6 +266,7 @@ export class WorkflowSource implements SampleSource {
         label: 'workflow',
         policies: [...this.policies.keys()],
         metrics: { [`val/${this.wf.name}/greedy`]: successRate(played) },
+        counts: heldOutSandboxCounts(this.wf.name, played),
       },
     ];
   }

@@ -3,7 +3,7 @@
  * group mixing instances (the reference's `instance // K` key) compares responses to different prompts. Both are
  * errors naming the key.
  */
-import type { MasSample } from './samples.js';
+import type { Grouping, MasSample } from './samples.js';
 
 /** A group: its key and the indices of its samples, in sample order. */
 export interface SampleGroup {
@@ -11,10 +11,15 @@ export interface SampleGroup {
   members: number[];
 }
 
-/** Groups by `keyOf` (default: the sampler's `group` field), in order of first appearance, validated against K. */
+/**
+ * Groups by `keyOf` (default: the sampler's `group` field), in order of first appearance, validated against K. A
+ * group may mix roles only under `grouping` 'turn' (default 'agent-turn'), and never policies: each policy trains on
+ * its own groups.
+ */
 export function groupSamples(
   samples: readonly MasSample[],
   groupSize: number,
+  grouping: Grouping = 'agent-turn',
   keyOf: (s: MasSample, index: number) => string = (s) => s.group,
 ): SampleGroup[] {
   const byKey = new Map<string, number[]>();
@@ -33,7 +38,14 @@ export function groupSamples(
           '(key by instance, agent and turn, never by instance index // K)',
       );
     const roles = [...new Set(g.members.map((i) => samples[i]!.role))];
-    if (roles.length > 1) throw new Error(`group "${g.key}" mixes roles ${roles.join(', ')}: key by agent too`);
+    if (roles.length > 1 && grouping !== 'turn')
+      throw new Error(`group "${g.key}" mixes roles ${roles.join(', ')}: key by agent too`);
+    const policies = [...new Set(g.members.map((i) => samples[i]!.policy))];
+    if (policies.length > 1)
+      throw new Error(
+        `group "${g.key}" mixes policies ${policies.join(', ')}: a group trains one policy; with per-role policies ` +
+          "set workflow.grouping to 'agent-turn' or 'agent'",
+      );
     if (groupSize > 1 && g.members.length === 1)
       throw new Error(
         `group "${g.key}" has 1 sample but K = ${groupSize} (the group size): a group-relative advantage needs 2 or more responses to the ` +

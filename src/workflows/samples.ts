@@ -43,7 +43,7 @@ export interface MasSample {
   success: boolean;
   /** How the role's program ended in the sandbox, or null when nothing ran. */
   sandbox: SandboxOutcome | null;
-  /** Group key (instance, role, turn): tree and no-tree keys are set by the sampler (see docs/at-grpo.md). */
+  /** Group key (instance, role, turn under workflow.grouping): set by the sampler (see docs/at-grpo.md). */
   group: string;
 }
 
@@ -66,7 +66,23 @@ export interface MasBatch {
   episodes: MasEpisode[];
 }
 
-/** The group key of (instance, role, turn); `turn` may be a label such as '>=2' for no-tree tails. */
-export function groupKey(instance: string, role: string, turn: number | string): string {
-  return `${instance}|${role}|t${turn}`;
+/**
+ * How samples of one instance are grouped for advantages (workflow.grouping): 'agent-turn' — one group per role and
+ * turn (AT-GRPO); 'agent' — one per role, all turns pooled; 'turn' — one per turn, all roles pooled (ablations).
+ */
+export const GROUPINGS = ['agent-turn', 'agent', 'turn'] as const;
+/** A grouping mode. */
+export type Grouping = (typeof GROUPINGS)[number];
+
+/**
+ * The group key of (instance, role, turn) under `grouping` (default 'agent-turn'); `turn` may be a label such as '>=2'
+ * for no-tree tails. A pooled part is written '*', so keys of different modes never collide.
+ */
+export function groupKey(
+  instance: string,
+  role: string,
+  turn: number | string,
+  grouping: Grouping = 'agent-turn',
+): string {
+  return `${instance}|${grouping === 'turn' ? '*' : role}|t${grouping === 'agent' ? '*' : turn}`;
 }

@@ -6,7 +6,7 @@
  */
 import { type SampleGroup, groupSamples } from './groups.js';
 import type { Policy } from './policy.js';
-import { type MasBatch, type MasSample, groupKey } from './samples.js';
+import { type Grouping, type MasBatch, type MasSample, groupKey } from './samples.js';
 import type { WorkflowConfig } from './workflow-config.js';
 import { type EpisodeState, type Role, type RoleAct, type Workflow, advance, startEpisode } from './workflow.js';
 
@@ -23,6 +23,8 @@ export interface PlayOptions {
    * team term is its own branch's and no longer cancels in the group; default false (the spec's default).
    */
   teamBranches?: boolean;
+  /** Which samples of an instance form a group (workflow.grouping); default 'agent-turn'. */
+  grouping?: Grouping;
 }
 
 /** The policy of a role, or an error naming what is missing. */
@@ -262,7 +264,7 @@ function begin(wf: Workflow<unknown>, seed: number, episode: number): Running {
 export async function treeRollout(wf: Workflow<unknown>, o: PlayOptions): Promise<MasBatch> {
   checkGroupSize(o.groupSize);
   const episodes = o.seeds.map((seed) => begin(wf, seed, 0));
-  await lockstep(wf, episodes, o.groupSize, o, groupKey);
+  await lockstep(wf, episodes, o.groupSize, o, (instance, role, turn) => groupKey(instance, role, turn, o.grouping));
   return collect(wf, episodes);
 }
 
@@ -279,6 +281,7 @@ export async function independentRollout(wf: Workflow<unknown>, o: PlayOptions):
     independentGroupKeys(
       episodes.slice(i, i + o.groupSize).flatMap((e) => e.samples),
       o.groupSize,
+      o.grouping,
     );
   return collect(wf, episodes);
 }
@@ -287,9 +290,10 @@ export async function independentRollout(wf: Workflow<unknown>, o: PlayOptions):
  * No-tree group keys for one instance's samples (K episodes), per role: a turn that every episode reached (and in
  * which the role acted in each) before the last such turn is its own group (instance, role, turn); the last common
  * turn and every later turn of the longer episodes form one group (instance, role, '>=T'), T the last common turn —
- * "(instance, agent) over last turns". With K episodes, every group then holds at least K samples.
+ * "(instance, agent) over last turns". With K episodes, every group then holds at least K samples; `grouping` then
+ * pools roles or turns of those keys (groupKey), which only merges groups.
  */
-export function independentGroupKeys(samples: MasSample[], k: number): void {
+export function independentGroupKeys(samples: MasSample[], k: number, grouping: Grouping = 'agent-turn'): void {
   const roles = [...new Set(samples.map((s) => s.role))];
   for (const role of roles) {
     const mine = samples.filter((s) => s.role === role);
@@ -299,7 +303,7 @@ export function independentGroupKeys(samples: MasSample[], k: number): void {
     const last = common.size ? Math.max(...common) : -1;
     for (const s of mine) {
       const inCommon = common.has(s.turn) && s.turn < last;
-      s.group = groupKey(s.instance, role, inCommon ? s.turn : last >= 0 ? `>=${last}` : 'all');
+      s.group = groupKey(s.instance, role, inCommon ? s.turn : last >= 0 ? `>=${last}` : 'all', grouping);
     }
   }
 }
@@ -315,15 +319,15 @@ export function rollout(wf: Workflow<unknown>, sampling: 'tree' | 'no-tree' | 's
   return sampling === 'tree' ? treeRollout(wf, o) : independentRollout(wf, o);
 }
 
-/** One step of a workflow: its episodes and the validated (instance, agent, turn) groups of their samples. */
+/** One step of a workflow: its episodes and the validated groups of their samples (workflow.grouping's keys). */
 export interface PlayedStep {
   batch: MasBatch;
   groups: SampleGroup[];
 }
 
 /**
- * Plays `wf` on the instances of `seeds` as the `workflow` config section asks — its sampling, group size and
- * teamBranches — with `policies` by name, and groups the samples: what a training step and `hacrl mas rollout` both
+ * Plays `wf` on the instances of `seeds` as the `workflow` config section asks — its sampling, group size,
+ * teamBranches and grouping — with `policies` by name, and groups the samples: what a training step and `hacrl mas rollout` both
  * do, in one place.
  */
 export async function playStep(
@@ -337,6 +341,7 @@ export async function playStep(
     groupSize: config.groupSize,
     policies,
     teamBranches: config.teamBranches,
+    grouping: config.grouping,
   });
-  return { batch, groups: groupSamples(batch.samples, config.groupSize) };
+  return { batch, groups: groupSamples(batch.samples, config.groupSize, config.grouping) };
 }

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { SandboxLimitsSchema } from '../sandbox/run-code.js';
+import { GROUPINGS } from './samples.js';
 
 /** Largest workflow.maxTurns (and history): an episode's prompts grow with its turns. */
 const MAX_TURNS = 64;
@@ -180,6 +181,18 @@ export const WorkflowConfigSchema = z
       .default(4)
       .describe(
         `Group size K: candidates per role and turn (tree) or episodes per instance (no-tree, single); default 4, at most ${MAX_K}.`,
+      ),
+    /**
+     * Which samples share an advantage baseline, within one instance: 'agent-turn' (one group per role and turn, the
+     * AT-GRPO spec), 'agent' (per role, all turns pooled) or 'turn' (per turn, all roles pooled: needs one shared
+     * policy); default 'agent-turn'. The pooled modes are the ablations of `hacrl bench mas --ablations`.
+     */
+    grouping: z
+      .enum(GROUPINGS)
+      .default('agent-turn')
+      .describe(
+        "Which samples share an advantage baseline within an instance: 'agent-turn' (per role and turn), 'agent' (per " +
+          "role, turns pooled) or 'turn' (per turn, roles pooled; one shared policy only); default 'agent-turn'.",
       ),
     /** How a grid workflow's tool agent answers: 'text' (a move list) or 'code' (JavaScript printing one); default 'text'. */
     toolMode: z
