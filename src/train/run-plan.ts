@@ -140,7 +140,7 @@ export function memoryRefusal(plan: MemoryPlan, machine: MachineMemory): string 
   return (
     `this run needs an estimated ${gib(plan.total)} at its peak and ${available} ${gib(machine.available)} ` +
     `(hacrl plan shows every part); the biggest: ${biggest.join(', ')}. To fit: train LoRA adapters instead of ` +
-    'every weight (gradients and AdamW state shrink to the adapters), keep weights in bf16, sample fewer prompts ' +
+    'every weight (gradients and AdamW state shrink to the adapters), sample fewer prompts ' +
     '(rollout.promptsPerStep) or samples (rollout.groupSize), shorten rollout.maxNewTokens, set ' +
     'optim.activationCheckpointing: true, or raise optim.miniBatches; --skip-memory-check runs it anyway'
   );
