@@ -326,15 +326,23 @@ describe('the coding workflow', () => {
     const coder = Object.fromEntries(
       Object.entries(v!.counts!).filter(([k]) => k.startsWith('heldout/coding/role/coder/')),
     );
-    assert.deepEqual(coder, {
-      // A loop inside f is the harness's per-case timeout: the program itself ends 'ok' (see the looping test).
-      'heldout/coding/role/coder/sandbox_ok': 2,
-      'heldout/coding/role/coder/sandbox_error': 0,
-      'heldout/coding/role/coder/sandbox_timeout': 0,
-      'heldout/coding/role/coder/sandbox_memory': 0,
-      'heldout/coding/role/coder/sandbox_output-limit': 1,
-      'heldout/coding/role/coder/sandbox_denied': 0,
-    });
+    // The flooding program is stopped by whichever limit it reaches first: the output cap, or (its buffered output
+    // growing) the memory limit — which one depends on scheduling, so the test accepts either, never both.
+    const flooded =
+      coder['heldout/coding/role/coder/sandbox_output-limit']! + coder['heldout/coding/role/coder/sandbox_memory']!;
+    assert.equal(flooded, 1, JSON.stringify(coder));
+    assert.deepEqual(
+      { ...coder, 'heldout/coding/role/coder/sandbox_output-limit': 0, 'heldout/coding/role/coder/sandbox_memory': 0 },
+      {
+        // A loop inside f is the harness's per-case timeout: the program itself ends 'ok' (see the looping test).
+        'heldout/coding/role/coder/sandbox_ok': 2,
+        'heldout/coding/role/coder/sandbox_error': 0,
+        'heldout/coding/role/coder/sandbox_timeout': 0,
+        'heldout/coding/role/coder/sandbox_memory': 0,
+        'heldout/coding/role/coder/sandbox_output-limit': 0,
+        'heldout/coding/role/coder/sandbox_denied': 0,
+      },
+    );
   });
 
   test("the coder's feedback counts the tester's cases it passes and says nothing of the hidden ones", async () => {
