@@ -86,6 +86,68 @@ export function sftItems(tokenizer: Tokenizer, problems: readonly Problem[], pro
   }));
 }
 
+/** One SFT optimizer step at a time, so that a caller can train in chunks and decide between them. */
+export interface SftStepper {
+  /** Runs the next optimizer step; returns its log line. */
+  step(): SftLogEntry;
+}
+
+/**
+ * An SFT run on `train` over `o.steps` steps (the learning-rate schedule's length), stepped by the caller. Each step
+ * throws when its loss or gradient is not finite (a diverged model).
+ */
+export function sftStepper(
+  model: Transformer,
+  k: Kernels,
+  tokenizer: Tokenizer,
+  train: readonly Problem[],
+  o: SftOptions,
+): SftStepper {
+  const items = sftItems(tokenizer, train, o.prompt);
+  const rng = new Rng(o.seed);
+  const opt = new AdamW(model.params, { lr: o.lr, weightDecay: o.weightDecay });
+  const schedule = {
+    peak: o.lr,
+    warmupSteps: o.warmupSteps,
+    totalSteps: o.steps,
+    kind: 'cosine' as const,
+    minRatio: o.minLrRatio,
+  };
+  let order: number[] = [];
+  let step = 0;
+  const start = performance.now();
+  return {
+    step(): SftLogEntry {
+      const t0 = performance.now();
+      if (order.length < o.batchSize) order = order.concat(rng.shuffle(items.map((_, i) => i)));
+      const batch = order.splice(0, o.batchSize).map((i) => items[i]!);
+      const tape = new Tape();
+      const { loss } = sftLoss({ k, tape }, model, batch);
+      opt.zeroGrad();
+      tape.backward(loss);
+      const gradNorm = clipGradNorm(k, model.params.values(), o.clip);
+      const lr = learningRate(step, schedule);
+      // A diverged model is not a warm start: stop before its weights are used or saved.
+      if (!Number.isFinite(loss.data[0]!) || !Number.isFinite(gradNorm))
+        throw new Error(
+          `warm start: step ${step + 1} has a non-finite loss or gradient (loss ${loss.data[0]}, gradient norm ` +
+            `${gradNorm}): the model diverged; lower the learning rate (now ${o.lr})`,
+        );
+      opt.step(k, lr);
+      step++;
+      const tokens = batch.reduce((n, s) => n + s.prompt.length + s.response.length, 0);
+      return {
+        step,
+        loss: loss.data[0]!,
+        lr,
+        gradNorm,
+        tokensPerSec: tokens / ((performance.now() - t0) / 1e3),
+        elapsedSec: (performance.now() - start) / 1e3,
+      };
+    },
+  };
+}
+
 /**
  * Trains `model` in place; calls `log` after every step and returns the final evaluation. Throws at the first step
  * whose loss or gradient is not finite (a diverged model).
@@ -99,47 +161,11 @@ export async function trainSft(
   o: SftOptions,
   log: (e: SftLogEntry) => void,
 ): Promise<EvalReport> {
-  const items = sftItems(tokenizer, train, o.prompt);
-  const rng = new Rng(o.seed);
-  const opt = new AdamW(model.params, { lr: o.lr, weightDecay: o.weightDecay });
-  const schedule = {
-    peak: o.lr,
-    warmupSteps: o.warmupSteps,
-    totalSteps: o.steps,
-    kind: 'cosine' as const,
-    minRatio: o.minLrRatio,
-  };
+  const stepper = sftStepper(model, k, tokenizer, train, o);
   const evalOptions = { maxNewTokens: o.maxNewTokens, prompt: o.prompt };
-  let order: number[] = [];
-  const start = performance.now();
   for (let step = 0; step < o.steps; step++) {
-    const t0 = performance.now();
-    if (order.length < o.batchSize) order = order.concat(rng.shuffle(items.map((_, i) => i)));
-    const batch = order.splice(0, o.batchSize).map((i) => items[i]!);
-    const tape = new Tape();
-    const { loss } = sftLoss({ k, tape }, model, batch);
-    opt.zeroGrad();
-    tape.backward(loss);
-    const gradNorm = clipGradNorm(k, model.params.values(), o.clip);
-    const lr = learningRate(step, schedule);
-    // A diverged model is not a warm start: stop before its weights are used or saved.
-    if (!Number.isFinite(loss.data[0]!) || !Number.isFinite(gradNorm))
-      throw new Error(
-        `warm start: step ${step + 1} has a non-finite loss or gradient (loss ${loss.data[0]}, gradient norm ` +
-          `${gradNorm}): the model diverged; lower the learning rate (now ${o.lr})`,
-      );
-    opt.step(k, lr);
-    const tokens = batch.reduce((n, s) => n + s.prompt.length + s.response.length, 0);
-    const elapsedSec = (performance.now() - start) / 1e3;
-    const entry: SftLogEntry = {
-      step: step + 1,
-      loss: loss.data[0]!,
-      lr,
-      gradNorm,
-      tokensPerSec: tokens / ((performance.now() - t0) / 1e3),
-      elapsedSec,
-    };
-    const last = step + 1 === o.steps || elapsedSec >= o.timeLimitSec;
+    const entry = stepper.step();
+    const last = step + 1 === o.steps || entry.elapsedSec >= o.timeLimitSec;
     if (!last && o.evalEvery > 0 && (step + 1) % o.evalEvery === 0) {
       entry.accuracy = (await evaluate(model, k, tokenizer, evalSet, evalOptions)).greedy.value;
       log(entry);

@@ -11,12 +11,16 @@ import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import { warmStartRows } from '../workflows/warm-start.js';
 import type { Workflow } from '../workflows/workflow.js';
 import { buildModel, buildTokenizer, type AgentSpec } from '../model/agent-spec.js';
-import { trainSft } from './sft-trainer.js';
+import { playGreedy, successRate } from '../train/workflow-source.js';
+import { modelPolicy } from '../workflows/model-policy.js';
+import { Rng } from '../util/rng.js';
+import { sftStepper } from './sft-trainer.js';
+import { trainIntoBand, WarmStartBandSchema, type BandOutcome } from './warm-start-band.js';
 
 /** The warm start of a workflow agent. */
 export const WarmStartSchema = z
   .object({
-    /** SFT optimizer steps; default 0 (an untrained agent), at most 1000000. */
+    /** SFT optimizer steps (with a band: the most); default 0 (an untrained agent), at most 1000000. */
     steps: z.number().int().min(0).max(1_000_000, 'warm-start steps are at most 1000000').default(0),
     /** Solver rows to train on; default 2000, at most 100000 (they are generated and held in memory). */
     rows: z.number().int().positive().max(100_000, 'warm-start rows are at most 100000 (--rows)').default(2000),
@@ -31,8 +35,17 @@ export const WarmStartSchema = z
      * the last turn), so rows cover wrong proposals and later turns (warm-start.ts); default 0 (solver path only).
      */
     detour: z.number().min(0).max(1).default(0),
+    /**
+     * Stop at the first chunk of `band.every` steps whose greedy success on calibration instances is inside the band
+     * (warm-start-band.ts), at most `steps`; default none (exactly `steps` steps).
+     */
+    band: WarmStartBandSchema.optional(),
   })
-  .strict();
+  .strict()
+  .refine((w) => w.band === undefined || w.steps > 0, {
+    message: 'a warm start with a band needs steps > 0 (the most it may train)',
+    path: ['steps'],
+  });
 /** A warm start with defaults filled in. */
 export type WarmStart = z.output<typeof WarmStartSchema>;
 
@@ -45,7 +58,10 @@ const ASCII = Array.from({ length: 95 }, (_, i) => String.fromCharCode(32 + i)).
 /** Positions a fresh workflow agent has at least (tokens of prompt plus response). */
 export const WORKFLOW_AGENT_POSITIONS = 2048;
 
-/** A fresh agent for `wf` (tokenizer fitted to its solver episodes), SFT-trained for `warm.steps` steps. */
+/**
+ * A fresh agent for `wf` (tokenizer fitted to its solver episodes), SFT-trained for `warm.steps` steps, or with
+ * `warm.band` until its greedy success on calibration instances reaches the band (then `band` says where it stopped).
+ */
 export async function workflowAgent(
   wf: Workflow<unknown>,
   spec: AgentSpec,
@@ -53,7 +69,7 @@ export async function workflowAgent(
   seed: number,
   k: Kernels,
   log: (line: string) => void = () => {},
-): Promise<{ model: Transformer; tokenizer: Tokenizer }> {
+): Promise<{ model: Transformer; tokenizer: Tokenizer; band?: BandOutcome }> {
   const rows = await warmStartRows(wf, {
     count: warm.steps > 0 ? warm.rows : 8,
     seed: WARM_START_SEED,
@@ -66,7 +82,7 @@ export async function workflowAgent(
   const tokenizer = buildTokenizer(sized, [ASCII, ...rows.flatMap((r) => [r.prompt, r.response])]);
   const model = buildModel(sized, tokenizer);
   if (warm.steps === 0) return { model, tokenizer };
-  // trainSft's prompt layout with template '{question}' and plain format '{content}' is the prompt text itself.
+  // The SFT prompt layout with template '{question}' and plain format '{content}' is the prompt text itself.
   const problems: Problem[] = rows.map((r, i) => ({
     id: `${r.instance}:${r.role}:${i}`,
     prompt: r.prompt,
@@ -75,7 +91,7 @@ export async function workflowAgent(
     task: wf.name,
     difficulty: {},
   }));
-  const sft = {
+  const stepper = sftStepper(model, k, tokenizer, problems, {
     steps: warm.steps,
     batchSize: warm.batchSize,
     lr: warm.lr,
@@ -89,11 +105,25 @@ export async function workflowAgent(
     timeLimitSec: Infinity,
     maxNewTokens: 1,
     prompt: { template: '{question}', plainFormat: '{content}' },
-  };
-  // The SFT trainer's own evaluation (boxed answers) does not apply: one problem, ignored; rollouts measure success.
-  await trainSft(model, k, tokenizer, problems, problems.slice(0, 1), sft, (e) => {
-    if (e.step % 50 === 0 || e.step === warm.steps)
-      log(`warm start step ${e.step}/${warm.steps} loss ${e.loss.toFixed(4)}`);
   });
-  return { model, tokenizer };
+  const train = async (steps: number): Promise<void> => {
+    for (let i = 0; i < steps; i++) {
+      const e = stepper.step();
+      if (e.step % 50 === 0 || e.step === warm.steps)
+        log(`warm start step ${e.step}/${warm.steps} loss ${e.loss.toFixed(4)}`);
+    }
+  };
+  if (warm.band === undefined) {
+    await train(warm.steps);
+    return { model, tokenizer };
+  }
+  // Every role plays with the one model being trained (a per-role warm start trains each role's copy alike).
+  const policy = modelPolicy(model, tokenizer, k, new Rng(1));
+  const policies = Object.fromEntries(wf.roles.map((r) => [r.policy, policy]));
+  const band = await trainIntoBand(warm.band, warm.steps, train, async (seeds) => {
+    const s = successRate(await playGreedy(wf, policies, seeds));
+    log(`warm start calibration: ${(100 * s).toFixed(1)}% greedy on ${seeds.length} instances`);
+    return s;
+  });
+  return { model, tokenizer, band };
 }

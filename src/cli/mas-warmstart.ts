@@ -36,8 +36,12 @@ export async function runMasWarmstart(raw: MasWarmstartOptions, log: (line: stri
   // Checked before training, so a bad --out never costs a finished warm start.
   await ensureWritableDir(o.out, '--out');
   const wf = buildWorkflow(o.workflow);
-  const { model, tokenizer } = await workflowAgent(wf, o.agent, o.warmStart, o.seed, engine(), log);
+  const { model, tokenizer, band } = await workflowAgent(wf, o.agent, o.warmStart, o.seed, engine(), log);
   await savePretrained(o.out, { model, tokenizer, generation: null });
-  log(`saved ${o.out} (${wf.name}, vocabulary ${tokenizer.vocabSize}, ${o.warmStart.steps} warm-start steps)`);
+  const stop =
+    band === undefined
+      ? `${o.warmStart.steps} warm-start steps`
+      : `${band.steps} warm-start steps, ${(100 * band.calibration).toFixed(1)}% on calibration: ${band.outcome}`;
+  log(`saved ${o.out} (${wf.name}, vocabulary ${tokenizer.vocabSize}, ${stop})`);
   return o.out;
 }

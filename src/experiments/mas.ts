@@ -8,11 +8,19 @@
  * episode ends when solved, and are reported. Each trained arm is paired with the others per seed and instance, and
  * every arm's row shows its warm start's held-out success. With `ablations`, four variants of AT-GRPO shared (grouping
  * by agent only, by turn only, no-tree sampling, the group filter flipped) are paired with it.
+ *
+ * A warm start with a band stops at the first chunk of steps whose greedy success on calibration instances is inside
+ * it (src/agents/warm-start-band.ts); its steps and calibration success are reported beside its held-out success.
+ * Warm starts are cached in `<workDir>/warm-starts`, keyed by everything that decides their weights.
  */
-import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { ADVANTAGE_ESTIMATOR_NAMES } from '../algorithms/advantages.js';
+import type { Kernels } from '../backend/kernels.js';
 import { engine } from '../backend/engine.js';
 import { parseRunConfig } from '../config/load-config.js';
 import { formatDifference, mean, seedPairedDifference, wilson, type Difference, type Estimate } from '../util/stats.js';
@@ -21,6 +29,7 @@ import { findLatestCheckpoint } from '../run/run-folder.js';
 import { AgentSpecSchema, type AgentSpec } from '../model/agent-spec.js';
 import { trainRl } from '../train/rl-trainer.js';
 import { WarmStartSchema, workflowAgent, type WarmStart } from '../agents/workflow-agent.js';
+import type { BandOutcome } from '../agents/warm-start-band.js';
 import { agentKey } from '../run/metric-names.js';
 import { playHeldOut, successRate } from '../train/workflow-source.js';
 import { parseWith } from '../util/json-file.js';
@@ -28,6 +37,7 @@ import { Rng } from '../util/rng.js';
 import { modelPolicy } from '../workflows/model-policy.js';
 import { buildWorkflow } from '../workflows/registry.js';
 import { parseWorkflowConfig } from '../workflows/workflow-config.js';
+import type { Workflow } from '../workflows/workflow.js';
 
 /** Options of `hacrl bench mas`. */
 export const BenchMasSchema = z
@@ -70,7 +80,7 @@ export const BenchMasSchema = z
     ablations: z.boolean().default(false),
     /** Working folder (agents and runs); at the end only each run's metrics.jsonl and resolved config stay. */
     workDir: z.string().min(1),
-    /** Keep the warm starts, checkpoints and samples too; default false. */
+    /** Keep every run's checkpoints and samples too (warm starts stay in `<workDir>/warm-starts`); default false. */
     keep: z.boolean().default(false),
   })
   .strict();
@@ -131,6 +141,26 @@ export interface BenchMasResult {
   ablations: Partial<Record<Ablation, Difference & { seeds: number }>>;
   /** What the group-filter-flipped ablation used: the low-mean ratio (0: off). */
   flippedLowMeanRatio?: number;
+  /** The two warm starts: where each stopped, on calibration and on the held-out instances. */
+  warmStarts: Record<'workflow' | 'single', WarmStartReport>;
+}
+
+/** Where a warm start landed. */
+export interface WarmStartReport {
+  /** SFT steps trained. */
+  steps: number;
+  /** The band it was to stop in (fractions), or null for a fixed step count. */
+  band: { low: number; high: number } | null;
+  /** Greedy success on the calibration instances where it stopped (null without a band). */
+  calibration: number | null;
+  /** 'in-band', 'above' or 'below' the band (warm-start-band.ts), or 'fixed' without one. */
+  outcome: BandOutcome['outcome'] | 'fixed';
+  /** Calibration success after every chunk (empty without a band). */
+  curve: BandOutcome['curve'];
+  /** Greedy success on the held-out instances (the untrained arm's). */
+  heldOut: number;
+  /** True when it was read from the cache instead of trained. */
+  cached: boolean;
 }
 
 /** One arm's success. */
@@ -170,7 +200,7 @@ async function runMetrics(
 
 /** The file marking a folder that bench mas made, so that a later bench may clear what it wrote there. */
 const MADE_HERE = '.hacrl-bench-mas';
-/** What bench mas writes into the folder of one environment: the warm starts and one folder per seed. */
+/** What bench mas writes (or, before the cache, wrote) into the folder of one environment: warm starts, seed folders. */
 const WRITTEN_HERE = /^(warm-(workflow|single)|seed-\d+)$/;
 
 /**
@@ -205,6 +235,60 @@ export function benchAgent(
   };
 }
 
+/** Bumped whenever warm-start training changes in a way that changes the weights of an unchanged key. */
+const WARM_CACHE_FORMAT = 1;
+
+/**
+ * The warm start of `w` (built from workflow section `section`), from `<workDir>/warm-starts` when a warm start with
+ * the same key is there, else trained and stored: the key holds the resolved workflow section, agent, warm start (its
+ * band rule included), seed and the kernels' backend, BLAS library and thread count (their rounding decides the weights).
+ * Returns its folder and where it stopped.
+ */
+async function cachedWarmStart(
+  workDir: string,
+  section: Record<string, unknown>,
+  w: Workflow<unknown>,
+  agent: AgentSpec,
+  warm: WarmStart,
+  k: Kernels,
+  log: (line: string) => void,
+): Promise<{ dir: string; stop: Omit<WarmStartReport, 'heldOut'> }> {
+  const key = JSON.stringify({
+    format: WARM_CACHE_FORMAT,
+    workflow: parseWorkflowConfig(section),
+    agent,
+    warm,
+    seed: 0,
+    kernels: { name: k.name, blas: k.blas, threads: process.env['HACRL_THREADS'] ?? String(availableParallelism()) },
+  });
+  const dir = join(workDir, 'warm-starts', `${w.name}-${createHash('sha256').update(key).digest('hex').slice(0, 16)}`);
+  const meta = join(dir, 'warm-start.json');
+  if (existsSync(meta)) {
+    const stored = JSON.parse(await readFile(meta, 'utf8')) as { key: string; stop: WarmStartReport };
+    if (stored.key === key) {
+      log(`${w.name}: warm start from the cache (${dir})`);
+      return { dir, stop: { ...stored.stop, cached: true } };
+    }
+  }
+  const built = await workflowAgent(w, agent, warm, 0, k, log);
+  const stop: Omit<WarmStartReport, 'heldOut'> = {
+    steps: built.band?.steps ?? warm.steps,
+    band: warm.band ? { low: warm.band.low, high: warm.band.high } : null,
+    calibration: built.band?.calibration ?? null,
+    outcome: built.band?.outcome ?? 'fixed',
+    curve: built.band?.curve ?? [],
+    cached: false,
+  };
+  // Written beside the final folder and renamed into place, so an interrupted build never looks cached.
+  const partial = `${dir}.partial`;
+  await rm(partial, { recursive: true, force: true });
+  await savePretrained(partial, { ...built, generation: null });
+  await writeFile(join(partial, 'warm-start.json'), JSON.stringify({ key, stop }, null, 2) + '\n');
+  await rm(dir, { recursive: true, force: true });
+  await rename(partial, dir);
+  return { dir, stop };
+}
+
 /** Runs the benchmark; `log` receives progress lines. */
 export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => void): Promise<BenchMasResult[]> {
   const o = parseWith(BenchMasSchema, raw, 'bench mas options');
@@ -222,26 +306,32 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
     const responses: Record<string, number[]> = {};
     const singleSection = { ...section, sampling: 'single', roles: {} };
     await prepareWorkflowDir(join(o.workDir, wf.name));
-    // Two warm starts per environment, same size, steps and rows: the workflow's (solver rows of every role) starts
-    // both AT-GRPO arms, the single agent's (its own rows: no other role's turns in its prompts) starts single-grpo.
-    // Seeds vary RL only (instances, sampling). Greedy on the same held-out instances, the untrained results are
-    // the same for every seed.
+    // Two warm starts per environment, same size, rows and rule: the workflow's (solver rows of every role) starts
+    // both AT-GRPO arms, the single agent's (its own rows: no other role's turns in its prompts) starts single-grpo;
+    // with a band each stops on its own calibration success, so both arms start in the same band. Seeds vary RL only
+    // (instances, sampling). Greedy on the same held-out instances, the untrained results are the same for every seed.
     const starts = {} as Record<'workflow' | 'single', string>;
     const untrained = {} as Record<'workflow' | 'single', number[]>;
-    for (const [which, w] of [
-      ['workflow', wf],
-      ['single', buildWorkflow(singleSection)],
+    const warmStarts = {} as Record<'workflow' | 'single', WarmStartReport>;
+    for (const [which, w, wSection] of [
+      ['workflow', wf, section],
+      ['single', buildWorkflow(singleSection), singleSection],
     ] as const) {
-      starts[which] = join(o.workDir, wf.name, `warm-${which}`);
-      const agent = await workflowAgent(w, agentSpec, warm, 0, k, log);
-      await savePretrained(starts[which], { ...agent, generation: null });
+      const { dir, stop } = await cachedWarmStart(o.workDir, wSection, w, agentSpec, warm, k, log);
+      starts[which] = dir;
+      const agent = await loadPretrained(dir);
       const played = await playHeldOut(
         w,
         Object.fromEntries(w.roles.map((r) => [r.policy, modelPolicy(agent.model, agent.tokenizer, k, new Rng(1))])),
         o.heldOut,
       );
       untrained[which] = successVector(played.episodes);
-      log(`${wf.name} ${which}-untrained: held-out success ${successRate(played).toFixed(3)}`);
+      warmStarts[which] = { ...stop, heldOut: successRate(played) };
+      const calibration =
+        stop.calibration === null ? '' : `, calibration ${stop.calibration.toFixed(3)} (${stop.outcome})`;
+      log(
+        `${wf.name} ${which}-untrained: ${stop.steps} warm-start steps${calibration}, held-out success ${successRate(played).toFixed(3)}`,
+      );
     }
     for (let seed = 0; seed < o.seeds; seed++) {
       const dir = join(o.workDir, wf.name, `seed-${seed}`);
@@ -320,7 +410,6 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
               await rm(join(runDir, f), { recursive: true, force: true });
       }
     }
-    if (!o.keep) for (const s of Object.values(starts)) await rm(s, { recursive: true, force: true });
     const arms = Object.fromEntries(
       [...ARMS, ...ablations].map((a) => {
         // An untrained arm is one evaluation repeated per seed: its interval is over the instances once.
@@ -355,6 +444,7 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
       paired,
       ablations: Object.fromEntries(ablations.map((a) => [a, versus(a, 'at-grpo-shared')])),
       ...(flipped === undefined ? {} : { flippedLowMeanRatio: flipped }),
+      warmStarts,
     });
   }
   return out;
@@ -362,7 +452,7 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
 
 /**
  * The results as Markdown: success per arm (pooled over seeds, 95% interval) beside its warm start's, then the paired
- * differences, then (when run) each ablation against at-grpo-shared.
+ * differences, then where each warm start stopped, then (when run) each ablation against at-grpo-shared.
  */
 export function benchMasTable(results: readonly BenchMasResult[]): string {
   const pct = (x: number): string => (100 * x).toFixed(1);
@@ -392,6 +482,23 @@ export function benchMasTable(results: readonly BenchMasResult[]): string {
       const d = r.paired[a]!;
       const cells = VERSUS.map((b) => (d[b] === undefined ? '—' : formatDifference(d[b])));
       lines.push(`| ${r.workflow} | ${a} | ${cells.join(' | ')} |`);
+    }
+  lines.push(
+    '',
+    'Warm starts (greedy success; a band stops at the first chunk of steps inside it on calibration instances):',
+    '',
+    '| env | warm start | steps | band % | calibration % | stop | held-out % |',
+    '| --- | --- | --- | --- | --- | --- | --- |',
+  );
+  for (const r of results)
+    for (const which of ['workflow', 'single'] as const) {
+      const w = r.warmStarts[which];
+      const band = w.band === null ? '—' : `${pct(w.band.low)}–${pct(w.band.high)}`;
+      const calibration = w.calibration === null ? '—' : pct(w.calibration);
+      lines.push(
+        `| ${r.workflow} | ${which} | ${w.steps} | ${band} | ${calibration} | ${w.outcome}${w.cached ? ' (cached)' : ''} | ` +
+          `${pct(w.heldOut)} |`,
+      );
     }
   const withAblations = results.filter((r) => Object.keys(r.ablations).length > 0);
   if (withAblations.length > 0) {

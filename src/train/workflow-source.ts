@@ -50,6 +50,18 @@ export function heldOutSeeds(count: number): number[] {
   return Array.from({ length: count }, (_, i) => HELD_OUT_SEED + i);
 }
 
+/**
+ * First seed of the calibration instances, on which presets and warm-start stops are chosen: 3·10⁸ past the first
+ * held-out seed (disjoint from up to 3·10⁸ held-out instances), past every training seed of seeds below 100, and on
+ * the test side of the coding tasks (their test seeds start at HELD_OUT_SEED).
+ */
+export const CALIBRATION_SEED = 1_800_000_000;
+
+/** The calibration instances' seeds (warm starts stopped by a band). */
+export function calibrationSeeds(count: number): number[] {
+  return Array.from({ length: count }, (_, i) => CALIBRATION_SEED + i);
+}
+
 const frac = (xs: readonly boolean[]): number => mean(xs.map((x) => (x ? 1 : 0)));
 
 /** Episode success rate: the fraction of `batch`'s episodes the environment called solved (a cut-off is not). */
@@ -62,13 +74,22 @@ function greedy(wf: Workflow<unknown>): Workflow<unknown> {
   return { ...wf, roles: wf.roles.map((r) => ({ ...r, sampling: { ...r.sampling, temperature: 0 } })) };
 }
 
+/** Plays `wf` greedily, one episode per instance of `seeds` (no training); returns the episodes. */
+export async function playGreedy(
+  wf: Workflow<unknown>,
+  policies: Readonly<Record<string, Policy>>,
+  seeds: readonly number[],
+): Promise<MasBatch> {
+  return rollout(greedy(wf), 'no-tree', { seeds, groupSize: 1, policies });
+}
+
 /** Plays `wf` greedily, one episode per held-out instance (no training); returns the episodes. */
 export async function playHeldOut(
   wf: Workflow<unknown>,
   policies: Readonly<Record<string, Policy>>,
   count: number,
 ): Promise<MasBatch> {
-  return rollout(greedy(wf), 'no-tree', { seeds: heldOutSeeds(count), groupSize: 1, policies });
+  return playGreedy(wf, policies, heldOutSeeds(count));
 }
 
 /** Reward, success, parse, sandbox and group numbers of a set of samples (one role, or one role's turn). */
