@@ -143,7 +143,7 @@ describe('AT-GRPO training', () => {
     );
   });
 
-  test('hacrl bench mas --tiny --ablations: five arms and four ablations on held-out instances, warm starts beside them', async () => {
+  test('hacrl bench mas --tiny --ablations: five arms and four ablations on held-out instances, warm starts beside them (plan-path, math-tool)', async () => {
     // A folder an earlier bench made: the bench clears only what it writes there (a stale seed folder).
     const made = join(root, 'bench', 'plan-path');
     await mkdir(join(made, 'seed-7'), { recursive: true });
@@ -203,8 +203,22 @@ describe('AT-GRPO training', () => {
     for (const c of paired) [3, 4].forEach((i) => assert.match(c[i]!, diff));
     assert.equal(paired[0]![5], '—');
     for (const c of paired.slice(1)) assert.match(c[5]!, diff);
+    // Where each warm start stopped: the tiny band is 20–40% checked every step, at most 2 steps.
+    const warm = all.slice(12, 14).map((l) => l.split('|').map((c) => c.trim()));
+    assert.deepEqual(
+      warm.map((c) => [c[2], c[4]]),
+      [
+        ['workflow', '20.0–40.0'],
+        ['single', '20.0–40.0'],
+      ],
+    );
+    // Held-out success of each warm start beside its calibration success: the untrained arms' numbers.
+    assert.deepEqual(
+      warm.map((c) => c[7]),
+      [cells[2]![3], cells[0]![3]],
+    );
     // Each ablation against at-grpo-shared; the tiny size's filter is the spec's, so the flipped one is off.
-    const ablations = all.slice(12).map((l) => l.split('|').map((c) => c.trim()));
+    const ablations = all.slice(14).map((l) => l.split('|').map((c) => c.trim()));
     assert.deepEqual(
       ablations.map((c) => [c[2], c[4]]),
       [
@@ -215,8 +229,35 @@ describe('AT-GRPO training', () => {
       ],
     );
     for (const c of ablations) assert.match(c[3]!, diff);
-    const result = (JSON.parse(await readFile(json, 'utf8')) as BenchMasResult[])[0]!;
+    const results = JSON.parse(await readFile(json, 'utf8')) as BenchMasResult[];
+    const result = results[0]!;
     assert.equal(result.arms['at-grpo-shared'].warmStart, result.arms['workflow-untrained'].pooled.value);
+    // The math-tool family has its rows: five arms, four ablations, two warm starts, in table and JSON.
+    const math = r.stdout.split('\n').filter((l) => l.startsWith('| math-tool |'));
+    assert.equal(math.length, 9 + 3 + 2 + 4, math.join('\n'));
+    assert.deepEqual(
+      results.map((x) => x.workflow),
+      ['plan-path', 'math-tool'],
+    );
+    assert.deepEqual(Object.keys(results[1]!.arms), [...Object.keys(result.arms)]);
+    // Each warm start: steps where the rule stopped, its calibration success on the right side of the band.
+    for (const x of results)
+      for (const w of [x.warmStarts.workflow, x.warmStarts.single]) {
+        assert.deepEqual(w.band, { low: 0.2, high: 0.4 });
+        assert.equal(w.cached, false);
+        assert.deepEqual(
+          w.curve.map((p) => p.steps),
+          Array.from({ length: w.curve.length }, (_, i) => i + 1),
+          'one evaluation per 1-step chunk',
+        );
+        assert.equal(w.steps, w.curve.at(-1)!.steps);
+        assert.equal(w.calibration, w.curve.at(-1)!.success);
+        const inside = w.calibration! >= 0.2 && w.calibration! <= 0.4;
+        assert.equal(w.outcome, inside ? 'in-band' : w.calibration! > 0.4 ? 'above' : 'below');
+        if (w.outcome === 'below') assert.equal(w.steps, 2, 'a miss trains to the most steps');
+      }
+    assert.equal(result.warmStarts.workflow.heldOut, result.arms['workflow-untrained'].pooled.value);
+    assert.equal(result.warmStarts.single.heldOut, result.arms['single-untrained'].pooled.value);
     assert.deepEqual(Object.keys(result.ablations), [
       'grouping-agent',
       'grouping-turn',
@@ -243,6 +284,27 @@ describe('AT-GRPO training', () => {
       assert.equal(existsSync(join(seedDir, arm, 'checkpoints')), false, arm);
     }
     assert.equal(existsSync(join(root, 'bench', 'plan-path', 'warm-workflow')), false);
+    // The warm starts stay in the cache: a second bench on the same folder reads them instead of training, and
+    // lands where the first did.
+    const json2 = join(root, 'bench2.json');
+    const again = hacrl([
+      'bench',
+      'mas',
+      '--tiny',
+      '--seeds',
+      '1',
+      '--only',
+      'math-tool',
+      '--work-dir',
+      join(root, 'bench'),
+      '--json',
+      json2,
+    ]);
+    assert.equal(again.status, 0, again.stderr);
+    assert.match(again.stdout, /\| math-tool \| workflow \| \d+ \| 20\.0–40\.0 \| \d+\.\d \| \w[\w-]* \(cached\) \|/);
+    const cached = (JSON.parse(await readFile(json2, 'utf8')) as BenchMasResult[])[0]!;
+    for (const which of ['workflow', 'single'] as const)
+      assert.deepEqual(cached.warmStarts[which], { ...results[1]!.warmStarts[which], cached: true }, which);
   });
 
   test('workflow.teamBranches reaches training: later roles act in every branch, so the samples change', async () => {

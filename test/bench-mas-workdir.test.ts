@@ -1,5 +1,5 @@
 // `hacrl bench mas` never deletes what it did not create, and a bad --json fails before the bench runs, not after;
-// the full size's families and their per-family warm starts.
+// the full size's families, their per-family warm starts and the band every warm start stops in.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -36,20 +36,25 @@ describe('bench mas and its folders', () => {
     assert.equal(r.stdout, '', 'nothing ran');
   });
 
-  test("the full size's four families; coding's own warm start replaces only the fields it names", () => {
+  test("the full size's five families; coding's own warm start replaces only the fields it names", () => {
     const o = BenchMasSchema.parse({ ...BENCH_FULL, workDir: 'x' });
     assert.deepEqual(
       o.workflows.map((w) => w['name']),
-      ['plan-path', 'sudoku', 'sokoban', 'coding'],
+      ['plan-path', 'sudoku', 'sokoban', 'coding', 'math-tool'],
     );
     assert.deepEqual(o.workflows[2]!['env'], SOKOBAN_BENCH);
     const coding = benchAgent(o, 'coding');
     const planPath = benchAgent(o, 'plan-path');
-    assert.deepEqual([coding.warmStart.steps, coding.warmStart.rows, coding.warmStart.detour], [1000, 16_000, 0]);
+    const math = benchAgent(o, 'math-tool');
+    assert.deepEqual([coding.warmStart.steps, coding.warmStart.rows, coding.warmStart.detour], [1500, 24_000, 0]);
     assert.deepEqual(
       [planPath.warmStart.steps, planPath.warmStart.rows, planPath.warmStart.detour],
       [3000, 48_000, 0.5],
     );
+    assert.deepEqual(math.warmStart, planPath.warmStart, "math-tool's is the bench's");
+    // Every family's warm start stops in the same band, checked on 100 calibration instances every 100 steps.
+    const band = { low: 0.2, high: 0.4, every: 100, instances: 100 };
+    for (const w of o.workflows) assert.deepEqual(benchAgent(o, w['name'] as string).warmStart.band, band);
     assert.deepEqual(coding.agent, planPath.agent, 'the same agent');
     assert.equal(coding.agent.hidden, 64);
     const bad = BenchMasSchema.parse({

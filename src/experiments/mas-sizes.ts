@@ -43,7 +43,8 @@ const CODING = { name: 'coding', maxTurns: 1, groupSize: 4, groupFilter: { lowMe
 /**
  * Math with a tool (arith, 2-digit + and −), one turn: the tool agent writes a program whose last line prints the
  * answer (its warm-start trace prints the gold answer), run in the sandbox; the reasoner answers in \boxed{}. One turn
- * for the reason coding has one; RL as Plan-Path's (group filter off).
+ * for the reason coding has one (so the bench's detours, applied only before a last turn, never happen); RL as
+ * Plan-Path's (group filter off).
  */
 const MATH_TOOL = {
   name: 'math-tool',
@@ -67,9 +68,6 @@ const BAND = { low: 0.2, high: 0.4, every: 100, instances: 100 };
  */
 const CODING_WARM_START = { steps: 1500, rows: 24_000, batchSize: 16, detour: 0 };
 
-/** The math-tool warm start: no detours (a detour's row teaches the reasoner to ignore a wrong tool: one turn here). */
-const MATH_TOOL_WARM_START = { detour: 0 };
-
 /**
  * Full size. Plan-Path 5×5 (2 turns) with the tool agent writing a program that calls the sandbox's path-finding
  * routine on the grid it copies from its observation (src/envs/plan-path.ts), 64×2 agents. Chosen on calibration
@@ -85,7 +83,7 @@ const MATH_TOOL_WARM_START = { detour: 0 };
  */
 export const BENCH_FULL: Omit<BenchMasOptions, 'workDir'> = {
   workflows: [PLAN_PATH_5, SUDOKU, SOKOBAN, CODING, MATH_TOOL],
-  perWorkflow: { coding: { warmStart: CODING_WARM_START }, 'math-tool': { warmStart: MATH_TOOL_WARM_START } },
+  perWorkflow: { coding: { warmStart: CODING_WARM_START } },
   steps: 80,
   instancesPerStep: 16,
   heldOut: 100,
@@ -108,7 +106,6 @@ export const BENCH_FAST: Omit<BenchMasOptions, 'workDir'> = {
     CODING,
     { ...MATH_TOOL, roles: { tool: { maxNewTokens: 24 }, reasoner: { maxNewTokens: 24 } } },
   ],
-  perWorkflow: { 'math-tool': { warmStart: MATH_TOOL_WARM_START } },
   steps: 6,
   instancesPerStep: 2,
   heldOut: 30,

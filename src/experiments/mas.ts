@@ -239,13 +239,14 @@ export function benchAgent(
 const WARM_CACHE_FORMAT = 1;
 
 /**
- * The warm start of `w` (built from workflow section `section`), from `<workDir>/warm-starts` when a warm start with
- * the same key is there, else trained and stored: the key holds the resolved workflow section, agent, warm start (its
- * band rule included), seed and the kernels' backend, BLAS library and thread count (their rounding decides the weights).
- * Returns its folder and where it stopped.
+ * The warm start of `w` (built from workflow section `section`; `label` names its folder), from
+ * `<workDir>/warm-starts` when a warm start with the same key is there, else trained and stored: the key holds the
+ * resolved workflow section, agent, warm start (its band rule included), seed and the kernels' backend, BLAS library
+ * and thread count (their rounding decides the weights). Returns its folder and where it stopped.
  */
 async function cachedWarmStart(
   workDir: string,
+  label: 'workflow' | 'single',
   section: Record<string, unknown>,
   w: Workflow<unknown>,
   agent: AgentSpec,
@@ -261,7 +262,8 @@ async function cachedWarmStart(
     seed: 0,
     kernels: { name: k.name, blas: k.blas, threads: process.env['HACRL_THREADS'] ?? String(availableParallelism()) },
   });
-  const dir = join(workDir, 'warm-starts', `${w.name}-${createHash('sha256').update(key).digest('hex').slice(0, 16)}`);
+  const hash = createHash('sha256').update(key).digest('hex').slice(0, 16);
+  const dir = join(workDir, 'warm-starts', `${w.name}-${label}-${hash}`);
   const meta = join(dir, 'warm-start.json');
   if (existsSync(meta)) {
     const stored = JSON.parse(await readFile(meta, 'utf8')) as { key: string; stop: WarmStartReport };
@@ -317,7 +319,7 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
       ['workflow', wf, section],
       ['single', buildWorkflow(singleSection), singleSection],
     ] as const) {
-      const { dir, stop } = await cachedWarmStart(o.workDir, wSection, w, agentSpec, warm, k, log);
+      const { dir, stop } = await cachedWarmStart(o.workDir, which, wSection, w, agentSpec, warm, k, log);
       starts[which] = dir;
       const agent = await loadPretrained(dir);
       const played = await playHeldOut(

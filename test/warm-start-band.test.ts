@@ -1,0 +1,172 @@
+// Warm starts that stop inside a band of calibration success: the rule on fake learning curves (stops inside, reports a
+// miss or an overshoot, sees only calibration seeds), its validation, and a real banded warm start whose reported
+// calibration success is what the model does and which plays no held-out instance.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { engine } from '../src/backend/engine.js';
+import { WarmStartBandSchema, trainIntoBand } from '../src/agents/warm-start-band.js';
+import { WarmStartSchema, workflowAgent } from '../src/agents/workflow-agent.js';
+import { AgentSpecSchema } from '../src/model/agent-spec.js';
+import {
+  CALIBRATION_SEED,
+  calibrationSeeds,
+  HELD_OUT_SEED,
+  heldOutSeeds,
+  playGreedy,
+  successRate,
+  trainingSeeds,
+} from '../src/train/workflow-source.js';
+import { Rng } from '../src/util/rng.js';
+import { modelPolicy } from '../src/workflows/model-policy.js';
+import { buildWorkflow } from '../src/workflows/registry.js';
+import type { Workflow } from '../src/workflows/workflow.js';
+
+/**
+ * A fake learner: `train(n)` advances a step counter, `success(seeds)` reads the curve at it and records the seeds and
+ * the step it was asked at.
+ */
+function fake(curve: (steps: number) => number) {
+  let steps = 0;
+  const chunks: number[] = [];
+  const asked: { steps: number; seeds: readonly number[] }[] = [];
+  return {
+    chunks,
+    asked,
+    train: (n: number) => {
+      chunks.push(n);
+      steps += n;
+      return Promise.resolve();
+    },
+    success: (seeds: readonly number[]) => {
+      asked.push({ steps, seeds });
+      return Promise.resolve(curve(steps));
+    },
+  };
+}
+
+const band = (o: object = {}) => WarmStartBandSchema.parse({ low: 0.2, high: 0.4, every: 100, instances: 50, ...o });
+
+describe('warm starts stop inside a band of calibration success', () => {
+  test('a rising curve: stops at the first chunk inside the band, having evaluated after every chunk', async () => {
+    // 0, 0.1, 0.15, 0.3, … after 0, 100, 200, 300 steps: the first chunk at or above 20% is the third.
+    const f = fake((s) => [0, 0.1, 0.15, 0.3, 0.5, 0.7][s / 100]!);
+    const r = await trainIntoBand(band(), 3000, f.train, f.success);
+    assert.deepEqual(r, {
+      steps: 300,
+      calibration: 0.3,
+      outcome: 'in-band',
+      curve: [
+        { steps: 100, success: 0.1 },
+        { steps: 200, success: 0.15 },
+        { steps: 300, success: 0.3 },
+      ],
+    });
+    assert.deepEqual(f.chunks, [100, 100, 100]);
+    assert.deepEqual(
+      f.asked.map((a) => a.steps),
+      [100, 200, 300],
+    );
+    // The same curve gives the same stop: it depends on the successes only.
+    const g = fake((s) => [0, 0.1, 0.15, 0.3, 0.5, 0.7][s / 100]!);
+    assert.deepEqual(await trainIntoBand(band(), 3000, g.train, g.success), r);
+  });
+
+  test('a curve that never reaches the band is reported as a miss at the most steps (last chunk shorter)', async () => {
+    const f = fake((s) => Math.min(0.1, s / 1000));
+    const r = await trainIntoBand(band(), 350, f.train, f.success);
+    assert.equal(r.outcome, 'below');
+    assert.equal(r.steps, 350);
+    assert.equal(r.calibration, 0.1);
+    assert.deepEqual(f.chunks, [100, 100, 100, 50]);
+    assert.equal(r.curve.length, 4);
+  });
+
+  test('a chunk that jumps over the band stops there and says so; the band edges are inside', async () => {
+    const f = fake((s) => (s < 200 ? 0.1 : 0.9));
+    const r = await trainIntoBand(band(), 3000, f.train, f.success);
+    assert.deepEqual([r.outcome, r.steps, r.calibration], ['above', 200, 0.9]);
+    for (const edge of [0.2, 0.4]) {
+      const e = fake(() => edge);
+      assert.equal((await trainIntoBand(band(), 3000, e.train, e.success)).outcome, 'in-band', String(edge));
+    }
+  });
+
+  test('it evaluates calibration seeds only: none held out, none a training or warm-start instance', async () => {
+    const f = fake((s) => s / 1000);
+    await trainIntoBand(band({ instances: 10_000 }), 1000, f.train, f.success);
+    const seen = new Set(f.asked.flatMap((a) => [...a.seeds]));
+    assert.deepEqual([...seen].sort(), calibrationSeeds(10_000).sort());
+    assert.equal(Math.min(...seen), CALIBRATION_SEED);
+    // The most held-out instances a bench or config asks for, and every training seed of RL seeds below 100.
+    for (const s of heldOutSeeds(10_000)) assert.equal(seen.has(s), false);
+    assert.ok(Math.max(...trainingSeeds(99, 100_000, 4096)) < HELD_OUT_SEED);
+    assert.ok(HELD_OUT_SEED + 10_000 < CALIBRATION_SEED);
+  });
+
+  test('bands and step counts are validated up front, with what to change', async () => {
+    assert.throws(() => WarmStartBandSchema.parse({ low: 0, high: 0.4 }), /band\.low must be above 0/);
+    assert.throws(() => WarmStartBandSchema.parse({ low: 0.5, high: 0.4 }), /band\.high must be at least band\.low/);
+    assert.throws(
+      () => WarmStartSchema.parse({ steps: 0, band: { low: 0.2, high: 0.4 } }),
+      /a warm start with a band needs steps > 0/,
+    );
+    const f = fake(() => 0);
+    await assert.rejects(trainIntoBand(band(), 0, f.train, f.success), /needs at least 1 step/);
+    assert.deepEqual(WarmStartBandSchema.parse({ low: 0.2, high: 0.4 }), {
+      low: 0.2,
+      high: 0.4,
+      every: 100,
+      instances: 100,
+    });
+  });
+
+  test('a real banded warm start: its calibration success is what the model does, and it plays no held-out instance', async () => {
+    const k = engine();
+    const section = { name: 'plan-path', env: { height: 4, width: 4, wallProb: 0.1, maxShortest: 3 }, maxTurns: 2 };
+    const played: number[] = [];
+    const base = buildWorkflow(section);
+    // Every instance the warm start builds (solver rows, detours, calibration) goes through env.reset.
+    const wf: Workflow<unknown> = {
+      ...base,
+      env: {
+        ...base.env,
+        reset: (seed) => {
+          played.push(seed);
+          return base.env.reset(seed);
+        },
+      },
+    };
+    const spec = AgentSpecSchema.parse({ hidden: 32, layers: 1, heads: 2 });
+    const warm = WarmStartSchema.parse({
+      steps: 3,
+      rows: 32,
+      batchSize: 4,
+      band: { low: 0.2, high: 0.4, every: 2, instances: 3 },
+    });
+    const a = await workflowAgent(wf, spec, warm, 0, k);
+    assert.ok(a.band);
+    // Chunks of 2 then the shorter last one; every chunk evaluated.
+    assert.deepEqual(
+      a.band.curve.map((p) => p.steps),
+      a.band.outcome === 'below' ? [2, 3] : a.band.curve.map((_, i) => 2 * (i + 1)),
+    );
+    const replay = successRate(
+      await playGreedy(
+        base,
+        Object.fromEntries(base.roles.map((r) => [r.policy, modelPolicy(a.model, a.tokenizer, k, new Rng(1))])),
+        calibrationSeeds(3),
+      ),
+    );
+    assert.equal(a.band.calibration, replay);
+    for (const s of calibrationSeeds(3)) assert.ok(played.includes(s), `calibration instance ${s} played`);
+    assert.equal(
+      played.filter((s) => s >= HELD_OUT_SEED && s < HELD_OUT_SEED + 10_000).length,
+      0,
+      'no held-out instance',
+    );
+    // Deterministic: the same warm start again has the same weights and stop.
+    const b = await workflowAgent(base, spec, warm, 0, k);
+    assert.deepEqual(b.band, a.band);
+    for (const [name, t] of a.model.params) assert.deepEqual(b.model.params.get(name)!.data, t.data, name);
+  });
+});
