@@ -117,7 +117,7 @@ export async function workflowAgent(
     await train(warm.steps);
     return { model, tokenizer };
   }
-  // Every role plays with the one model being trained (a per-role warm start trains each role's copy alike).
+  // One model plays every role: per-role arms start each role's policy from this same warm start.
   const policy = modelPolicy(model, tokenizer, k, new Rng(1));
   const policies = Object.fromEntries(wf.roles.map((r) => [r.policy, policy]));
   const band = await trainIntoBand(warm.band, warm.steps, train, async (seeds) => {

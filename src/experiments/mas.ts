@@ -78,7 +78,10 @@ export const BenchMasSchema = z
      * grouping by agent only, by turn only, no-tree sampling, the group filter flipped; default false.
      */
     ablations: z.boolean().default(false),
-    /** Working folder (agents and runs); at the end only each run's metrics.jsonl and resolved config stay. */
+    /**
+     * Working folder (agents and runs); at the end each run's metrics.jsonl and resolved config stay, and the warm
+     * starts in `warm-starts/` (the cache).
+     */
     workDir: z.string().min(1),
     /** Keep every run's checkpoints and samples too (warm starts stay in `<workDir>/warm-starts`); default false. */
     keep: z.boolean().default(false),
@@ -266,7 +269,7 @@ async function cachedWarmStart(
   const dir = join(workDir, 'warm-starts', `${w.name}-${label}-${hash}`);
   const meta = join(dir, 'warm-start.json');
   if (existsSync(meta)) {
-    const stored = JSON.parse(await readFile(meta, 'utf8')) as { key: string; stop: WarmStartReport };
+    const stored = JSON.parse(await readFile(meta, 'utf8')) as { key: string; stop: Omit<WarmStartReport, 'heldOut'> };
     if (stored.key === key) {
       log(`${w.name}: warm start from the cache (${dir})`);
       return { dir, stop: { ...stored.stop, cached: true } };
