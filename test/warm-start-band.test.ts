@@ -2,7 +2,11 @@
 // miss or an overshoot, sees only calibration seeds), its validation, and a real banded warm start whose reported
 // calibration success is what the model does and which plays no held-out instance.
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
 import { engine } from '../src/backend/engine.js';
 import { WarmStartBandSchema, trainIntoBand } from '../src/agents/warm-start-band.js';
 import { WarmStartSchema, workflowAgent } from '../src/agents/workflow-agent.js';
@@ -20,6 +24,10 @@ import { Rng } from '../src/util/rng.js';
 import { modelPolicy } from '../src/workflows/model-policy.js';
 import { buildWorkflow } from '../src/workflows/registry.js';
 import type { Workflow } from '../src/workflows/workflow.js';
+import { hacrl } from './cli.js';
+
+const root = await mkdtemp(join(tmpdir(), 'hacrl-band-'));
+after(() => rm(root, { recursive: true, force: true }));
 
 /**
  * A fake learner: `train(n)` advances a step counter, `success(seeds)` reads the curve at it and records the seeds and
@@ -168,5 +176,35 @@ describe('warm starts stop inside a band of calibration success', () => {
     const b = await workflowAgent(base, spec, warm, 0, k);
     assert.deepEqual(b.band, a.band);
     for (const [name, t] of a.model.params) assert.deepEqual(b.model.params.get(name)!.data, t.data, name);
+  });
+
+  test('hacrl mas warmstart --band: says where it stopped; a malformed band is refused before training', () => {
+    const tiny = ['--hidden', '32', '--layers', '1', '--heads', '2', '--rows', '32', '--batch-size', '4'];
+    const out = join(root, 'cli');
+    const flags = ['--steps', '2', '--band', '0.2,0.4', '--band-every', '1', '--band-instances', '2'];
+    const r = hacrl(['mas', 'warmstart', '--out', out, ...tiny, ...flags]);
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /warm start calibration: \d+\.\d% greedy on 2 instances/);
+    assert.match(
+      r.stdout,
+      /saved .* \(plan-path, vocabulary \d+, [12] warm-start steps, \d+\.\d% on calibration: (in-band|above|below)\)/,
+    );
+    assert.ok(existsSync(join(out, 'model.safetensors')));
+    const bad = hacrl(['mas', 'warmstart', '--out', join(root, 'bad'), ...tiny, '--steps', '2', '--band', '0.2']);
+    assert.notEqual(bad.status, 0);
+    assert.match(bad.stderr, /--band takes two fractions, low and high, e\.g\. 0\.2,0\.4; got 0\.2/);
+    const inverted = hacrl([
+      'mas',
+      'warmstart',
+      '--out',
+      join(root, 'inv'),
+      ...tiny,
+      '--steps',
+      '2',
+      '--band',
+      '0.4,0.2',
+    ]);
+    assert.match(inverted.stderr, /band\.high must be at least band\.low/);
+    assert.equal(existsSync(join(root, 'inv')), false, 'nothing written');
   });
 });

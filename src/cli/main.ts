@@ -244,15 +244,32 @@ withAgentOptions(mas.command('warmstart'))
     0,
   )
   .option('--seed <n>', 'seed of the SFT batch order', num, 0)
+  .option(
+    '--band <low,high>',
+    'stop at the first chunk whose greedy calibration success is in [low, high], e.g. 0.2,0.4',
+  )
+  .option('--band-every <n>', 'SFT steps between calibration evaluations (with --band)', num, 100)
+  .option('--band-instances <n>', 'calibration instances per evaluation (with --band)', num, 100)
   .action(async (o: Record<string, unknown>) => {
     const [agent, rest] = agentSpecOf(o);
-    const { out, workflow, steps, rows, batchSize, lr, role, detour, seed } = rest;
+    const { out, workflow, steps, rows, batchSize, lr, role, detour, seed, band, bandEvery, bandInstances } = rest;
+    const [low, high] = band === undefined ? [] : String(band).split(',').map(Number);
+    if (band !== undefined && !(Number.isFinite(low) && Number.isFinite(high)))
+      throw new Error(`--band takes two fractions, low and high, e.g. 0.2,0.4; got ${String(band)}`);
     await runMasWarmstart(
       {
         out: out as string,
         workflow: workflowOption(workflow),
         agent: agent as never,
-        warmStart: { steps, rows, batchSize, lr, detour, ...(role ? { roles: role } : {}) } as never,
+        warmStart: {
+          steps,
+          rows,
+          batchSize,
+          lr,
+          detour,
+          ...(role ? { roles: role } : {}),
+          ...(band === undefined ? {} : { band: { low, high, every: bandEvery, instances: bandInstances } }),
+        } as never,
         seed: seed as number,
       },
       (line) => console.log(line),
