@@ -112,7 +112,7 @@ describe('hacrl demo (tiny pair, 2 steps)', () => {
     const first = hacrl(args('demo-a'));
     assert.equal(first.status, 0, first.stderr);
     for (const agent of ['small', 'large'])
-      for (const split of ['in-distribution', 'out-of-distribution'])
+      for (const split of ['in-distribution', 'ood-mild'])
         assert.match(
           first.stdout,
           new RegExp(
