@@ -176,7 +176,11 @@ program
   )
   .option('--config <file>', 'run configuration (YAML or JSON)')
   .option('--set <key=value...>', 'overrides, e.g. --set optim.activationCheckpointing=true', [])
-  .option('--prompt-tokens <n>', 'longest prompt in tokens (default: measured on data.train)', positiveInt)
+  .option(
+    '--prompt-tokens <n>',
+    'longest prompt in tokens (default: measured on the 256 longest questions of data.train)',
+    positiveInt,
+  )
   .option('--json', 'print one JSON object instead of the table', false)
   .action((o: PlanCliOptions) => runPlan(o));
 
