@@ -5,14 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { engine } from '../src/backend/engine.js';
-import { LoraAdapters } from '../src/model/lora.js';
-import { adapt } from '../src/model/peft.js';
-import { loadPretrained, savePretrained } from '../src/model/pretrained.js';
+import { loadPretrained } from '../src/model/pretrained.js';
 import { scoreResponses } from '../src/model/response-log-probs.js';
 import { saveModel } from '../src/model/weights.js';
 import { CharTokenizer } from '../src/tokenizer/char-tokenizer.js';
-import { mulberry32, uniform } from './helpers.js';
-import { saveTinyAgent } from './tiny-agents.js';
+import { saveTinyAdapter, saveTinyAgent } from './tiny-agents.js';
 import { CONFIGS, testModel } from './tiny-models.js';
 import { requireTorch, runTorchReference } from './torch-reference.js';
 import { hacrl } from './cli.js';
@@ -100,19 +97,8 @@ describe('hacrl score on a PEFT adapter folder', () => {
   test('scores under the adapted model, as `hacrl eval` loads it, not under its base', async () => {
     const dir = join(root, 'lora');
     await saveTinyAgent(join(dir, 'base'), 'qwen3', 4);
-    const base = await loadPretrained(join(dir, 'base'));
-    const adapters = LoraAdapters.init(
-      base.model.cfg,
-      { rank: 4, alpha: 8, dropout: 0, targets: 'all-linear' },
-      join(dir, 'base'),
-      6,
-    );
-    // A fresh B is zero (the adapted model would equal its base): random B makes the adapters count.
-    for (const [name, t] of adapters.params)
-      if (name.includes('lora_B')) t.data.set(uniform(t.size, mulberry32(t.size), -0.2, 0.2));
     // The adapter folder has no tokenizer files of its own: text rows use its base's tokenizer.
-    await savePretrained(join(dir, 'adapter'), { ...base, model: adapt(base.model, adapters) });
-    await rm(join(dir, 'adapter', 'tokenizer.json'));
+    await saveTinyAdapter(join(dir, 'adapter'), join(dir, 'base'), 6, false);
     const rows = [
       { prompt: 'the answer is', response: ' 42.' },
       { prompt_ids: [5, 9, 13], response_ids: [20, 21, 22, 23] },

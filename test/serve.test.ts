@@ -9,14 +9,11 @@ import { after, before, test } from 'node:test';
 import OpenAI from 'openai';
 import { engine } from '../src/backend/engine.js';
 import { generate } from '../src/model/generate.js';
-import { LoraAdapters } from '../src/model/lora.js';
-import { adapt } from '../src/model/peft.js';
-import { loadPretrained, savePretrained, type Pretrained } from '../src/model/pretrained.js';
+import { loadPretrained, type Pretrained } from '../src/model/pretrained.js';
 import { Batcher } from '../src/serve/batcher.js';
 import { HacrlServer } from '../src/serve/server.js';
 import { hacrl } from './cli.js';
-import { mulberry32, uniform } from './helpers.js';
-import { saveTinyAgent } from './tiny-agents.js';
+import { saveTinyAdapter, saveTinyAgent } from './tiny-agents.js';
 
 const root = await mkdtemp(join(tmpdir(), 'hacrl-serve-'));
 const dir = join(root, 'agent');
@@ -30,11 +27,7 @@ let stopServer: () => Promise<number | null>;
 before(async () => {
   await saveTinyAgent(dir, 'llama');
   agent = await loadPretrained(dir);
-  const adapters = LoraAdapters.init(agent.model.cfg, { rank: 4, alpha: 8, dropout: 0, targets: 'all-linear' }, dir, 3);
-  // A fresh B is zero (the adapted model would answer as its base): random B makes the adapters count.
-  for (const [name, t] of adapters.params)
-    if (name.includes('lora_B')) t.data.set(uniform(t.size, mulberry32(t.size), -0.3, 0.3));
-  await savePretrained(adapterDir, { ...agent, model: adapt(agent.model, adapters) });
+  await saveTinyAdapter(adapterDir, dir, 3);
   const models = ['--model', `tiny=${dir}`, `lora=${adapterDir}`];
   const child = spawn(process.execPath, ['dist/src/cli/main.js', 'serve', ...models, '--port', '0'], {
     stdio: ['ignore', 'pipe', 'pipe'],
