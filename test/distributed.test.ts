@@ -1,7 +1,7 @@
 // Agents as separate processes (`hacrl agent`) exchanging rollouts over a real nats-server: a HACPO pair with
-// different tokenizers, and three agents, end with the same weights and metrics as the single-process run — also
-// when an agent or the broker is SIGKILLed mid-run, when a publish is repeated, and when steps go through the Object
-// Store. The exchange's own rules (agent order, rejected records, late agents) are checked in process first.
+// different tokenizers (also as LoRA agents), and three agents, end with the same weights, optimizer moments,
+// checkpoint state and metrics as the single-process run — also when an agent or the broker is SIGKILLed mid-run,
+// when a publish is repeated, and when steps go through the Object Store. The exchange's own rules (agent order, rejected records, late agents) are checked in process first.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -18,6 +18,7 @@ import {
   type NatsSettings,
 } from '../src/distributed/nats-transport.js';
 import { decodeStep, encodeStep } from '../src/distributed/records.js';
+import { readSafetensors } from '../src/model/safetensors.js';
 import { InProcessTransport } from '../src/distributed/transport.js';
 import type { SampleRecord } from '../src/train/sample-table.js';
 import { hacrl, metricRows, TINY_AGENT_FLAGS } from './cli.js';
@@ -262,21 +263,45 @@ async function runAgents(config: string, runDir: string, agents: string[], extra
 
 const checkpoint = (runDir: string, step: number): string =>
   join(runDir, 'checkpoints', `step-${String(step).padStart(6, '0')}`);
-const weights = (dir: string): Promise<Buffer> => readFile(join(dir, 'model.safetensors'));
+/** The weight files of agent folder `dir`: a LoRA agent's adapters (a PEFT folder), else its whole weights. */
+const weightFiles = (dir: string): string[] =>
+  existsSync(join(dir, 'adapter_config.json'))
+    ? ['adapter_config.json', 'adapter_model.safetensors']
+    : ['model.safetensors'];
+const weights = async (dir: string): Promise<Buffer> =>
+  Buffer.concat(await Promise.all(weightFiles(dir).map((f) => readFile(join(dir, f)))));
+const stateJson = async (dir: string): Promise<{ agents: { name: string; rngs: Record<string, number[]> }[] }> =>
+  JSON.parse(await readFile(join(dir, 'state.json'), 'utf8')) as {
+    agents: { name: string; rngs: Record<string, number[]> }[];
+  };
 
-/** The single-process run of `config` in `runDir`. */
-function oneProcess(config: string, runDir: string): void {
-  const r = hacrl(['train', ...settings(config, runDir, [])]);
+/** The single-process run of `config` in `runDir`, with more `key=value` overrides. */
+function oneProcess(config: string, runDir: string, extra: string[] = []): void {
+  const r = hacrl(['train', ...settings(config, runDir, extra)]);
   assert.equal(r.status, 0, r.stderr);
 }
 
-/** Every agent of the distributed run in `dist` ends with the weights and metrics of the one-process run `whole`. */
+/**
+ * Every agent of the distributed run in `dist` ends with the weights (or adapters), AdamW moments, checkpoint state
+ * and metrics of the one-process run `whole`.
+ */
 async function assertSameAsOneProcess(whole: string, dist: string, agents: string[]): Promise<void> {
   const wholeRows = await metricRows(whole);
+  const wholeState = await stateJson(checkpoint(whole, STEPS));
   for (const a of agents) {
     const final = await weights(join(checkpoint(join(dist, a), STEPS), 'agents', a));
     assert.ok(final.equals(await weights(join(checkpoint(whole, STEPS), 'agents', a))), `${a}: final weights`);
     assert.ok(!final.equals(await weights(agentDir(a))), `${a}: the weights changed`);
+    const moments = (run: string): Promise<Buffer> =>
+      readFile(join(checkpoint(run, STEPS), 'optimizer', `${a}.safetensors`));
+    assert.ok((await moments(join(dist, a))).equals(await moments(whole)), `${a}: AdamW moments`);
+    // An agent's checkpoint holds only its own part; everything else in state.json (step, data cursor, run-wide RNG
+    // states, HACPO's capability history of every agent) is the whole run's.
+    assert.deepEqual(
+      await stateJson(checkpoint(join(dist, a), STEPS)),
+      { ...wholeState, agents: wholeState.agents.filter((x) => x.name === a) },
+      `${a}: state.json`,
+    );
     const rows = await metricRows(join(dist, a));
     assert.equal(rows.length, STEPS + 1, `${a}: the base validation and one row per step`);
     assert.deepEqual(
@@ -392,6 +417,43 @@ describe('hacrl agent: one process per agent over a real nats-server', () => {
     const dist = join(root, 'objects');
     await runAgents(config, dist, pair, ['exchange.maxMessageBytes=1024']);
     await assertSameAsOneProcess(whole, dist, pair);
+  });
+
+  test('a HACPO pair of LoRA agents with different tokenizers, one with dropout and KL, SIGKILLed and restarted, ends byte-equal', async () => {
+    const lora = [
+      'agents.0.lora={rank: 4, alpha: 8}',
+      'agents.1.lora={rank: 4, alpha: 8, dropout: 0.1}',
+      'optim.klCoef=0.01',
+      'optim.lr=0.01',
+      'exchange.runId=lora',
+    ];
+    const wholeLora = join(root, 'whole-lora');
+    oneProcess(config, wholeLora, lora);
+    const dist = join(root, 'lora');
+    const a = startAgent(config, dist, 'char', lora);
+    const b = startAgent(config, dist, 'bpe', lora);
+    // The agent with dropout is killed after its first checkpoint: restarted, it draws its masks from the saved RNG.
+    const ready = join(checkpoint(join(dist, 'bpe'), 1), 'state.json');
+    await when(`${ready} appeared`, () => existsSync(ready), b.done);
+    b.child.kill('SIGKILL');
+    assert.equal((await b.done).status, null, 'killed');
+    assert.ok(!existsSync(checkpoint(join(dist, 'bpe'), STEPS)), 'killed before the end');
+    const restarted = await startAgent(config, dist, 'bpe', lora).done;
+    assert.equal(restarted.status, 0, restarted.stderr);
+    assert.match(restarted.stdout, /resuming .* from step [1-2]/);
+    assert.equal((await a.done).status, 0);
+    await assertSameAsOneProcess(wholeLora, dist, pair);
+    for (const a of pair) {
+      const folder = join(checkpoint(join(dist, a), STEPS), 'agents', a);
+      assert.ok(!existsSync(join(folder, 'model.safetensors')), `${a}: adapters only, no copy of the base`);
+      const { tensors } = await readSafetensors(join(folder, 'adapter_model.safetensors'));
+      assert.ok(
+        [...tensors].some(([n, t]) => n.endsWith('lora_B.weight') && (t.data as Float32Array).some((v) => v !== 0)),
+        `${a}: B moved from zero`,
+      );
+    }
+    const { agents } = await stateJson(checkpoint(join(dist, 'bpe'), STEPS));
+    assert.ok(agents[0]!.rngs.lora_dropout, 'the dropout RNG is checkpointed');
   });
 
   test('three agents as three processes end byte-equal to one process', async () => {

@@ -10,7 +10,10 @@ import { after, describe, test } from 'node:test';
 import { engine } from '../src/backend/engine.js';
 import { readHfConfig, writeHfConfig } from '../src/model/hf-config.js';
 import { parseRunConfig } from '../src/config/load-config.js';
-import { planRun } from '../src/train/run-plan.js';
+import { longestPrompt, MEASURED_QUESTIONS, planRun } from '../src/train/run-plan.js';
+import { renderPrompt } from '../src/tasks/prompt.js';
+import { loadTokenizer } from '../src/tokenizer/load.js';
+import { mulberry32 } from './helpers.js';
 import {
   agentMemory,
   blockFloats,
@@ -301,6 +304,40 @@ describe('hacrl plan, and the refusal of hacrl train', async () => {
       checkpointing: false,
     });
     assert.ok(a.resident < full.resident / 2.5, `${a.resident} against full fine-tuning's ${full.resident}`);
+  });
+
+  test('the longest prompt is measured on a bounded number of the longest questions, exact when few', async () => {
+    const tok = await loadTokenizer(agent);
+    let calls = 0;
+    const counting = {
+      chatTemplate: tok.chatTemplate,
+      applyChatTemplate: tok.applyChatTemplate.bind(tok),
+      encode: (text: string, o?: { addSpecialTokens?: boolean }): number[] => {
+        calls++;
+        return tok.encode(text, o);
+      },
+    };
+    const prompt = { template: 'Q: {question}' };
+    const tokens = (q: string): number => tok.encode(renderPrompt(tok, q, prompt)).length;
+    // A data set twice the bound, lengths in random order, the longest last: only the bound is tokenized.
+    const rng = mulberry32(3);
+    const words = (n: number): string =>
+      Array.from({ length: n }, (_, i) => ['the', 'answer', 'is', '42.'][i % 4]).join(' ');
+    const questions = Array.from(
+      { length: 2 * MEASURED_QUESTIONS },
+      (_, i) => `${i}: ${words(1 + Math.floor(rng() * 40))}`,
+    );
+    questions.push(`last: ${words(60)}`);
+    assert.equal(longestPrompt(counting, questions, prompt), Math.max(...questions.map(tokens)));
+    assert.equal(calls, MEASURED_QUESTIONS);
+    // Few questions are all measured (duplicates once): the most tokens wins even when it is not the longest text.
+    const few = ['the answer is the answer is', 'zqxjvkzqxjvk', 'the answer is the answer is', 'hello'];
+    assert.ok(tokens(few[1]!) > tokens(few[0]!), 'the shorter text has more tokens');
+    calls = 0;
+    assert.equal(longestPrompt(counting, few, prompt), tokens(few[1]!));
+    assert.equal(calls, 3);
+    // With a bound of 1, only the longest text is measured: what the bound gives up.
+    assert.equal(longestPrompt(counting, few, prompt, 1), tokens(few[0]!));
   });
 
   test('hacrl config resolve adds the verdict on stderr and keeps stdout one JSON document', () => {

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { runConfigResolve, runConfigSchema } from '../src/cli/config.js';
-import { loadRunConfig, parseRunConfig } from '../src/config/load-config.js';
+import { loadRunConfig, parseRunConfig, parseSavedRunConfig } from '../src/config/load-config.js';
 import { configJsonSchema, resolveAgents, type RunConfig } from '../src/config/rl-config.js';
 import { DEFAULT_QUESTION_TEMPLATE } from '../src/tasks/prompt.js';
 
@@ -239,6 +239,34 @@ test('the example configs name only their algorithm and get its recipe', async (
     [hacpo.preset, hacpo.optim.clipHigh, hacpo.optim.miniBatches, hacpo.hacpo.deltaStep],
     [undefined, 4e-4, 4, 0.025],
   );
+});
+
+test('a saved resolved config reads back as itself; keys it lacks take their defaults, removed keys are refused', async () => {
+  const saved = (c: RunConfig): Record<string, unknown> => JSON.parse(JSON.stringify(c)) as Record<string, unknown>;
+  for (const c of [
+    await loadRunConfig('examples/grpo-easy.yaml'),
+    await loadRunConfig('examples/hacpo-easy.yaml'),
+    await loadRunConfig('examples/hacpo-gsm8k-lora.yaml'),
+    await withOverrides('preset=gspo-x2', 'optim.activationCheckpointing=true'),
+  ])
+    assert.deepEqual(parseSavedRunConfig(saved(c), 'config.resolved.json'), c);
+  // A run started before optim.activationCheckpointing existed saved no value for it: read with today's default.
+  const now = await withOverrides('algorithm=hacpo', 'agents.1.name=b', 'agents.1.checkpoint=y');
+  const old = saved(now);
+  delete (old.optim as Record<string, unknown>).activationCheckpointing;
+  assert.deepEqual(parseSavedRunConfig(old, 'config.resolved.json'), now);
+  const withCheckpointing = await withOverrides(
+    'algorithm=hacpo',
+    'agents.1.name=b',
+    'agents.1.checkpoint=y',
+    'optim.activationCheckpointing=true',
+  );
+  assert.notDeepEqual(parseSavedRunConfig(old, 'config.resolved.json'), withCheckpointing);
+  assert.throws(
+    () => parseSavedRunConfig({ ...old, retired: 1 }, '/runs/x/config.resolved.json'),
+    /the saved configuration \/runs\/x\/config\.resolved\.json is invalid:\n✖ .*retired/,
+  );
+  assert.throws(() => parseSavedRunConfig([1], 'c.json'), /c\.json holds no configuration mapping/);
 });
 
 test('YAML and JSON files give the same config; overrides apply on top of a file', async () => {

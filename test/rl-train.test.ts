@@ -249,6 +249,30 @@ describe('hacrl train', () => {
     assert.match(changed.stderr, /the configuration differs/);
   });
 
+  test('resuming a run saved before a config key existed: its current default fills in, a set value still differs', async () => {
+    const dir = join(root, 'older');
+    const short = ['steps=2', 'eval.every=0'];
+    const r = hacrl(runArgs(dir, short));
+    assert.equal(r.status, 0, r.stderr);
+    // What a run started before optim.activationCheckpointing existed saved: the same config without that key.
+    const file = join(dir, 'config.resolved.json');
+    const saved = JSON.parse(await readFile(file, 'utf8')) as { optim: Record<string, unknown> };
+    assert.equal(saved.optim.activationCheckpointing, false);
+    delete saved.optim.activationCheckpointing;
+    await writeFile(file, JSON.stringify(saved, null, 2));
+    const resumed = hacrl([...runArgs(dir, short), '--resume']);
+    assert.equal(resumed.status, 0, resumed.stderr);
+    assert.match(resumed.stdout, /resuming .*older from step 2/);
+    const other = hacrl([...runArgs(dir, [...short, 'optim.activationCheckpointing=true']), '--resume']);
+    assert.equal(other.status, 1);
+    assert.match(other.stderr, /the configuration differs/);
+    // A saved value that differs from the current one is refused as before.
+    await writeFile(file, JSON.stringify({ ...saved, optim: { ...saved.optim, activationCheckpointing: true } }));
+    const changed = hacrl([...runArgs(dir, short), '--resume']);
+    assert.equal(changed.status, 1);
+    assert.match(changed.stderr, /the configuration differs/);
+  });
+
   test('an update that leaves non-finite weights stops the run with a clear error and is never checkpointed', async () => {
     const dir = join(root, 'nan');
     const r = hacrl(

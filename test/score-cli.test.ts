@@ -4,8 +4,12 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
+import { engine } from '../src/backend/engine.js';
+import { loadPretrained } from '../src/model/pretrained.js';
+import { scoreResponses } from '../src/model/response-log-probs.js';
 import { saveModel } from '../src/model/weights.js';
 import { CharTokenizer } from '../src/tokenizer/char-tokenizer.js';
+import { saveTinyAdapter, saveTinyAgent } from './tiny-agents.js';
 import { CONFIGS, testModel } from './tiny-models.js';
 import { requireTorch, runTorchReference } from './torch-reference.js';
 import { hacrl } from './cli.js';
@@ -86,5 +90,46 @@ describe('hacrl score', async () => {
     const r2 = hacrl(['score', '--model', dir, '--input', bad]);
     assert.notEqual(r2.status, 0);
     assert.match(r2.stderr, /row 1: token id 500 is outside the vocabulary/);
+  });
+});
+
+describe('hacrl score on a PEFT adapter folder', () => {
+  test('scores under the adapted model, as `hacrl eval` loads it, not under its base', async () => {
+    const dir = join(root, 'lora');
+    await saveTinyAgent(join(dir, 'base'), 'qwen3', 4);
+    // The adapter folder has no tokenizer files of its own: text rows use its base's tokenizer.
+    await saveTinyAdapter(join(dir, 'adapter'), join(dir, 'base'), 6, false);
+    const rows = [
+      { prompt: 'the answer is', response: ' 42.' },
+      { prompt_ids: [5, 9, 13], response_ids: [20, 21, 22, 23] },
+    ];
+    const input = join(dir, 'rows.jsonl');
+    await writeFile(input, rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
+    const score = (model: string): number[][] => {
+      const r = hacrl(['score', '--model', model, '--input', input]);
+      assert.equal(r.status, 0, r.stderr);
+      return r.stdout
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { token_logprobs: number[] }).token_logprobs);
+    };
+    const adapted = score(join(dir, 'adapter'));
+    const plain = score(join(dir, 'base'));
+    assert.equal(adapted.length, rows.length);
+    for (const [i, lp] of adapted.entries()) {
+      assert.equal(lp.length, plain[i]!.length);
+      assert.ok(
+        lp.some((x, j) => Math.abs(x - plain[i]![j]!) > 1e-4),
+        `row ${i + 1}: the adapters change the log-probs`,
+      );
+    }
+    // What eval's and serve's loader gives for the same folder, scored in this process.
+    const loaded = await loadPretrained(join(dir, 'adapter'));
+    assert.ok(loaded.model.adapters, 'loaded with its adapters');
+    const items = [
+      { prompt: loaded.tokenizer.encode(rows[0]!.prompt!), response: loaded.tokenizer.encode(rows[0]!.response!) },
+      { prompt: rows[1]!.prompt_ids!, response: rows[1]!.response_ids! },
+    ];
+    assert.deepEqual(adapted, scoreResponses(loaded.model, engine(), items));
   });
 });

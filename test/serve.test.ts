@@ -2,7 +2,7 @@
 // batching that changes no token, and bad requests answered with 4xx while the server keeps serving.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -12,10 +12,13 @@ import { generate } from '../src/model/generate.js';
 import { loadPretrained, type Pretrained } from '../src/model/pretrained.js';
 import { Batcher } from '../src/serve/batcher.js';
 import { HacrlServer } from '../src/serve/server.js';
-import { saveTinyAgent } from './tiny-agents.js';
+import { hacrl } from './cli.js';
+import { saveTinyAdapter, saveTinyAgent } from './tiny-agents.js';
 
 const root = await mkdtemp(join(tmpdir(), 'hacrl-serve-'));
 const dir = join(root, 'agent');
+/** A PEFT adapter folder on `dir`, served beside it as "lora". */
+const adapterDir = join(root, 'adapter');
 let agent: Pretrained;
 let client: OpenAI;
 let baseURL: string;
@@ -24,7 +27,9 @@ let stopServer: () => Promise<number | null>;
 before(async () => {
   await saveTinyAgent(dir, 'llama');
   agent = await loadPretrained(dir);
-  const child = spawn(process.execPath, ['dist/src/cli/main.js', 'serve', '--model', `tiny=${dir}`, '--port', '0'], {
+  await saveTinyAdapter(adapterDir, dir, 3);
+  const models = ['--model', `tiny=${dir}`, `lora=${adapterDir}`];
+  const child = spawn(process.execPath, ['dist/src/cli/main.js', 'serve', ...models, '--port', '0'], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
@@ -66,12 +71,58 @@ function reference(prompt: number[], o: { seed: number; maxTokens: number; tempe
 const chatPrompt = (content: string): number[] =>
   agent.tokenizer.encode(agent.tokenizer.applyChatTemplate([{ role: 'user', content }], { addGenerationPrompt: true }));
 
-test('/v1/models lists the served model', async () => {
+test('/v1/models lists the served models', async () => {
   const models = await client.models.list();
   assert.deepEqual(
     models.data.map((m) => m.id),
-    ['tiny'],
+    ['tiny', 'lora'],
   );
+});
+
+test('a served adapter folder answers greedily as `hacrl eval` and generate of the same folder, not as its base', async () => {
+  const question = 'what is 12 + 30?';
+  const maxTokens = 16;
+  const data = join(root, 'one.jsonl');
+  await writeFile(data, `${JSON.stringify({ prompt: question, answer: '42' })}\n`);
+  const report = join(root, 'eval.json');
+  const e = hacrl([
+    'eval',
+    '--model',
+    adapterDir,
+    '--data',
+    data,
+    '--template',
+    '{question}',
+    '--max-new-tokens',
+    String(maxTokens),
+    '--output',
+    report,
+  ]);
+  assert.equal(e.status, 0, e.stderr);
+  const [evaluated] = JSON.parse(await readFile(report, 'utf8')) as { problems: { greedy: { response: string } }[] }[];
+  const fromEval = evaluated!.problems[0]!.greedy.response;
+  // eval renders the question with the tokenizer's chat template: the same prompt as a one-message chat request.
+  const ask = async (model: string): Promise<string> => {
+    const r = await client.chat.completions.create({
+      model,
+      messages: [{ role: 'user', content: question }],
+      max_tokens: maxTokens,
+      temperature: 0,
+    });
+    return r.choices[0]!.message.content ?? '';
+  };
+  const served = await ask('lora');
+  assert.ok(served.length > 0, 'an answer to compare');
+  assert.equal(served, fromEval);
+  const loaded = await loadPretrained(adapterDir);
+  assert.ok(loaded.model.adapters, 'loaded with its adapters');
+  const [g] = generate(loaded.model, engine(), [chatPrompt(question)], {
+    temperature: 0,
+    maxNewTokens: maxTokens,
+    stopTokens: [loaded.tokenizer.eosId],
+  });
+  assert.equal(served, loaded.tokenizer.decode(g!.ids, { skipSpecialTokens: true }));
+  assert.notEqual(served, await ask('tiny'), 'the adapters change the answer');
 });
 
 test('a completion has the tokens and log-probs of generate with the same seed, streamed or not, every time', async () => {

@@ -1,7 +1,12 @@
 // Whole tiny agent folders (model, byte-level BPE tokenizer with a ChatML template, generation defaults) of each
-// family, for the tests of what runs on saved agents: the server and the GGUF export.
-import { savePretrained } from '../src/model/pretrained.js';
+// family, for the tests of what runs on saved agents: the server and the GGUF export; and adapter folders on them.
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { LoraAdapters } from '../src/model/lora.js';
+import { adapt } from '../src/model/peft.js';
+import { loadPretrained, savePretrained } from '../src/model/pretrained.js';
 import { trainBpeTokenizer } from '../src/tokenizer/bpe-trainer.js';
+import { mulberry32, uniform } from './helpers.js';
 import { CONFIGS, testModel } from './tiny-models.js';
 
 /** ChatML, as Qwen's templates write it. */
@@ -29,4 +34,23 @@ export async function saveTinyAgent(dir: string, family: 'llama' | 'qwen2' | 'qw
   });
   const model = testModel({ ...CONFIGS[family]!, vocab_size: AGENT_VOCAB }, seed);
   await savePretrained(dir, { model, tokenizer, generation: null });
+}
+
+/**
+ * Saves in `dir` a PEFT adapter folder (rank 4, alpha 8, every linear projection) on the agent folder `base`, with
+ * random B (a fresh B is zero: the adapted model would answer as its base); no tokenizer files of its own with
+ * `ownTokenizer` false (it then uses its base's).
+ */
+export async function saveTinyAdapter(dir: string, base: string, seed: number, ownTokenizer = true): Promise<void> {
+  const agent = await loadPretrained(base);
+  const adapters = LoraAdapters.init(
+    agent.model.cfg,
+    { rank: 4, alpha: 8, dropout: 0, targets: 'all-linear' },
+    base,
+    seed,
+  );
+  for (const [name, t] of adapters.params)
+    if (name.includes('lora_B')) t.data.set(uniform(t.size, mulberry32(seed + t.size), -0.3, 0.3));
+  await savePretrained(dir, { ...agent, model: adapt(agent.model, adapters) });
+  if (!ownTokenizer) await rm(join(dir, 'tokenizer.json'));
 }

@@ -87,7 +87,7 @@ program
 program
   .command('score')
   .description('per-token log-probs of responses given prompts, under a checkpoint (JSONL in, JSONL out)')
-  .requiredOption('--model <dir>', 'checkpoint folder (config.json, model.safetensors, tokenizer files)')
+  .requiredOption('--model <dir>', 'checkpoint folder (config.json, weights, tokenizer files) or PEFT adapter folder')
   .requiredOption('--input <file>', 'JSONL rows {prompt, response} (text) or {prompt_ids, response_ids}')
   .option('--output <file>', 'where to write the JSONL results (default: standard output)')
   .option('--batch-size <n>', 'sequences per forward pass', positiveInt, 16)
@@ -176,7 +176,11 @@ program
   )
   .option('--config <file>', 'run configuration (YAML or JSON)')
   .option('--set <key=value...>', 'overrides, e.g. --set optim.activationCheckpointing=true', [])
-  .option('--prompt-tokens <n>', 'longest prompt in tokens (default: measured on data.train)', positiveInt)
+  .option(
+    '--prompt-tokens <n>',
+    'longest prompt in tokens (default: measured on the 256 longest questions of data.train)',
+    positiveInt,
+  )
   .option('--json', 'print one JSON object instead of the table', false)
   .action((o: PlanCliOptions) => runPlan(o));
 

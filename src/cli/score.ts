@@ -1,9 +1,8 @@
 import { z } from 'zod';
 import { engine } from '../backend/engine.js';
 import { scoreResponses } from '../model/response-log-probs.js';
-import { loadModel } from '../model/weights.js';
-import { loadTokenizer } from '../tokenizer/load.js';
-import { assertVocabCompatible, checkIds, type Tokenizer } from '../tokenizer/tokenizer.js';
+import { loadPretrained } from '../model/pretrained.js';
+import { checkIds, type Tokenizer } from '../tokenizer/tokenizer.js';
 import { checkWritableFile } from '../util/fs-errors.js';
 import { readJsonl, writeJsonl } from '../util/jsonl.js';
 
@@ -17,7 +16,10 @@ type ScoreRow = z.output<typeof ScoreRow>;
 
 /** Options of `hacrl score`. */
 export interface ScoreOptions {
-  /** Checkpoint folder (config.json, model.safetensors, tokenizer files for text rows). */
+  /**
+   * Checkpoint folder (config.json, weights, tokenizer files) or PEFT adapter folder, loaded as `hacrl eval` and
+   * `hacrl serve` load it.
+   */
   model: string;
   /** JSONL rows: {prompt, response} text or {prompt_ids, response_ids}. */
   input: string;
@@ -29,13 +31,8 @@ export interface ScoreOptions {
   addSpecialTokens: boolean;
 }
 
-function tokenize(
-  row: ScoreRow,
-  tok: Tokenizer | null,
-  addSpecialTokens: boolean,
-): { prompt: number[]; response: number[] } {
+function tokenize(row: ScoreRow, tok: Tokenizer, addSpecialTokens: boolean): { prompt: number[]; response: number[] } {
   if ('prompt_ids' in row) return { prompt: row.prompt_ids, response: row.response_ids };
-  if (!tok) throw new Error('text rows need a tokenizer in the model folder');
   // Prompt and response are encoded apart so the response's tokens are exactly those the response alone encodes to.
   return { prompt: tok.encode(row.prompt, { addSpecialTokens }), response: tok.encode(row.response) };
 }
@@ -47,10 +44,7 @@ function tokenize(
 export async function runScore(o: ScoreOptions): Promise<void> {
   if (o.output !== undefined) await checkWritableFile(o.output, '--output');
   const rows = await readJsonl(o.input, ScoreRow);
-  const model = await loadModel(o.model);
-  const needsText = rows.some((r) => !('prompt_ids' in r));
-  const tok = needsText ? await loadTokenizer(o.model) : null;
-  if (tok) assertVocabCompatible(tok, model.cfg.vocabSize);
+  const { model, tokenizer: tok } = await loadPretrained(o.model);
   const items = rows.map((r, i) => {
     const item = tokenize(r, tok, o.addSpecialTokens);
     try {

@@ -53,7 +53,10 @@ export function serveCommand(print: (line: string) => void = console.log): Comma
   const d = SERVE_DEFAULTS;
   return new Command('serve')
     .description('serve checkpoints over the OpenAI API: /v1/models, /v1/completions, /v1/chat/completions')
-    .requiredOption('--model <spec...>', 'checkpoint folder to serve, NAME=DIR or DIR (named after the folder)')
+    .requiredOption(
+      '--model <spec...>',
+      'checkpoint or PEFT adapter folder to serve, NAME=DIR or DIR (named after the folder)',
+    )
     .option('--host <address>', 'address to bind (loopback by default: give 0.0.0.0 to expose it)', d.host)
     .option('--port <n>', 'TCP port (0: a free one)', intAtLeast(0), d.port)
     .option('--max-batch <n>', 'most sequences of one model decoded together', intAtLeast(1), d.maxBatch)

@@ -41,6 +41,16 @@ export function parseRunConfig(raw: Record<string, unknown>, what = 'the configu
   return parseWith(RunConfigSchema, applyRecipe(raw), what);
 }
 
+/**
+ * The resolved configuration a run saved when it started (config.resolved.json, at `file`), read with today's schema:
+ * a key added since the run started is absent from the file and takes its current default, so that resuming compares
+ * only the values the run was started with. A key removed since is refused, naming the file.
+ */
+export function parseSavedRunConfig(saved: unknown, file: string): RunConfig {
+  if (!isPlainObject(saved)) throw new Error(`${file} holds no configuration mapping`);
+  return parseRunConfig(saved, `the saved configuration ${file}`);
+}
+
 /** The run configuration from an optional file and `key.path=value` overrides (applied in order, later wins). */
 export async function loadRunConfig(file: string | undefined, overrides: readonly string[] = []): Promise<RunConfig> {
   const raw = file === undefined ? {} : await readConfigFile(file);

@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
+import { parseSavedRunConfig } from '../config/load-config.js';
 import { resolveAgents, type RunConfig } from '../config/rl-config.js';
 import { readHfConfig } from '../model/hf-config.js';
 import type { StopRequest } from '../run/interrupt.js';
@@ -50,8 +51,9 @@ export async function runAgentProcess(cfg: RunConfig, o: AgentRunOptions): Promi
   const resume = (await findLatestCheckpoint(runDir)) !== null;
   // Waits, limits and credentials may change between restarts (a longer wait after a late partner): they do not
   // change what is trained, so a restart keeps the exchange section the run folder was started with.
-  const started = resume ? ((await new RunFolder(runDir).readConfig()) as Partial<RunConfig>) : {};
-  const mine: RunConfig = { ...cfg, runDir, exchange: started.exchange ?? cfg.exchange };
+  const run = new RunFolder(runDir);
+  const started = resume ? parseSavedRunConfig(await run.readConfig(), run.path('config')) : null;
+  const mine: RunConfig = { ...cfg, runDir, exchange: started?.exchange ?? cfg.exchange };
   const vocab = new Map(
     await Promise.all(agents.map(async (a) => [a.name, (await readHfConfig(a.checkpoint)).vocabSize] as const)),
   );

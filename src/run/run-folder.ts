@@ -49,7 +49,7 @@ export class RunFolder {
     await ensureWritableDir(this.path('checkpoints'), 'runDir');
   }
 
-  /** The resolved config written by init (unvalidated JSON: parse it with the config schema). */
+  /** The resolved config written by init (unvalidated JSON: a run config is read with parseSavedRunConfig). */
   async readConfig(): Promise<unknown> {
     return readJsonFile(this.path('config'));
   }

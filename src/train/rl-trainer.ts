@@ -8,6 +8,7 @@
 import { performance } from 'node:perf_hooks';
 import { engine } from '../backend/engine.js';
 import { ALGORITHM_RECIPES } from '../algorithms/recipes.js';
+import { parseSavedRunConfig } from '../config/load-config.js';
 import type { RunConfig } from '../config/rl-config.js';
 import { RunFolder } from '../run/run-folder.js';
 import { lockRunDir } from '../run/run-lock.js';
@@ -182,7 +183,7 @@ async function openRun(run: RunFolder, cfg: RunConfig, resume: boolean, display:
   }
   const latest = await run.latestCheckpoint();
   if (!latest) throw new Error(`--resume: no complete checkpoint in ${cfg.runDir}/checkpoints; start without --resume`);
-  const saved = JSON.stringify(await run.readConfig());
+  const saved = JSON.stringify(parseSavedRunConfig(await run.readConfig(), run.path('config')));
   if (saved !== JSON.stringify(cfg))
     throw new Error(
       `--resume: the configuration differs from the one ${cfg.runDir} was started with; resume with the same file and overrides`,

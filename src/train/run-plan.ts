@@ -9,8 +9,9 @@ import { resolveAgents, type ResolvedAgent, type RunConfig } from '../config/rl-
 import { readHfConfig } from '../model/hf-config.js';
 import { adapterMemory, planMemory, type AgentMemoryInput, type MemoryPlan } from '../model/memory-plan.js';
 import { loadDataSpec } from '../tasks/data-spec.js';
-import { renderPrompt } from '../tasks/prompt.js';
+import { renderPrompt, type PromptOptions } from '../tasks/prompt.js';
 import { loadTokenizer } from '../tokenizer/load.js';
+import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import type { MachineMemory } from '../util/memory.js';
 import { GENERATION_BATCH } from './run-source.js';
 
@@ -21,7 +22,10 @@ export const WORKFLOW_PROMPT_TOKENS = 512;
 export interface RunPlanOptions {
   /** Which agents this process trains (hacrl agent: one); default every agent. */
   local?: (name: string) => boolean;
-  /** Longest prompt in tokens for every agent; default measured on data.train (WORKFLOW_PROMPT_TOKENS for workflows). */
+  /**
+   * Longest prompt in tokens for every agent; default measured on data.train (longestPrompt: its MEASURED_QUESTIONS
+   * longest questions), WORKFLOW_PROMPT_TOKENS for workflows.
+   */
   promptTokens?: number;
 }
 
@@ -32,14 +36,41 @@ export interface RunPlan {
   prompts: { agent: string; tokens: number; source: 'data.train' | 'given' | 'workflow default' }[];
 }
 
-/** The longest rendered training prompt of `agent` in its own tokens. */
-async function longestPrompt(agent: ResolvedAgent, questions: readonly string[]): Promise<number> {
-  const tokenizer = await loadTokenizer(agent.checkpoint);
-  const prompt = { template: agent.template, ...(agent.system === undefined ? {} : { system: agent.system }) };
+/**
+ * Most distinct training questions tokenized to measure the longest prompt (256). The plan runs on every
+ * `hacrl train`, `agent`, `plan` and `config resolve`, once per agent: tokenizing a whole large data set each time
+ * would cost seconds to minutes for a figure that only needs the longest prompts.
+ */
+export const MEASURED_QUESTIONS = 256;
+
+/**
+ * The longest rendered prompt in tokens of `tokenizer` among the `limit` longest distinct questions by UTF-8 length
+ * (all of them when there are no more than `limit`: then it is exact). Why the longest in bytes: character and
+ * byte-level BPE tokenizers never give a text more tokens than its UTF-8 bytes, and the template adds about the same
+ * tokens to every question, so a question left out is shorter than every measured one and could only have more tokens
+ * than all of them by a tokenization denser than theirs. Ties in length keep the data's order (deterministic).
+ */
+export function longestPrompt(
+  tokenizer: Pick<Tokenizer, 'encode' | 'chatTemplate' | 'applyChatTemplate'>,
+  questions: readonly string[],
+  prompt: PromptOptions,
+  limit = MEASURED_QUESTIONS,
+): number {
+  const measured = [...new Set(questions)]
+    .map((q) => ({ q, bytes: Buffer.byteLength(q, 'utf8') }))
+    .sort((a, b) => b.bytes - a.bytes)
+    .slice(0, limit);
   let longest = 1;
-  for (const q of new Set(questions))
+  for (const { q } of measured)
     longest = Math.max(longest, tokenizer.encode(renderPrompt(tokenizer, q, prompt)).length);
   return longest;
+}
+
+/** The longest rendered training prompt of `agent` in its own tokens (longestPrompt). */
+async function agentLongestPrompt(agent: ResolvedAgent, questions: readonly string[]): Promise<number> {
+  const tokenizer = await loadTokenizer(agent.checkpoint);
+  const prompt = { template: agent.template, ...(agent.system === undefined ? {} : { system: agent.system }) };
+  return longestPrompt(tokenizer, questions, prompt);
 }
 
 /**
@@ -57,7 +88,7 @@ export async function planRun(cfg: RunConfig, o: RunPlanOptions = {}): Promise<R
     if (o.promptTokens !== undefined) prompts.push({ agent: a.name, tokens: o.promptTokens, source: 'given' });
     else if (cfg.workflow !== undefined)
       prompts.push({ agent: a.name, tokens: WORKFLOW_PROMPT_TOKENS, source: 'workflow default' });
-    else prompts.push({ agent: a.name, tokens: await longestPrompt(a, questions), source: 'data.train' });
+    else prompts.push({ agent: a.name, tokens: await agentLongestPrompt(a, questions), source: 'data.train' });
   }
   const shared = ALGORITHM_RECIPES[cfg.algorithm].sharing !== 'none';
   const sequences = agents.map((a) => cfg.rollout.promptsPerStep * a.groupSize);
