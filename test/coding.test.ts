@@ -326,13 +326,17 @@ describe('the coding workflow', () => {
     const coder = Object.fromEntries(
       Object.entries(v!.counts!).filter(([k]) => k.startsWith('heldout/coding/role/coder/')),
     );
-    // The flooding program is stopped by whichever limit it reaches first: the output cap, or (its buffered output
-    // growing) the memory limit — which one depends on scheduling, so the test accepts either, never both.
-    const flooded =
-      coder['heldout/coding/role/coder/sandbox_output-limit']! + coder['heldout/coding/role/coder/sandbox_memory']!;
-    assert.equal(flooded, 1, JSON.stringify(coder));
+    // The flooding program is stopped by whichever limit it reaches first: the output cap, (its buffered output
+    // growing) the memory limit, or on a loaded machine the 1 s timeout — which one depends on scheduling, so the
+    // test accepts any one of them, never two.
+    const limits = ['output-limit', 'memory', 'timeout'].map((o) => `heldout/coding/role/coder/sandbox_${o}`);
+    assert.equal(
+      limits.reduce((n, k) => n + coder[k]!, 0),
+      1,
+      JSON.stringify(coder),
+    );
     assert.deepEqual(
-      { ...coder, 'heldout/coding/role/coder/sandbox_output-limit': 0, 'heldout/coding/role/coder/sandbox_memory': 0 },
+      { ...coder, ...Object.fromEntries(limits.map((k) => [k, 0])) },
       {
         // A loop inside f is the harness's per-case timeout: the program itself ends 'ok' (see the looping test).
         'heldout/coding/role/coder/sandbox_ok': 2,

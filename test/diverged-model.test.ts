@@ -1,5 +1,5 @@
 // A diverged model never hangs sampling and is never saved: top-p on NaN logits fails at once naming the model,
-// `eval --top-p 0.9` on such an agent ends with an error in under 5 s, a warm start whose loss is not finite exits
+// `eval --top-p 0.9` on such an agent ends with an error at its first sampled token, a warm start whose loss is not finite exits
 // non-zero without writing an agent, and weights that are NaN or infinite are refused at save.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -37,7 +37,6 @@ function divergedModel() {
 describe('a diverged model', () => {
   test('sampling with top-p fails at once, naming the model and the token', () => {
     assert.equal(tokenizer.vocabSize, VOCAB);
-    const started = Date.now();
     for (const o of [{ topP: 0.9 }, { topP: 0.95, temperature: 0.7 }, { temperature: 0 }, {}])
       assert.throws(
         () => generate(divergedModel(), engine(), [[5, 6, 7]], { ...o, maxNewTokens: 4, name: 'agent a' }),
@@ -46,13 +45,13 @@ describe('a diverged model', () => {
       );
     const nan = new Float32Array(VOCAB).fill(NaN);
     assert.throws(() => sampleToken(nan, { temperature: 1, topK: 0, topP: 0.9 }, new Rng(1)), /logits are not finite/);
-    assert.ok(Date.now() - started < 5000);
   });
 
-  test('`hacrl eval --top-p 0.9` ends with an error naming the agent in under 5 s', async () => {
+  // Bounded by steps, not by a wall-clock limit (which fails on a loaded machine): the error must come at the first
+  // sampled token; the spawn's timeout only catches a hang.
+  test('`hacrl eval --top-p 0.9` ends with an error naming the agent at its first sampled token', async () => {
     const dir = join(root, 'diverged');
     await savePretrained(dir, { model: divergedModel(), tokenizer, generation: null });
-    const started = Date.now();
     const r = spawnSync(
       process.execPath,
       [
@@ -71,10 +70,12 @@ describe('a diverged model', () => {
       ],
       { encoding: 'utf8', timeout: 60_000 },
     );
-    const seconds = (Date.now() - started) / 1000;
     assert.notEqual(r.status, 0);
-    assert.match(r.stderr, new RegExp(`sampling: ${dir} produced (NaN|infinite) logits`));
-    assert.ok(seconds < 5, `took ${seconds} s`);
+    assert.equal(r.signal, null, 'killed by the hang timeout');
+    assert.match(
+      r.stderr,
+      new RegExp(`sampling: ${dir} produced (NaN|infinite) logits for sequence \\d+ at new token 1:`),
+    );
   });
 
   test('a warm start whose loss is not finite exits non-zero and saves no agent', () => {
