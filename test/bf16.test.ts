@@ -18,11 +18,11 @@
  * tensor (4e-4 measured at worst).
  */
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, test } from 'node:test';
-import { bf16Refusal, cpuFlags } from '../src/backend/cpu-features.js';
+import { after, before, describe, test } from 'node:test';
+import { BF16_CPU_FLAGS, bf16Refusal, cpuFlags } from '../src/backend/cpu-features.js';
 import { Engine } from '../src/backend/engine.js';
 import { parseRunConfig } from '../src/config/load-config.js';
 import { resolveAgents } from '../src/config/rl-config.js';
@@ -40,7 +40,9 @@ import { Tape } from '../src/tensor/tape.js';
 import { Tensor } from '../src/tensor/tensor.js';
 import { precisionRefusal } from '../src/train/run-plan.js';
 import { testedBackends } from './backends.js';
+import { assertSameCheckpoint, hacrl, hacrlKilledAt } from './cli.js';
 import { mulberry32, randInt, relError, uniform } from './helpers.js';
+import { saveTinyAgent } from './tiny-agents.js';
 import { requireTorch, runTorchReference } from './torch-reference.js';
 import { CONFIGS, testModel, VOCAB } from './tiny-models.js';
 
@@ -303,6 +305,91 @@ describe('where bf16 runs', () => {
     const fp32 = parseRunConfig({ algorithm: 'grpo', agents: [agents[1]] });
     assert.equal(precisionRefusal(fp32, 'native', none), null);
   });
+});
+
+describe('a bf16 run through the CLI', () => {
+  const agent = (name: string): string => join(root, 'agents', name);
+  const reward = join(root, 'digits.mjs');
+  const ckpt = (runDir: string, step: number, ...rest: string[]): string =>
+    join(runDir, 'checkpoints', `step-${String(step).padStart(6, '0')}`, ...rest);
+  /** HACPO of a LoRA agent (qwen3 base) and a fully trained one (llama, KL reference), both bf16, in `runDir`. */
+  const args = (runDir: string, extra: string[] = []): string[] => [
+    'train',
+    '--set',
+    'preset=hacpo',
+    `agents.0.name=q`,
+    `agents.0.checkpoint=${agent('qwen3')}`,
+    'agents.0.lora={rank: 4, alpha: 8}',
+    'agents.0.precision=bf16',
+    `agents.1.name=g`,
+    `agents.1.checkpoint=${agent('llama')}`,
+    'agents.1.precision=bf16',
+    `runDir=${runDir}`,
+    'data.train=easy:train:64',
+    'data.validation=[easy:test:4]',
+    'data.template={question}',
+    'rollout.promptsPerStep=2',
+    'rollout.groupSize=2',
+    'rollout.maxNewTokens=6',
+    'optim.lr=0.01',
+    'optim.klCoef=0.01',
+    'reward.math=0',
+    `reward.custom=[{path: ${reward}, weight: 1, name: digits}]`,
+    'steps=3',
+    'checkpoint.every=1',
+    'checkpoint.keepLast=10',
+    'eval.every=0',
+    'eval.problems=4',
+    ...extra,
+  ];
+  const typescript = { HACRL_BACKEND: 'typescript' };
+
+  before(async () => {
+    await saveTinyAgent(agent('qwen3'), 'qwen3', 5);
+    await saveTinyAgent(agent('llama'), 'llama', 6);
+    await writeFile(
+      reward,
+      'export default (s) => (s.response.match(/[0-9]/g) ?? []).length / Math.max(1, s.response.length);\n',
+    );
+  });
+
+  test('HACPO of a LoRA and a fully trained bf16 agent, killed and resumed, ends byte-identical', async () => {
+    const plan = hacrl(['plan', ...args(join(root, 'plan')).slice(1), '--prompt-tokens', '20'], typescript);
+    assert.equal(plan.status, 0, plan.stderr);
+    assert.match(plan.stdout, /agent q \(precision bf16,/);
+    assert.doesNotMatch(plan.stdout, /inference weight copies/, 'bf16 makes no inference copies');
+    const whole = join(root, 'run-whole');
+    const w = hacrl(args(whole), typescript);
+    assert.equal(w.status, 0, w.stderr);
+    const killed = join(root, 'run-killed');
+    await hacrlKilledAt(args(killed), ckpt(killed, 1, 'state.json'), typescript);
+    const resumed = hacrl([...args(killed), '--resume'], typescript);
+    assert.equal(resumed.status, 0, resumed.stderr);
+    assert.match(resumed.stdout, /resuming .* from step [12]/);
+    await assertSameCheckpoint(killed, whole, 3, ['q', 'g']);
+    // The fully trained agent's masters are saved as float32.
+    const saved = await readSafetensors(ckpt(whole, 3, 'agents', 'g', 'model.safetensors'));
+    assert.ok([...saved.tensors.values()].every((t) => t.dtype === 'F32'));
+  });
+
+  const bf16Cpu = BF16_CPU_FLAGS.some((f) => cpuFlags().has(f));
+  test(
+    'the native backend refuses a bf16 run before any weight is read on this CPU without AMX-BF16/AVX512_BF16',
+    { skip: bf16Cpu ? 'this CPU has AMX-BF16 or AVX512_BF16: the native backend runs bf16 here' : false },
+    () => {
+      const runDir = join(root, 'refused');
+      // A checkpoint folder that does not exist: refused for the CPU before anything tries to read it.
+      const r = hacrl([...args(runDir, ['agents.0.checkpoint=/nonexistent/base']), '--skip-memory-check'], {
+        HACRL_BACKEND: 'native',
+      });
+      assert.notEqual(r.status, 0);
+      assert.match(r.stderr, /precision bf16 \(agents q, g\): the native backend .* AMX-BF16 or AVX512_BF16/);
+      assert.doesNotMatch(r.stderr, /nonexistent/);
+      const plan = hacrl(['plan', ...args(runDir).slice(1), '--prompt-tokens', '20'], { HACRL_BACKEND: 'native' });
+      assert.notEqual(plan.status, 0);
+      assert.match(plan.stderr, /use precision fp32, or HACRL_BACKEND=typescript/);
+    },
+  );
 });
 
 describe('config', () => {
