@@ -42,7 +42,7 @@ export interface AgentMemoryInput {
   /**
    * Precision of its products (tensor/bf16.ts); default fp32. At bf16 a frozen base (LoRA) and the KL reference keep
    * their matrices as bfloat16 (2 bytes), trainable weights stay fp32 masters, no inference copies are made, and each
-   * product widens its operands into temporary fp32 arrays. Gradients, optimizer and activations stay fp32.
+   * product widens its operands into a kept fp32 scratch. Gradients, optimizer and activations stay fp32.
    */
   precision?: Precision;
   /** Whether this process samples and trains it; false: only its weights are loaded (for its tokenizer); default true. */
@@ -173,8 +173,8 @@ function frozenWeightBytes(cfg: TransformerConfig, precision: Precision): number
 }
 
 /**
- * Bytes of the temporary operands of the largest bf16 product over `rows` rows: its input rounded and its weight
- * widened, both fp32 (tensor/bf16.ts productOperand).
+ * Bytes of the scratch bf16 products widen their operands into, kept once grown (tensor/bf16.ts productOperand): the
+ * largest weight and the widest input over `rows` rows, both fp32.
  */
 function bf16OperandBytes(cfg: TransformerConfig, rows: number): number {
   let largest = 0;
@@ -256,10 +256,8 @@ export function agentMemory(a: AgentMemoryInput): AgentMemoryPlan {
     const prefillRows = batch * a.promptTokens;
     const prefill =
       forwardFloats(cfg, prefillRows, { outputsOnly: true, fusedQkv: true }) + oneBlock(cfg, prefillRows, true);
+    if (!bf16) parts.push({ name: 'inference weight copies', held: 'sampling', bytes: inferenceCopyBytes(cfg) });
     parts.push(
-      bf16
-        ? { name: 'bf16 operand copies', held: 'sampling', bytes: bf16OperandBytes(cfg, prefillRows) }
-        : { name: 'inference weight copies', held: 'sampling', bytes: inferenceCopyBytes(cfg) },
       { name: 'KV cache', held: 'sampling', bytes: 2 * layers * batch * kvHeads * length * headDim * F32 },
       { name: 'prefill activations and logits', held: 'sampling', bytes: (prefill + 2 * batch * vocabSize) * F32 },
     );
@@ -273,8 +271,7 @@ export function agentMemory(a: AgentMemoryInput): AgentMemoryPlan {
           oneBlock(cfg, scoreRows) +
           scoreRows * adapterFloats +
           headFloats(cfg, scoreRows, false)) *
-          F32 +
-        (bf16 ? bf16OperandBytes(cfg, scoreRows) : 0),
+        F32,
     });
     // Training: one mini-batch's forward passes, and in the backward a gradient for every op's output; under
     // checkpointing those of each block's output, plus one block recomputed with its gradients and its input's.
@@ -290,13 +287,19 @@ export function agentMemory(a: AgentMemoryInput): AgentMemoryPlan {
         gradients +
         adapterTraining +
         headFloats(cfg, rows, true)) *
-        F32 +
-      (bf16 ? bf16OperandBytes(cfg, rows) : 0);
+      F32;
     parts.push(
       { name: 'training activations', held: 'training', bytes: training },
       // The pool keeps the training pass's buffers for the next (grad-pool.ts); sampling allocates its own beside them.
       { name: 'pooled training buffers', held: 'sampling', bytes: Math.min(training, MAX_POOLED * F32) },
     );
+    // Grown by the largest pass of any phase and kept; one per process, so with several bf16 agents an overestimate.
+    if (bf16)
+      parts.push({
+        name: 'bf16 operand scratch',
+        held: 'run',
+        bytes: bf16OperandBytes(cfg, Math.max(prefillRows, scoreRows, rows)),
+      });
   }
   const resident = parts.filter((p) => p.held === 'run').reduce((n, p) => n + p.bytes, 0);
   let phase: AgentMemoryPlan['phase'] = { name: 'sampling', bytes: 0 };

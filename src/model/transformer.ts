@@ -317,8 +317,8 @@ export class Transformer {
         m: rows,
         n: vocab,
         k: dim,
-        a: { data: productOperand(hidden, this.precision) },
-        b: { data: productOperand(this.head, this.precision) },
+        a: { data: productOperand(hidden, this.precision, 'input') },
+        b: { data: productOperand(this.head, this.precision, 'weight') },
         c: { data: out },
       });
     return out;

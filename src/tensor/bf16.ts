@@ -16,17 +16,36 @@ export const PRECISIONS = ['fp32', 'bf16'] as const;
 /** fp32: float32 products (the default); bf16: operands rounded to bfloat16, fp32 accumulation (see above). */
 export type Precision = (typeof PRECISIONS)[number];
 
+/** The two operands of one product: the activations (or gradients' partner) and the weight. */
+export type OperandSlot = 'input' | 'weight';
+
+/**
+ * One grow-only fp32 scratch per slot that bf16 operands are widened into, so that a pass allocates nothing per
+ * product (a widened head is 1 GiB at the 1B shape) and its memory is bounded by the largest product (memory-plan.ts).
+ */
+const scratch: Record<OperandSlot, Float32Array> = { input: new Float32Array(0), weight: new Float32Array(0) };
+/** Elements rounded per step through a small bfloat16 buffer (rounding needs no full-size copy). */
+const ROUND_CHUNK = 4096;
+const bits = new Uint16Array(ROUND_CHUNK);
+
 /**
  * What a product at `precision` multiplies by: at fp32 the float32 values themselves (no copy); at bf16 every value
- * rounded to bfloat16, or bfloat16 bits widened exactly, in a new array. Float32 values are read from `values` or a
- * tensor's data, bits from a tensor stored as bfloat16.
+ * rounded to bfloat16, or bfloat16 bits widened exactly, in the scratch of `slot` — valid until the next bf16 operand
+ * of that slot, so one product reads one operand of each slot. Float32 values are read from `values` or a tensor's
+ * data, bits from a tensor stored as bfloat16.
  */
-export function productOperand(values: Tensor | Float32Array, precision: Precision): Float32Array {
-  const bits = values instanceof Float32Array ? null : values.bf16;
-  if (bits) {
-    if (precision !== 'bf16') throw new Error('a weight stored as bfloat16 needs precision bf16');
-    return bf16ToF32(bits);
-  }
+export function productOperand(values: Tensor | Float32Array, precision: Precision, slot: OperandSlot): Float32Array {
+  const stored = values instanceof Float32Array ? null : values.bf16;
+  if (stored && precision !== 'bf16') throw new Error('a weight stored as bfloat16 needs precision bf16');
+  if (precision !== 'bf16') return values instanceof Float32Array ? values : values.data;
+  const n = values instanceof Float32Array ? values.length : values.size;
+  if (scratch[slot].length < n) scratch[slot] = new Float32Array(n);
+  const out = scratch[slot].subarray(0, n);
+  if (stored) return bf16ToF32(stored, out);
   const data = values instanceof Float32Array ? values : values.data;
-  return precision === 'bf16' ? bf16ToF32(f32ToBf16(data)) : data;
+  for (let i = 0; i < n; i += ROUND_CHUNK) {
+    const m = Math.min(ROUND_CHUNK, n - i);
+    bf16ToF32(f32ToBf16(data.subarray(i, i + m), bits.subarray(0, m)), out.subarray(i, i + m));
+  }
+  return out;
 }

@@ -70,7 +70,7 @@ export function linear(
   const track = tracking(ctx, x, w, bias);
   const y = outBuffer(ctx, track, rows * outF);
   if (wT && precision !== 'fp32') shapeError('linear', 'an [in, out] weight copy is for fp32 products only');
-  const xs = productOperand(x, precision);
+  const xs = productOperand(x, precision, 'input');
   if (wT && !track) ctx.k.gemm({ m: rows, n: outF, k: inF, a: { data: xs }, b: { data: wT }, c: { data: y } });
   else
     ctx.k.gemm({
@@ -79,7 +79,7 @@ export function linear(
       n: outF,
       k: inF,
       a: { data: xs },
-      b: { data: productOperand(w, precision) },
+      b: { data: productOperand(w, precision, 'weight') },
       c: { data: y },
     });
   if (bias) ctx.k.addBias(y, bias.data, y, rows, outF);
@@ -94,7 +94,7 @@ export function linear(
           n: inF,
           k: outF,
           a: { data: dy },
-          b: { data: productOperand(w, precision) },
+          b: { data: productOperand(w, precision, 'weight') },
           c: { data: x.ensureGrad() },
           beta: 1,
         });
@@ -105,7 +105,7 @@ export function linear(
           n: inF,
           k: rows,
           a: { data: dy },
-          b: { data: productOperand(x, precision) },
+          b: { data: productOperand(x, precision, 'input') },
           c: { data: w.ensureGrad() },
           beta: 1,
         });
@@ -383,10 +383,10 @@ export function lmHeadLogProbs(
   const keep = track && rows * vocab <= (options.keepLogitsLimit ?? KEEP_LOGITS_LIMIT);
   const logits = outBuffer(ctx, track, (keep ? rows : Math.min(chunk, rows)) * vocab);
   const precision = options.precision ?? 'fp32';
-  // The operands of one pass over the chunks (at bf16 rounded copies, dropped after the pass, not kept for the backward).
+  // The operands of one pass over the chunks (at bf16 the slots' scratch: nothing else is widened during the pass).
   const operands = (): { h: F32; w: F32 } => ({
-    h: productOperand(hidden, precision),
-    w: productOperand(weight, precision),
+    h: productOperand(hidden, precision, 'input'),
+    w: productOperand(weight, precision, 'weight'),
   });
   const chunkLogits = (r0: number, n: number, op: { h: F32; w: F32 }): F32 => {
     const view = logits.subarray(keep ? r0 * vocab : 0, (keep ? r0 + n : n) * vocab);
