@@ -42,23 +42,27 @@ export function tinySftArgs(out: string, extra: readonly string[] = []): string[
 }
 
 /**
- * Starts `hacrl ARGS` and SIGKILLs it the moment `file` exists (e.g. a checkpoint's state.json), as a crash would;
- * rejects when the run ends before that.
+ * Starts `hacrl ARGS` (with `env` added to the environment) and SIGKILLs it the moment `file` exists (e.g. a
+ * checkpoint's state.json), as a crash would; rejects when the run ends before that.
  */
-export async function hacrlKilledAt(args: string[], file: string): Promise<void> {
-  await hacrlSignalledAt(args, file, ['SIGKILL']);
+export async function hacrlKilledAt(args: string[], file: string, env: NodeJS.ProcessEnv = {}): Promise<void> {
+  await hacrlSignalledAt(args, file, ['SIGKILL'], env);
 }
 
 /**
- * Starts `hacrl ARGS`, sends it `signals` one after the other the moment `file` exists, and returns how it ended
- * with its output; rejects when the run ends before `file` appears.
+ * Starts `hacrl ARGS` (with `env` added to the environment), sends it `signals` one after the other the moment `file`
+ * exists, and returns how it ended with its output; rejects when the run ends before `file` appears.
  */
 export async function hacrlSignalledAt(
   args: string[],
   file: string,
   signals: NodeJS.Signals[],
+  env: NodeJS.ProcessEnv = {},
 ): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['dist/src/cli/main.js', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['dist/src/cli/main.js', ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+  });
   let [stdout, stderr] = ['', ''];
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));

@@ -8,7 +8,7 @@ import { after, before, test } from 'node:test';
 import { getLlama, LlamaLogLevel, type Llama, type Token } from 'node-llama-cpp';
 import { engine } from '../src/backend/engine.js';
 import { generate } from '../src/model/generate.js';
-import { f16ToF32, f32ToF16 } from '../src/model/half.js';
+import { f16ToF32, f32ToF16 } from '../src/tensor/half.js';
 import { loadPretrained, savePretrained } from '../src/model/pretrained.js';
 import { CharTokenizer } from '../src/tokenizer/char-tokenizer.js';
 import { hacrl } from './cli.js';

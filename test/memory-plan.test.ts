@@ -22,6 +22,7 @@ import {
   type AgentMemoryInput,
 } from '../src/model/memory-plan.js';
 import { packPromptResponses } from '../src/model/pack.js';
+import { hfWeightNames } from '../src/model/weight-names.js';
 import { scoreResponses } from '../src/model/response-log-probs.js';
 import { shapeConfig } from '../src/model/shapes.js';
 import { Arena, Tape } from '../src/tensor/tape.js';
@@ -124,12 +125,24 @@ describe('the estimate', () => {
     assert.equal(part(base, 'AdamW m and v'), 8 * params);
     // Gradients come from the pool's size classes: at most 1/8 over the parameters.
     assert.ok(part(base, 'gradients') >= 4 * params && part(base, 'gradients') <= 4.5 * params);
-    const lora = { ...base, trainableParameters: 8_798_208, bytesPerWeight: 2 };
-    assert.equal(part(lora, 'weights'), 2 * params);
+    // At bf16 a frozen base and the KL reference store matrices in 2 bytes, the norms' and biases' vectors in 4;
+    // trainable weights stay fp32 masters.
+    const vectors = hfWeightNames(base.cfg)
+      .filter((w) => w.shape.length === 1)
+      .reduce((n, w) => n + w.shape[0]!, 0);
+    const lora = { ...base, trainableParameters: 8_798_208, precision: 'bf16' as const };
+    assert.equal(part(lora, 'weights'), 2 * params + 2 * vectors);
+    assert.equal(part({ ...lora, trainableParameters: undefined }, 'weights'), 4 * params);
     assert.equal(part(lora, 'gradients'), 4 * 8_798_208);
     assert.equal(part(lora, 'AdamW m and v'), 8 * 8_798_208);
     assert.equal(part(base, 'KL reference'), 0);
-    assert.equal(part({ ...base, reference: true, bytesPerWeight: 2 }, 'KL reference'), 2 * params);
+    assert.equal(part({ ...base, reference: true }, 'KL reference'), 4 * params);
+    assert.equal(part({ ...base, reference: true, precision: 'bf16' }, 'KL reference'), 2 * params + 2 * vectors);
+    // bf16 makes no inference copies; its products widen their operands into a scratch instead.
+    assert.equal(part(lora, 'inference weight copies'), 0);
+    assert.ok(part(base, 'inference weight copies') > 0);
+    assert.ok(part(lora, 'bf16 operand scratch') >= 4 * 151_936 * 896, 'at least the widened head');
+    assert.equal(part(base, 'bf16 operand scratch'), 0);
   });
 
   test('the KV cache holds one generation batch at prompt + new tokens', () => {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { CheckpointReader, INDEX_FILE, readCheckpoint, SINGLE_FILE, writeCheckpoint } from '../src/model/checkpoint.js';
-import { f32ToBf16 } from '../src/model/half.js';
+import { f32ToBf16 } from '../src/tensor/half.js';
 import {
   parseSafetensors,
   readSafetensors,

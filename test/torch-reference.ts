@@ -21,7 +21,7 @@ export function requireTorch(): void {
 /**
  * Runs the reference on the checkpoint in `modelDir` (with the PEFT adapters of `adapterDir` when given) for `input`
  * ({ids, key_start?, targets, weights}, nested [B][T] arrays), writing it to `inputPath` and the result to
- * `outputPath`; returns `logits` and the gradients.
+ * `outputPath`; returns `logits` and the gradients. `precision`: the script's --precision (default fp32).
  */
 export async function runTorchReference(
   modelDir: string,
@@ -29,9 +29,17 @@ export async function runTorchReference(
   inputPath: string,
   outputPath: string,
   adapterDir?: string,
+  precision: 'fp32' | 'bf16' | 'autocast' = 'fp32',
 ): Promise<Map<string, { data: unknown }>> {
   await writeFile(inputPath, JSON.stringify(input));
-  const args = [SCRIPT, modelDir, inputPath, outputPath, ...(adapterDir ? [adapterDir] : [])];
+  const args = [
+    SCRIPT,
+    `--precision=${precision}`,
+    modelDir,
+    inputPath,
+    outputPath,
+    ...(adapterDir ? [adapterDir] : []),
+  ];
   const r = spawnSync(PYTHON, args, { encoding: 'utf8' });
   assert.equal(r.status, 0, `reference_model.py failed: ${r.error?.message ?? r.stderr}`);
   return (await readSafetensors(outputPath)).tensors;

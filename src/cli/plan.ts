@@ -1,6 +1,6 @@
 import { loadRunConfig } from '../config/load-config.js';
 import type { MemoryHeld, MemoryPlan } from '../model/memory-plan.js';
-import { gib, planRun, type RunPlan } from '../train/run-plan.js';
+import { gib, planRun, precisionRefusal, type RunPlan } from '../train/run-plan.js';
 import { machineMemory, type MachineMemory } from '../util/memory.js';
 
 /** Options of `hacrl plan`. */
@@ -35,7 +35,7 @@ export function planVerdict(plan: MemoryPlan, m: MachineMemory): string {
 function printPlan({ plan, prompts }: RunPlan, m: MachineMemory): void {
   for (const a of plan.agents) {
     const p = prompts.find((x) => x.agent === a.name)!;
-    console.log(`agent ${a.name} (prompts up to ${p.tokens} tokens, ${p.source})`);
+    console.log(`agent ${a.name} (precision ${p.precision}, prompts up to ${p.tokens} tokens, ${p.source})`);
     for (const held of Object.keys(HELD) as MemoryHeld[]) {
       const parts = a.parts.filter((x) => x.held === held);
       if (parts.length === 0) continue;
@@ -54,6 +54,9 @@ function printPlan({ plan, prompts }: RunPlan, m: MachineMemory): void {
 /** `hacrl plan`: the estimated peak memory of a run, per agent and part, against this machine's memory. */
 export async function runPlan(o: PlanCliOptions): Promise<void> {
   const cfg = await loadRunConfig(o.config, o.set);
+  // A run this machine cannot compute is refused here as `hacrl train` would refuse it.
+  const refusal = precisionRefusal(cfg);
+  if (refusal) throw new Error(refusal);
   const planned = await planRun(cfg, o.promptTokens === undefined ? {} : { promptTokens: o.promptTokens });
   const m = machineMemory();
   if (o.json) console.log(JSON.stringify({ ...planned, machine: m }));

@@ -16,6 +16,7 @@ import { ALGORITHM_RECIPES, ALGORITHMS, VARIANTS, type Recipe } from '../algorit
 import { FOREIGN_SURROGATES, OWN_SURROGATES, SURROGATES } from '../algorithms/surrogates.js';
 import { WorkflowConfigSchema } from '../workflows/workflow-config.js';
 import { ALL_LINEAR, LORA_TARGET_NAMES } from '../model/lora.js';
+import { PRECISIONS, type Precision } from '../tensor/bf16.js';
 import { defaultsByAlgorithm, describeVariants } from './recipe-defaults.js';
 import { checkRunConfig } from './rl-config-checks.js';
 
@@ -202,6 +203,14 @@ export const AgentConfigSchema = z.strictObject({
   lora: LoraConfigSchema.optional().describe(
     'Train LoRA adapters on the frozen checkpoint instead of every weight (saved in PEFT format); default none',
   ),
+  precision: z
+    .enum(PRECISIONS, { error: `use ${PRECISIONS.join(' or ')}` })
+    .optional()
+    .describe(
+      "Products of the projections and the head: 'fp32', or 'bf16' (operands rounded to bfloat16, fp32 " +
+        'accumulation, fp32 master weights and AdamW state; a frozen base and the KL reference kept as bfloat16; ' +
+        'docs/real-models.md); default fp32',
+    ),
 });
 
 const RunConfigObject = z.strictObject({
@@ -491,10 +500,12 @@ export type RunConfig = z.output<typeof RunConfigSchema>;
 export type AgentConfig = RunConfig['agents'][number];
 
 /** One agent's effective settings: its own where given, the run-wide ones otherwise. */
-export type ResolvedAgent = Required<Omit<AgentConfig, 'system' | 'lora'>> & {
+export type ResolvedAgent = Required<Omit<AgentConfig, 'system' | 'lora' | 'precision'>> & {
   system: string | undefined;
   /** The agent's LoRA settings, or null for full fine-tuning. */
   lora: LoraConfig | null;
+  /** The precision of its products (fp32 unless the config says bf16). */
+  precision: Precision;
 };
 
 /** The config section each per-agent setting inherits from (the same tables the schema is built from). */
@@ -510,7 +521,12 @@ const INHERITED_FROM: Record<string, 'optim' | 'rollout' | 'data' | 'hacpo'> = {
 export function resolveAgents(c: RunConfig): ResolvedAgent[] {
   return c.agents.map((a) => {
     const own = a as Record<string, unknown>;
-    const out: Record<string, unknown> = { name: a.name, checkpoint: a.checkpoint, lora: a.lora ?? null };
+    const out: Record<string, unknown> = {
+      name: a.name,
+      checkpoint: a.checkpoint,
+      lora: a.lora ?? null,
+      precision: a.precision ?? 'fp32',
+    };
     for (const [key, section] of Object.entries(INHERITED_FROM))
       out[key] = own[key] ?? (c[section] as Record<string, unknown>)[key];
     return out as ResolvedAgent;

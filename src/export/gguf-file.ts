@@ -6,7 +6,7 @@
  * small and the export tests check every file against llama.cpp itself.
  */
 import { writeFileAtomic } from '../util/atomic-write.js';
-import { f32ToBf16, f32ToF16 } from '../model/half.js';
+import { f32ToBf16, f32ToF16 } from '../tensor/half.js';
 
 /** A metadata value with its GGUF type. */
 export type GgufValue =

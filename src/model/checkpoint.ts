@@ -102,6 +102,11 @@ export class CheckpointReader {
     return this.reader(name).readFloat32(name);
   }
 
+  /** Reads one float tensor as bfloat16 bits (BF16 as stored, other floats rounded). */
+  async readBf16(name: string): Promise<{ shape: number[]; data: Uint16Array }> {
+    return this.reader(name).readBf16(name);
+  }
+
   /** Closes every file. */
   async close(): Promise<void> {
     await Promise.all(this.files.map((f) => f.close()));

@@ -5,6 +5,7 @@
  * projections get the same A and B shapes (PEFT's fan_in_fan_out only changes how the product is merged).
  */
 import { defaultBackend } from '../backend/select.js';
+import { bf16ToF32 } from '../tensor/half.js';
 import type { Ctx } from '../tensor/tape.js';
 import { Tensor } from '../tensor/tensor.js';
 import { Rng } from '../util/rng.js';
@@ -274,8 +275,8 @@ export class LoraAdapters {
   }
 
   /**
-   * The base parameters with every adapted weight replaced by W + (alpha/rank)·B·A (new arrays; the rest shared):
-   * what a merged checkpoint holds.
+   * The base parameters with every adapted weight replaced by W + (alpha/rank)·B·A (new float32 arrays, also for a
+   * base stored as bfloat16; the rest shared): what a merged checkpoint holds.
    */
   merged(params: ReadonlyMap<string, Tensor>): Map<string, Tensor> {
     const k = defaultBackend();
@@ -284,7 +285,7 @@ export class LoraAdapters {
       const name = `${m.module}.weight`;
       const w = params.get(name)!;
       const { a, b } = this.byModule.get(m.module)!;
-      const c = w.data.slice();
+      const c = w.bf16 ? bf16ToF32(w.bf16) : w.data.slice();
       const r = this.settings.rank;
       k.gemm({
         m: m.outF,

@@ -13,6 +13,7 @@
  */
 import { capacityOf, MAX_POOLED, MIN_POOLED } from '../tensor/grad-pool.js';
 import { headChunkRows, KEEP_LOGITS_LIMIT } from '../tensor/ops.js';
+import type { Precision } from '../tensor/bf16.js';
 import type { TransformerConfig } from './hf-config.js';
 import { adaptedModules, type LoraSettings } from './lora.js';
 import { SCORE_BATCH_SIZE } from './response-log-probs.js';
@@ -38,8 +39,12 @@ export interface AgentMemoryInput {
   adapters?: { parameters: number; floatsPerToken: number };
   /** Another agent of the run whose frozen base this agent shares (its weights are counted there); default none. */
   sharesWeightsWith?: string;
-  /** Bytes per stored weight (4: fp32, 2: bf16); default 4. Gradients, optimizer and activations stay fp32. */
-  bytesPerWeight?: number;
+  /**
+   * Precision of its products (tensor/bf16.ts); default fp32. At bf16 a frozen base (LoRA) and the KL reference keep
+   * their matrices as bfloat16 (2 bytes), trainable weights stay fp32 masters, no inference copies are made, and each
+   * product widens its operands into a kept fp32 scratch. Gradients, optimizer and activations stay fp32.
+   */
+  precision?: Precision;
   /** Whether this process samples and trains it; false: only its weights are loaded (for its tokenizer); default true. */
   local?: boolean;
   /** Whether a frozen reference copy is kept (optim.klCoef > 0). */
@@ -157,6 +162,27 @@ function headFloats(cfg: TransformerConfig, rows: number, training: boolean): nu
   return (keep ? rows : Math.min(headChunkRows(vocab), rows)) * vocab + 3 * rows;
 }
 
+/** Bytes of a frozen copy of the weights: at bf16 its matrices are bfloat16 (weights.ts loadModel), vectors fp32. */
+function frozenWeightBytes(cfg: TransformerConfig, precision: Precision): number {
+  let n = 0;
+  for (const w of hfWeightNames(cfg)) {
+    const size = w.shape.reduce((a, b) => a * b, 1);
+    n += size * (w.shape.length === 2 && precision === 'bf16' ? 2 : F32);
+  }
+  return n;
+}
+
+/**
+ * Bytes of the scratch bf16 products widen their operands into, kept once grown (tensor/bf16.ts productOperand): the
+ * largest weight and the widest input over `rows` rows, both fp32.
+ */
+function bf16OperandBytes(cfg: TransformerConfig, rows: number): number {
+  let largest = 0;
+  for (const w of hfWeightNames(cfg)) if (w.shape.length === 2) largest = Math.max(largest, w.shape[0]! * w.shape[1]!);
+  const widest = Math.max(cfg.hidden, cfg.intermediate, cfg.heads * cfg.headDim);
+  return (largest + rows * widest) * F32;
+}
+
 /** Bytes of the [in, out] copies withInferenceWeights makes: every matrix but the lookup-only embedding tables. */
 function inferenceCopyBytes(cfg: TransformerConfig): number {
   const outer = outerNames(cfg);
@@ -198,7 +224,10 @@ export function agentMemory(a: AgentMemoryInput): AgentMemoryPlan {
   const { cfg } = a;
   const total = hfWeightNames(cfg).reduce((n, w) => n + w.shape.reduce((x, y) => x * y, 1), 0);
   const trainable = a.adapters?.parameters ?? a.trainableParameters ?? total;
-  const weightBytes = total * (a.bytesPerWeight ?? 4);
+  const precision = a.precision ?? 'fp32';
+  // Trainable weights are fp32 masters; a LoRA agent's base is frozen.
+  const weightBytes = trainable < total ? frozenWeightBytes(cfg, precision) : total * F32;
+  const bf16 = precision === 'bf16';
   const parts: MemoryPart[] = [
     a.sharesWeightsWith === undefined
       ? { name: 'weights', held: 'run', bytes: weightBytes }
@@ -218,7 +247,7 @@ export function agentMemory(a: AgentMemoryInput): AgentMemoryPlan {
       },
       { name: 'AdamW m and v', held: 'run', bytes: 2 * trainable * F32 },
     );
-    if (a.reference) parts.push({ name: 'KL reference', held: 'run', bytes: weightBytes });
+    if (a.reference) parts.push({ name: 'KL reference', held: 'run', bytes: frozenWeightBytes(cfg, precision) });
     const { layers, kvHeads, headDim, vocabSize } = cfg;
     const length = a.promptTokens + a.maxNewTokens;
     // Sampling: one generation batch at a time; a prefill holds block outputs and one block (ops.checkpoint), then
@@ -227,8 +256,8 @@ export function agentMemory(a: AgentMemoryInput): AgentMemoryPlan {
     const prefillRows = batch * a.promptTokens;
     const prefill =
       forwardFloats(cfg, prefillRows, { outputsOnly: true, fusedQkv: true }) + oneBlock(cfg, prefillRows, true);
+    if (!bf16) parts.push({ name: 'inference weight copies', held: 'sampling', bytes: inferenceCopyBytes(cfg) });
     parts.push(
-      { name: 'inference weight copies', held: 'sampling', bytes: inferenceCopyBytes(cfg) },
       { name: 'KV cache', held: 'sampling', bytes: 2 * layers * batch * kvHeads * length * headDim * F32 },
       { name: 'prefill activations and logits', held: 'sampling', bytes: (prefill + 2 * batch * vocabSize) * F32 },
     );
@@ -264,6 +293,13 @@ export function agentMemory(a: AgentMemoryInput): AgentMemoryPlan {
       // The pool keeps the training pass's buffers for the next (grad-pool.ts); sampling allocates its own beside them.
       { name: 'pooled training buffers', held: 'sampling', bytes: Math.min(training, MAX_POOLED * F32) },
     );
+    // Grown by the largest pass of any phase and kept; one per process, so with several bf16 agents an overestimate.
+    if (bf16)
+      parts.push({
+        name: 'bf16 operand scratch',
+        held: 'run',
+        bytes: bf16OperandBytes(cfg, Math.max(prefillRows, scoreRows, rows)),
+      });
   }
   const resident = parts.filter((p) => p.held === 'run').reduce((n, p) => n + p.bytes, 0);
   let phase: AgentMemoryPlan['phase'] = { name: 'sampling', bytes: 0 };

@@ -157,16 +157,16 @@ export async function adapterBase(dir: string): Promise<string> {
 
 /** `base` with `adapters` on it: the base's parameters frozen (shared, not copied). */
 export function adapt(base: Transformer, adapters: LoraAdapters): Transformer {
-  return new Transformer(base.cfg, frozen(base.params), adapters);
+  return new Transformer(base.cfg, frozen(base.params), adapters, base.precision);
 }
 
 /** The model without its adapters (a LoRA agent's KL reference): the same frozen parameters. */
 export function withoutAdapters(model: Transformer): Transformer {
-  return model.adapters ? new Transformer(model.cfg, model.params) : model;
+  return model.adapters ? new Transformer(model.cfg, model.params, null, model.precision) : model;
 }
 
 /** A plain model equal to `model` with its adapters merged into the weights (W + (alpha/rank)·B·A). */
 export function mergeAdapters(model: Transformer): Transformer {
   if (!model.adapters) return model;
-  return new Transformer(model.cfg, model.adapters.merged(model.params));
+  return new Transformer(model.cfg, model.adapters.merged(model.params), null, model.precision);
 }

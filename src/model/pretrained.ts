@@ -8,7 +8,8 @@ import { readGenerationConfig, writeGenerationConfig, type GenerationConfig } fr
 import type { Transformer } from './transformer.js';
 import { replaceDir } from '../util/replace-dir.js';
 import { notWeightFile } from './checkpoint.js';
-import { loadModel, writeModelFiles } from './weights.js';
+import { loadModel, writeModelFiles, type LoadOptions } from './weights.js';
+import type { Precision } from '../tensor/bf16.js';
 import { join, resolve } from 'node:path';
 import { pathExists } from '../util/json-file.js';
 import {
@@ -38,17 +39,21 @@ function checkSpecialIds(ids: [string, number | null | undefined][], vocabSize: 
 }
 
 /**
- * Frozen base models by folder, loaded once and shared read-only by every LoRA agent on that base (a loading in
- * progress is shared too).
+ * Frozen base models by folder and precision, loaded once and shared read-only by every LoRA agent on that base (a
+ * loading in progress is shared too).
  */
 export type BaseModels = Map<string, Promise<Pretrained>>;
 
-/** The base in `dir` from `bases` (loading and adding it when absent). */
-export function sharedBase(dir: string, bases: BaseModels): Promise<Pretrained> {
-  let p = bases.get(dir);
+/**
+ * The base in `dir` at `precision` (default fp32; bf16 holds its matrices as bfloat16 bits) from `bases`, loading and
+ * adding it when absent.
+ */
+export function sharedBase(dir: string, bases: BaseModels, precision: Precision = 'fp32'): Promise<Pretrained> {
+  const key = `${precision}:${dir}`;
+  let p = bases.get(key);
   if (!p) {
-    p = loadPretrained(dir);
-    bases.set(dir, p);
+    p = loadPretrained(dir, new Map(), { precision, frozen: true });
+    bases.set(key, p);
   }
   return p;
 }
@@ -61,16 +66,21 @@ async function hasTokenizer(dir: string): Promise<boolean> {
 /**
  * Loads model, tokenizer and generation defaults; refuses a tokenizer whose ids do not fit the model's vocabulary,
  * and special token ids (the tokenizer's, generation_config.json's) outside it. A PEFT adapter folder
- * (adapter_config.json) loads as its base (base_model_name_or_path, taken from `bases` when given) with the adapters
- * on it; tokenizer and generation defaults come from the adapter folder where it has them, else from the base.
+ * (adapter_config.json) loads as its base (base_model_name_or_path, taken from `bases` when given; frozen, at
+ * `options.precision`) with the adapters on it; tokenizer and generation defaults come from the adapter folder where
+ * it has them, else from the base. `options`: precision and storage of a whole model (loadModel), default fp32.
  */
-export async function loadPretrained(dir: string, bases: BaseModels = new Map()): Promise<Pretrained> {
+export async function loadPretrained(
+  dir: string,
+  bases: BaseModels = new Map(),
+  options: LoadOptions = {},
+): Promise<Pretrained> {
   if (await isAdapterFolder(dir)) {
     const baseDir = await adapterBase(dir);
-    return withAdapterFolder(dir, await sharedBase(baseDir, bases), baseDir);
+    return withAdapterFolder(dir, await sharedBase(baseDir, bases, options.precision), baseDir);
   }
   return checked(dir, {
-    model: await loadModel(dir),
+    model: await loadModel(dir, options),
     tokenizer: await loadTokenizer(dir),
     generation: await readGenerationConfig(dir),
   });

@@ -4,7 +4,7 @@
 import { endianness } from 'node:os';
 import { open, type FileHandle } from 'node:fs/promises';
 import { writeFileAtomic } from '../util/atomic-write.js';
-import { bf16ToF32, f16ToF32, f32ToBf16 } from './half.js';
+import { bf16ToF32, f16ToF32, f32ToBf16 } from '../tensor/half.js';
 
 // Typed-array views below reinterpret file bytes directly, which is only right on a little-endian host
 // (x86-64 and arm64, i.e. every machine Node ships for).
@@ -250,12 +250,29 @@ export class SafetensorsReader {
   /** Reads and decodes one tensor. */
   async read(name: string): Promise<Tensor> {
     const t = this.info(name);
-    const bytes = await readAt(this.fh, this.header.dataStart + t.offsets[0], t.offsets[1] - t.offsets[0]).catch(
-      (e: Error) => {
-        throw new Error(`cannot read tensor "${name}" from ${this.path}: ${e.message}`);
-      },
-    );
-    return { dtype: t.dtype, shape: [...t.shape], data: decodeTensorBytes(t.dtype, bytes) };
+    return { dtype: t.dtype, shape: [...t.shape], data: decodeTensorBytes(t.dtype, await this.bytes(name)) };
+  }
+
+  /**
+   * Reads one floating-point tensor as bfloat16 bits: a BF16 tensor as stored (never widened to float32), any other
+   * float rounded to nearest even.
+   */
+  async readBf16(name: string): Promise<{ shape: number[]; data: Uint16Array }> {
+    const t = this.info(name);
+    if (t.dtype !== 'BF16') {
+      const f = await this.readFloat32(name);
+      return { shape: f.shape, data: f32ToBf16(f.data) };
+    }
+    const bytes = await this.bytes(name);
+    return { shape: [...t.shape], data: new Uint16Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 2) };
+  }
+
+  /** The raw bytes of tensor `name`, in a fresh aligned buffer. */
+  private async bytes(name: string): Promise<Uint8Array> {
+    const t = this.info(name);
+    return readAt(this.fh, this.header.dataStart + t.offsets[0], t.offsets[1] - t.offsets[0]).catch((e: Error) => {
+      throw new Error(`cannot read tensor "${name}" from ${this.path}: ${e.message}`);
+    });
   }
 
   /** Reads one floating-point tensor as float32; throws naming the tensor and file if it is an integer tensor. */

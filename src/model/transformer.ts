@@ -20,6 +20,7 @@ import {
   swiglu,
   splitColumns,
 } from '../tensor/ops.js';
+import { productOperand, type Precision } from '../tensor/bf16.js';
 import type { Ctx } from '../tensor/tape.js';
 import { Tensor } from '../tensor/tensor.js';
 import type { TransformerConfig } from './hf-config.js';
@@ -73,10 +74,18 @@ export class Transformer {
 
   /** LoRA adapters on some projections (the params then stay frozen), or null for a plain model. */
   readonly adapters: LoraAdapters | null;
+  /** Precision of the projections' and the head's products (tensor/bf16.ts); default fp32. */
+  readonly precision: Precision;
 
-  constructor(cfg: TransformerConfig, params: Map<string, Tensor>, adapters: LoraAdapters | null = null) {
+  constructor(
+    cfg: TransformerConfig,
+    params: Map<string, Tensor>,
+    adapters: LoraAdapters | null = null,
+    precision: Precision = 'fp32',
+  ) {
     this.cfg = cfg;
     this.adapters = adapters;
+    this.precision = precision;
     const want = parameterShapes(cfg);
     for (const [name, shape] of want) {
       const t = params.get(name);
@@ -85,8 +94,11 @@ export class Transformer {
       if (t.shape.length !== shape.length || t.shape.some((s, i) => s !== shape[i]))
         throw new Error(`tensor "${name}" has shape [${t.shape.join(', ')}], the config needs [${shape.join(', ')}]`);
     }
-    for (const name of params.keys())
+    for (const [name, t] of params) {
       if (!want.has(name)) throw new Error(`unexpected tensor "${name}" for a ${cfg.family} model with this config`);
+      if (t.bf16 && precision !== 'bf16')
+        throw new Error(`tensor "${name}" is stored as bfloat16: the model needs precision bf16, got ${precision}`);
+    }
     if (cfg.activation !== 'silu' && cfg.gatedMlp)
       throw new Error(`gated MLPs are supported with silu only (got ${cfg.activation})`);
     if (!cfg.gatedMlp && cfg.activation !== 'gelu_new' && cfg.activation !== 'gelu_pytorch_tanh')
@@ -134,7 +146,7 @@ export class Transformer {
 
   private lin(ctx: Ctx, x: Tensor, name: string): Tensor {
     const wT = ctx.tape === null ? this.inference?.transposed.get(`${name}.weight`) : undefined;
-    const y = linear(ctx, x, this.p(`${name}.weight`), this.optional(`${name}.bias`), wT);
+    const y = linear(ctx, x, this.p(`${name}.weight`), this.optional(`${name}.bias`), wT, this.precision);
     // Inference copies hold the adapters merged in (buildInference).
     return this.adapters && !wT ? this.adapters.apply(ctx, x, name, y) : y;
   }
@@ -161,10 +173,11 @@ export class Transformer {
    * inference passes use instead of the [out, in] originals: for decode-sized inputs the plain product is 2–4× faster
    * than the transposed one (bench:model), and q/k/v and gate/up become one product each. The copies are made once
    * per call (weights must not change inside `fn`) and dropped afterwards; meanwhile they cost one more copy of those
-   * weights in memory.
+   * weights in memory. A bf16 model makes none: its products widen their operands per use anyway (bf16.ts), so a
+   * layout copy would buy no speed, and merged adapters rounded to bf16 would lose small updates in sampling.
    */
   withInferenceWeights<T>(fn: () => T): T {
-    if (this.inference) return fn();
+    if (this.inference || this.precision === 'bf16') return fn();
     this.inference = this.buildInference();
     try {
       return fn();
@@ -179,7 +192,7 @@ export class Transformer {
    * must not change meanwhile.
    */
   holdInferenceWeights(): () => void {
-    if (this.inference) return () => {};
+    if (this.inference || this.precision === 'bf16') return () => {};
     this.inference = this.buildInference();
     let held = true;
     return () => {
@@ -282,7 +295,7 @@ export class Transformer {
    * per-row log-probs (differentiable) and, when asked, the entropy of each row's distribution.
    */
   tokenLogProbs(ctx: Ctx, b: Batch, targets: Int32Array, options: { entropy?: boolean } = {}) {
-    return lmHeadLogProbs(ctx, this.forward(ctx, b), this.head, targets, options);
+    return lmHeadLogProbs(ctx, this.forward(ctx, b), this.head, targets, { ...options, precision: this.precision });
   }
 
   /**
@@ -304,8 +317,8 @@ export class Transformer {
         m: rows,
         n: vocab,
         k: dim,
-        a: { data: hidden },
-        b: { data: this.head.data },
+        a: { data: productOperand(hidden, this.precision, 'input') },
+        b: { data: productOperand(this.head, this.precision, 'weight') },
         c: { data: out },
       });
     return out;

@@ -4,6 +4,7 @@
  */
 import { CheckpointReader, notWeightFile, writeCheckpoint } from './checkpoint.js';
 import { readHfConfig, writeHfConfig, type TransformerConfig } from './hf-config.js';
+import type { Precision } from '../tensor/bf16.js';
 import { Tensor } from '../tensor/tensor.js';
 import { replaceDir } from '../util/replace-dir.js';
 import { Rng } from '../util/rng.js';
@@ -11,21 +12,23 @@ import { Transformer } from './transformer.js';
 import { hfWeightNames } from './weight-names.js';
 
 /** [rows, cols] → [cols, rows]. */
-function transpose(data: Float32Array, rows: number, cols: number): Float32Array {
-  const out = new Float32Array(data.length);
+function transpose<T extends Float32Array | Uint16Array>(data: T, rows: number, cols: number): T {
+  const out = (data instanceof Float32Array ? new Float32Array(data.length) : new Uint16Array(data.length)) as T;
   for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) out[c * rows + r] = data[r * cols + c]!;
   return out;
 }
 
 /**
- * Builds the model from checkpoint tensors (as read from safetensors, already float32): names are matched with their
- * published aliases, GPT-2's Conv1D weights are transposed to [out, in], and non-parameter buffers are ignored.
- * A missing or mis-shaped tensor raises an error naming it.
+ * Builds the model from checkpoint tensors (as read from safetensors: float32, or bfloat16 bits kept as they are for a
+ * frozen bf16 model): names are matched with their published aliases, GPT-2's Conv1D weights are transposed to
+ * [out, in], and non-parameter buffers are ignored. A missing or mis-shaped tensor raises an error naming it.
+ * `precision`: of the model's products (tensor/bf16.ts), default fp32; bfloat16 bits need bf16.
  */
 export function modelFromTensors(
   cfg: TransformerConfig,
   tensors: ReadonlyMap<string, { readonly shape: readonly number[]; readonly data: unknown }>,
   source = 'checkpoint',
+  precision: Precision = 'fp32',
 ): Transformer {
   const params = new Map<string, Tensor>();
   for (const w of hfWeightNames(cfg)) {
@@ -35,12 +38,14 @@ export function modelFromTensors(
       throw new Error(
         `${source}: tensor "${w.name}" has shape [${found.shape.join(', ')}], the config needs [${w.shape.join(', ')}]`,
       );
-    if (!(found.data instanceof Float32Array)) throw new Error(`${source}: tensor "${w.name}" is not floating point`);
+    const bits = found.data instanceof Uint16Array;
+    if (!(found.data instanceof Float32Array) && !bits)
+      throw new Error(`${source}: tensor "${w.name}" is not floating point`);
     const data = w.transposed ? transpose(found.data, w.shape[0]!, w.shape[1]!) : found.data.slice();
     const shape = w.transposed ? [w.shape[1]!, w.shape[0]!] : w.shape;
-    params.set(w.name, new Tensor(data, shape, true));
+    params.set(w.name, new Tensor(data, shape, !bits));
   }
-  return new Transformer(cfg, params);
+  return new Transformer(cfg, params, null, precision);
 }
 
 /** The model's tensors under their Hugging Face names and layouts, ready to write. */
@@ -51,12 +56,26 @@ export function tensorsForCheckpoint(model: Transformer): [string, { shape: numb
   });
 }
 
-/** Throws naming the tensor when a weight holds NaN or ±Infinity (a diverged or corrupt checkpoint). */
-function checkFinite(name: string, data: Float32Array, source: string): void {
+/** Throws naming the tensor when a weight (float32, or bfloat16 bits) holds NaN or ±Infinity (diverged or corrupt). */
+function checkFinite(name: string, data: Float32Array | Uint16Array, source: string): void {
   let bad = 0;
-  for (let i = 0; i < data.length; i++) if (!Number.isFinite(data[i]!)) bad++;
+  if (data instanceof Uint16Array) {
+    for (let i = 0; i < data.length; i++) if ((data[i]! & 0x7f80) === 0x7f80) bad++;
+  } else for (let i = 0; i < data.length; i++) if (!Number.isFinite(data[i]!)) bad++;
   if (bad > 0)
     throw new Error(`${source}: tensor "${name}" has ${bad} of ${data.length} values that are NaN or infinite`);
+}
+
+/** How loadModel holds a checkpoint's weights. */
+export interface LoadOptions {
+  /** Precision of the model's products (tensor/bf16.ts); default fp32. */
+  precision?: Precision;
+  /**
+   * A frozen model (a LoRA agent's base, a KL reference): at bf16 its matrices stay bfloat16 bits in memory (a BF16
+   * checkpoint's as stored, never widened; other dtypes rounded), its 1-D weights float32. Default false: float32
+   * weights (the master copies training updates).
+   */
+  frozen?: boolean;
 }
 
 /**
@@ -64,7 +83,9 @@ function checkFinite(name: string, data: Float32Array, source: string): void {
  * against the weight files' headers (present, same shape) before any tensor is read, so a config.json that claims
  * more than the files hold is refused without allocating; weights that are NaN or infinite are refused at load.
  */
-export async function loadModel(dir: string): Promise<Transformer> {
+export async function loadModel(dir: string, options: LoadOptions = {}): Promise<Transformer> {
+  const precision = options.precision ?? 'fp32';
+  const bits = precision === 'bf16' && options.frozen === true;
   const cfg = await readHfConfig(dir);
   const reader = await CheckpointReader.open(dir);
   try {
@@ -79,13 +100,14 @@ export async function loadModel(dir: string): Promise<Transformer> {
         );
       return name;
     });
-    const tensors = new Map<string, { shape: number[]; data: Float32Array }>();
+    const tensors = new Map<string, { shape: number[]; data: Float32Array | Uint16Array }>();
     for (const name of found) {
-      const t = await reader.readFloat32(name);
+      const t =
+        bits && reader.info(name).shape.length === 2 ? await reader.readBf16(name) : await reader.readFloat32(name);
       checkFinite(name, t.data, dir);
       tensors.set(name, t);
     }
-    return modelFromTensors(cfg, tensors, dir);
+    return modelFromTensors(cfg, tensors, dir, precision);
   } finally {
     await reader.close();
   }

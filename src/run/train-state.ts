@@ -12,6 +12,7 @@ import { basename, join } from 'node:path';
 import { z } from 'zod';
 import { AGENT_NAME } from '../config/rl-config.js';
 import { loadPretrained, savePretrained, type BaseModels, type Pretrained } from '../model/pretrained.js';
+import type { Precision } from '../tensor/bf16.js';
 import type { AdamWState } from '../optim/adamw.js';
 import { writeJsonAtomic } from '../util/atomic-write.js';
 import { parseWith, readJsonWith } from '../util/json-file.js';
@@ -109,8 +110,12 @@ export async function saveTrainState(dir: string, state: TrainState): Promise<vo
 /**
  * Reads a train state written by saveTrainState; errors name the file at fault. A state.json whose step is not the
  * one its checkpoint folder is named for (`step-000123`) is refused: one of the two was moved or edited.
+ * `precisionOf` gives each agent's precision (default fp32 for all): a LoRA agent's base at bf16 loads as bfloat16.
  */
-export async function loadTrainState(dir: string): Promise<TrainState> {
+export async function loadTrainState(
+  dir: string,
+  precisionOf: (agent: string) => Precision = () => 'fp32',
+): Promise<TrainState> {
   const json = await readJsonWith(join(dir, 'state.json'), StateFileSchema);
   const named = /^step-(\d+)$/.exec(basename(dir));
   if (named && Number(named[1]) !== json.step)
@@ -120,7 +125,7 @@ export async function loadTrainState(dir: string): Promise<TrainState> {
   for (const a of json.agents)
     agents.push({
       name: a.name,
-      pretrained: await loadPretrained(agentDir(dir, a.name), bases),
+      pretrained: await loadPretrained(agentDir(dir, a.name), bases, { precision: precisionOf(a.name) }),
       optimizer: await loadAdamWState(optimizerFile(dir, a.name)),
       rngs: a.rngs,
     });
@@ -137,13 +142,17 @@ export async function loadTrainState(dir: string): Promise<TrainState> {
 /**
  * The newest checkpoint in `root` (a run's checkpoints folder) that loads: when the latest is damaged (a file edited,
  * truncated or deleted after it was committed), the previous ones are tried in turn, and `progress` says which was
- * skipped and why. Throws listing every checkpoint's problem when none loads.
+ * skipped and why. Throws listing every checkpoint's problem when none loads. `precisionOf`: as loadTrainState.
  */
-export async function loadNewestValidState(root: string, progress: (line: string) => void): Promise<TrainState> {
+export async function loadNewestValidState(
+  root: string,
+  progress: (line: string) => void,
+  precisionOf?: (agent: string) => Precision,
+): Promise<TrainState> {
   const problems: string[] = [];
   for (const ref of (await listCheckpoints(root)).reverse()) {
     try {
-      const state = await loadTrainState(ref.dir);
+      const state = await loadTrainState(ref.dir, precisionOf);
       if (problems.length > 0)
         progress(
           `resuming from ${basename(ref.dir)} instead, the newest checkpoint that loads (skipped: ${problems.join('; ')})`,

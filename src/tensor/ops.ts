@@ -5,6 +5,8 @@
 import type { AttentionShape, F32, I32 } from '../backend/kernels.js';
 import { Arena, Tape, type Ctx } from './tape.js';
 import { giveBack, takeZeroed } from './grad-pool.js';
+import { productOperand, type Precision } from './bf16.js';
+import { bf16ToF32 } from './half.js';
 import { Tensor } from './tensor.js';
 
 function tracking(ctx: Ctx, ...inputs: (Tensor | undefined)[]): boolean {
@@ -48,9 +50,17 @@ function gradOrScratch(t: Tensor): F32 {
 /**
  * y = x·Wᵀ + b, the Hugging Face Linear layout: x [..., in], W [out, in], b [out]; y [..., out]. `wT`, a copy of W as
  * [in, out], is used when given and nothing is recorded: BLAS kernels run the transposed-B product several times
- * slower than the plain one when x has few rows (decoding), see Transformer.withInferenceWeights.
+ * slower than the plain one when x has few rows (decoding), see Transformer.withInferenceWeights. `precision`: of the
+ * products (bf16.ts), default fp32.
  */
-export function linear(ctx: Ctx, x: Tensor, w: Tensor, bias?: Tensor, wT?: Float32Array): Tensor {
+export function linear(
+  ctx: Ctx,
+  x: Tensor,
+  w: Tensor,
+  bias?: Tensor,
+  wT?: Float32Array,
+  precision: Precision = 'fp32',
+): Tensor {
   const [outF, inF] = w.shape as [number, number];
   if (w.shape.length !== 2) shapeError('linear', `weight must be 2-D [out, in], got [${w.shape.join(',')}]`);
   if (x.lastDim !== inF)
@@ -59,8 +69,19 @@ export function linear(ctx: Ctx, x: Tensor, w: Tensor, bias?: Tensor, wT?: Float
   const rows = x.rows;
   const track = tracking(ctx, x, w, bias);
   const y = outBuffer(ctx, track, rows * outF);
-  if (wT && !track) ctx.k.gemm({ m: rows, n: outF, k: inF, a: { data: x.data }, b: { data: wT }, c: { data: y } });
-  else ctx.k.gemm({ transB: true, m: rows, n: outF, k: inF, a: { data: x.data }, b: { data: w.data }, c: { data: y } });
+  if (wT && precision !== 'fp32') shapeError('linear', 'an [in, out] weight copy is for fp32 products only');
+  const xs = productOperand(x, precision, 'input');
+  if (wT && !track) ctx.k.gemm({ m: rows, n: outF, k: inF, a: { data: xs }, b: { data: wT }, c: { data: y } });
+  else
+    ctx.k.gemm({
+      transB: true,
+      m: rows,
+      n: outF,
+      k: inF,
+      a: { data: xs },
+      b: { data: productOperand(w, precision, 'weight') },
+      c: { data: y },
+    });
   if (bias) ctx.k.addBias(y, bias.data, y, rows, outF);
   const out = new Tensor(y, [...x.shape.slice(0, -1), outF], track);
   if (out.requiresGrad)
@@ -73,7 +94,7 @@ export function linear(ctx: Ctx, x: Tensor, w: Tensor, bias?: Tensor, wT?: Float
           n: inF,
           k: outF,
           a: { data: dy },
-          b: { data: w.data },
+          b: { data: productOperand(w, precision, 'weight') },
           c: { data: x.ensureGrad() },
           beta: 1,
         });
@@ -84,7 +105,7 @@ export function linear(ctx: Ctx, x: Tensor, w: Tensor, bias?: Tensor, wT?: Float
           n: inF,
           k: rows,
           a: { data: dy },
-          b: { data: x.data },
+          b: { data: productOperand(x, precision, 'input') },
           c: { data: w.ensureGrad() },
           beta: 1,
         });
@@ -286,7 +307,8 @@ export function embedding(ctx: Ctx, table: Tensor, ids: I32): Tensor {
   const dim = table.lastDim;
   const track = tracking(ctx, table);
   const y = outBuffer(ctx, track, ids.length * dim);
-  ctx.k.embedding(table.data, ids, y, ids.length, dim);
+  if (table.bf16) bf16Rows(table.bf16, ids, y, dim);
+  else ctx.k.embedding(table.data, ids, y, ids.length, dim);
   const out = new Tensor(y, [ids.length, dim], track);
   if (out.requiresGrad)
     ctx.tape!.record(() => {
@@ -294,6 +316,15 @@ export function embedding(ctx: Ctx, table: Tensor, ids: I32): Tensor {
       if (dy) ctx.k.embeddingBackward(dy, ids, table.ensureGrad(), ids.length, dim);
     }, out);
   return out;
+}
+
+/** The rows `ids` of a table of bfloat16 bits [V, dim], widened into y [ids, dim] (a frozen bf16 embedding). */
+function bf16Rows(table: Uint16Array, ids: I32, y: F32, dim: number): void {
+  const vocab = table.length / dim;
+  ids.forEach((id, r) => {
+    if (!(id >= 0 && id < vocab)) throw new Error(`embedding: id ${id} is outside the table's ${vocab} rows`);
+    bf16ToF32(table.subarray(id * dim, (id + 1) * dim), y.subarray(r * dim, (r + 1) * dim));
+  });
 }
 
 /** Per-token results of the language-model head. */
@@ -336,6 +367,8 @@ export function lmHeadLogProbs(
     chunkRows?: number;
     /** Most logits (floats) kept for the backward instead of recomputed; default 2^26. */
     keepLogitsLimit?: number;
+    /** Precision of the head's products (bf16.ts); default fp32. */
+    precision?: Precision;
   } = {},
 ): TokenLogProbs {
   const [vocab, dim] = weight.shape as [number, number];
@@ -349,23 +382,30 @@ export function lmHeadLogProbs(
   const track = tracking(ctx, hidden, weight);
   const keep = track && rows * vocab <= (options.keepLogitsLimit ?? KEEP_LOGITS_LIMIT);
   const logits = outBuffer(ctx, track, (keep ? rows : Math.min(chunk, rows)) * vocab);
-  const chunkLogits = (r0: number, n: number): F32 => {
+  const precision = options.precision ?? 'fp32';
+  // The operands of one pass over the chunks (at bf16 the slots' scratch: nothing else is widened during the pass).
+  const operands = (): { h: F32; w: F32 } => ({
+    h: productOperand(hidden, precision, 'input'),
+    w: productOperand(weight, precision, 'weight'),
+  });
+  const chunkLogits = (r0: number, n: number, op: { h: F32; w: F32 }): F32 => {
     const view = logits.subarray(keep ? r0 * vocab : 0, (keep ? r0 + n : n) * vocab);
     ctx.k.gemm({
       transB: true,
       m: n,
       n: vocab,
       k: dim,
-      a: { data: hidden.data, offset: r0 * dim },
-      b: { data: weight.data },
+      a: { data: op.h, offset: r0 * dim },
+      b: { data: op.w },
       c: { data: view },
     });
     return view;
   };
+  const forward = operands();
   for (let r0 = 0; r0 < rows; r0 += chunk) {
     const n = Math.min(chunk, rows - r0);
     ctx.k.gatherLogProbs(
-      chunkLogits(r0, n),
+      chunkLogits(r0, n, forward),
       targets.subarray(r0, r0 + n),
       logProb.subarray(r0, r0 + n),
       lse.subarray(r0, r0 + n),
@@ -383,9 +423,10 @@ export function lmHeadLogProbs(
       const withEntropy = entropySeed !== null && entropySeed.some((v) => v !== 0);
       const dHidden = hidden.requiresGrad ? hidden.ensureGrad() : null;
       const dWeight = weight.requiresGrad ? weight.ensureGrad() : null;
+      const op = operands();
       for (let r0 = 0; r0 < rows; r0 += chunk) {
         const n = Math.min(chunk, rows - r0);
-        const z = keep ? logits.subarray(r0 * vocab, (r0 + n) * vocab) : chunkLogits(r0, n);
+        const z = keep ? logits.subarray(r0 * vocab, (r0 + n) * vocab) : chunkLogits(r0, n, op);
         // The log-prob backward overwrites the logits in place; the entropy term needs them, so it reads a copy.
         const zCopy = withEntropy ? z.slice() : null;
         ctx.k.gatherLogProbsBackward(
@@ -413,7 +454,7 @@ export function lmHeadLogProbs(
             n: dim,
             k: vocab,
             a: { data: z },
-            b: { data: weight.data },
+            b: { data: op.w },
             c: { data: dHidden, offset: r0 * dim },
             beta: 1,
           });
@@ -424,7 +465,7 @@ export function lmHeadLogProbs(
             n: dim,
             k: n,
             a: { data: z },
-            b: { data: hidden.data, offset: r0 * dim },
+            b: { data: op.h, offset: r0 * dim },
             c: { data: dWeight },
             beta: 1,
           });

@@ -15,6 +15,7 @@ import { learningRate } from '../optim/schedule.js';
 import type { AgentTrainState, TrainState } from '../run/train-state.js';
 import { Rng } from '../util/rng.js';
 import type { Learner } from './learner-step.js';
+import { Transformer } from '../model/transformer.js';
 
 /**
  * A learner of the run, with everything it keeps from step to step: what a step's update reads (Learner) with its
@@ -44,7 +45,7 @@ const LORA_DROPOUT = 'lora_dropout';
 async function freshAgent(cfg: RunConfig, a: ResolvedAgent, i: number, bases: BaseModels): Promise<AgentTrainState> {
   let pretrained: Pretrained;
   if (a.lora) {
-    const base = await sharedBase(resolve(a.checkpoint), bases);
+    const base = await sharedBase(resolve(a.checkpoint), bases, a.precision);
     let adapters;
     try {
       adapters = LoraAdapters.init(base.model.cfg, a.lora, resolve(a.checkpoint), cfg.seed * 104729 + 17 * i + 3);
@@ -52,7 +53,7 @@ async function freshAgent(cfg: RunConfig, a: ResolvedAgent, i: number, bases: Ba
       throw new Error(`agent ${a.name} (${a.checkpoint}): ${(e as Error).message}`);
     }
     pretrained = { ...base, model: adapt(base.model, adapters) };
-  } else pretrained = await loadPretrained(a.checkpoint);
+  } else pretrained = await loadPretrained(a.checkpoint, new Map(), { precision: a.precision });
   return {
     name: a.name,
     pretrained,
@@ -79,12 +80,21 @@ export async function initialState(cfg: RunConfig): Promise<TrainState> {
 
 /**
  * A resumed state with every agent of the run, in config order: a checkpoint holds the agents its process trains,
- * the others start as their checkpoints hold them (read for their tokenizers).
+ * the others start as their checkpoints hold them (read for their tokenizers). A saved whole model holds fp32 masters
+ * whatever its precision; its products follow the config's.
  */
 export async function withEveryAgent(cfg: RunConfig, state: TrainState): Promise<TrainState> {
   const saved = new Map(state.agents.map((a) => [a.name, a]));
   const bases: BaseModels = new Map();
-  const agents = await Promise.all(resolveAgents(cfg).map((a, i) => saved.get(a.name) ?? freshAgent(cfg, a, i, bases)));
+  const agents = await Promise.all(
+    resolveAgents(cfg).map((a, i) => {
+      const s = saved.get(a.name);
+      if (!s) return freshAgent(cfg, a, i, bases);
+      const m = s.pretrained.model;
+      if (m.adapters || m.precision === a.precision) return s;
+      return { ...s, pretrained: { ...s.pretrained, model: new Transformer(m.cfg, m.params, null, a.precision) } };
+    }),
+  );
   return { ...state, agents };
 }
 
@@ -120,7 +130,7 @@ export async function buildLearners(
           o.klCoef > 0 && local(s.name)
             ? model.adapters
               ? withoutAdapters(model)
-              : (await loadPretrained(a.checkpoint)).model
+              : (await loadPretrained(a.checkpoint, new Map(), { precision: a.precision, frozen: true })).model
             : null,
         rng: Rng.fromState(s.rngs.sampling!),
         capability: CapabilityTracker.fromHistory(cfg.hacpo.capabilityWindow, saved[s.name] ?? []),

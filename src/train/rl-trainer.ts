@@ -9,7 +9,7 @@ import { performance } from 'node:perf_hooks';
 import { engine } from '../backend/engine.js';
 import { ALGORITHM_RECIPES } from '../algorithms/recipes.js';
 import { parseSavedRunConfig } from '../config/load-config.js';
-import type { RunConfig } from '../config/rl-config.js';
+import { resolveAgents, type RunConfig } from '../config/rl-config.js';
 import { RunFolder } from '../run/run-folder.js';
 import { lockRunDir } from '../run/run-lock.js';
 import type { StopRequest } from '../run/interrupt.js';
@@ -18,6 +18,7 @@ import { Rng } from '../util/rng.js';
 import { buildLearners, initialState, saveLearners, withEveryAgent } from './learners.js';
 import { teamStep, type UpdateRecipe } from './learner-step.js';
 import { createProgressDisplay, type ProgressDisplay } from './progress.js';
+import { precisionRefusal } from './run-plan.js';
 import { runSource } from './run-source.js';
 import type { StepMetrics } from './sample-sources.js';
 import type { SampleRecord } from './sample-table.js';
@@ -98,6 +99,8 @@ export interface TrainOptions {
  * the same runDir fails at once, naming this one's PID.
  */
 export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<void> {
+  const refusal = precisionRefusal(cfg);
+  if (refusal) throw new Error(refusal);
   const lock = await lockRunDir(cfg.runDir);
   try {
     await trainLocked(cfg, options);
@@ -188,7 +191,12 @@ async function openRun(run: RunFolder, cfg: RunConfig, resume: boolean, display:
     throw new Error(
       `--resume: the configuration differs from the one ${cfg.runDir} was started with; resume with the same file and overrides`,
     );
-  const checkpoint = await loadNewestValidState(run.path('checkpoints'), (line) => display.message(line));
+  const precisions = new Map(resolveAgents(cfg).map((a) => [a.name, a.precision]));
+  const checkpoint = await loadNewestValidState(
+    run.path('checkpoints'),
+    (line) => display.message(line),
+    (agent) => precisions.get(agent) ?? 'fp32',
+  );
   const state = await withEveryAgent(cfg, checkpoint);
   await run.truncateLogsAfter(state.step);
   display.message(`resuming ${cfg.runDir} from step ${state.step}`);

@@ -4,9 +4,12 @@
  * with it before any work, refusing a run that would not fit with what to change.
  */
 import { resolve } from 'node:path';
+import { bf16Refusal, cpuFlags } from '../backend/cpu-features.js';
+import { defaultBackend } from '../backend/select.js';
 import { ALGORITHM_RECIPES } from '../algorithms/recipes.js';
 import { resolveAgents, type ResolvedAgent, type RunConfig } from '../config/rl-config.js';
 import { readHfConfig } from '../model/hf-config.js';
+import type { Precision } from '../tensor/bf16.js';
 import { adapterMemory, planMemory, type AgentMemoryInput, type MemoryPlan } from '../model/memory-plan.js';
 import { loadDataSpec } from '../tasks/data-spec.js';
 import { renderPrompt, type PromptOptions } from '../tasks/prompt.js';
@@ -32,8 +35,13 @@ export interface RunPlanOptions {
 /** A run's plan and, per agent, the prompt length it assumed. */
 export interface RunPlan {
   plan: MemoryPlan;
-  /** Per agent: its longest prompt in tokens and where that figure comes from. */
-  prompts: { agent: string; tokens: number; source: 'data.train' | 'given' | 'workflow default' }[];
+  /** Per agent: its longest prompt in tokens and where that figure comes from, and its precision. */
+  prompts: {
+    agent: string;
+    tokens: number;
+    source: 'data.train' | 'given' | 'workflow default';
+    precision: Precision;
+  }[];
 }
 
 /**
@@ -85,10 +93,13 @@ export async function planRun(cfg: RunConfig, o: RunPlanOptions = {}): Promise<R
       : [];
   const prompts: RunPlan['prompts'] = [];
   for (const a of agents) {
-    if (o.promptTokens !== undefined) prompts.push({ agent: a.name, tokens: o.promptTokens, source: 'given' });
+    const { precision } = a;
+    if (o.promptTokens !== undefined)
+      prompts.push({ agent: a.name, tokens: o.promptTokens, source: 'given', precision });
     else if (cfg.workflow !== undefined)
-      prompts.push({ agent: a.name, tokens: WORKFLOW_PROMPT_TOKENS, source: 'workflow default' });
-    else prompts.push({ agent: a.name, tokens: await agentLongestPrompt(a, questions), source: 'data.train' });
+      prompts.push({ agent: a.name, tokens: WORKFLOW_PROMPT_TOKENS, source: 'workflow default', precision });
+    else
+      prompts.push({ agent: a.name, tokens: await agentLongestPrompt(a, questions), source: 'data.train', precision });
   }
   const shared = ALGORITHM_RECIPES[cfg.algorithm].sharing !== 'none';
   const sequences = agents.map((a) => cfg.rollout.promptsPerStep * a.groupSize);
@@ -102,6 +113,7 @@ export async function planRun(cfg: RunConfig, o: RunPlanOptions = {}): Promise<R
       local: o.local?.(a.name) ?? true,
       // A LoRA agent's KL reference is its base without the adapters: no copy.
       reference: cfg.optim.klCoef > 0 && a.lora === null,
+      precision: a.precision,
       sequences: sequences[i]!,
       generationBatch: GENERATION_BATCH,
       promptTokens: prompts[i]!.tokens,
@@ -115,15 +127,15 @@ export async function planRun(cfg: RunConfig, o: RunPlanOptions = {}): Promise<R
 }
 
 /**
- * For each LoRA agent after the first on the same base folder, that first agent's name: src/train/learners.ts loads
- * one frozen base per folder, so the plan counts its weights once.
+ * For each LoRA agent after the first on the same base folder and precision, that first agent's name:
+ * src/train/learners.ts loads one frozen base per folder and precision, so the plan counts its weights once.
  */
 function baseOwners(agents: readonly ResolvedAgent[]): Map<string, string> {
   const first = new Map<string, string>();
   const owners = new Map<string, string>();
   for (const a of agents) {
     if (a.lora === null) continue;
-    const base = resolve(a.checkpoint);
+    const base = `${a.precision}:${resolve(a.checkpoint)}`;
     const owner = first.get(base);
     if (owner === undefined) first.set(base, a.name);
     else owners.set(a.name, owner);
@@ -175,6 +187,22 @@ export function memoryRefusal(plan: MemoryPlan, machine: MachineMemory): string 
     '(rollout.promptsPerStep) or samples (rollout.groupSize), shorten rollout.maxNewTokens, set ' +
     'optim.activationCheckpointing: true, or raise optim.miniBatches; --skip-memory-check runs it anyway'
   );
+}
+
+/**
+ * Why this machine cannot compute the products of `cfg`'s bf16 agents with `backend` (default the one selected,
+ * HACRL_BACKEND) on a CPU with `flags` (default this one's), or null: checked before any weight is read.
+ */
+export function precisionRefusal(
+  cfg: RunConfig,
+  backend: string = defaultBackend().name,
+  flags: ReadonlySet<string> = cpuFlags(),
+): string | null {
+  const bf16 = resolveAgents(cfg)
+    .filter((a) => a.precision === 'bf16')
+    .map((a) => a.name);
+  const why = bf16.length > 0 ? bf16Refusal(backend, flags) : null;
+  return why && `precision bf16 (agent${bf16.length > 1 ? 's' : ''} ${bf16.join(', ')}): ${why}`;
 }
 
 /** Plans `cfg` and throws memoryRefusal's message when it does not fit in `machine`. */

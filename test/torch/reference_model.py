@@ -5,7 +5,7 @@ Written from the semantics of transformers' LlamaForCausalLM, Qwen2ForCausalLM, 
 (eager attention, float32), without transformers or safetensors installed: only torch and numpy (Debian's
 python3-torch). Nothing here is shared with hacrl's TypeScript, so agreement means both follow the published models.
 
-Usage: reference_model.py CHECKPOINT_DIR INPUT_JSON OUTPUT [ADAPTER_DIR]
+Usage: reference_model.py [--precision=fp32|bf16|autocast] CHECKPOINT_DIR INPUT_JSON OUTPUT [ADAPTER_DIR]
 
 CHECKPOINT_DIR holds config.json and model.safetensors (or shards with model.safetensors.index.json).
 INPUT_JSON is {"ids": [B][T], "key_start": [B] (optional: keys before it are masked, positions are
@@ -16,6 +16,11 @@ ending in .json gets the same as JSON ({"loss", "logits", "grads": {name: {"shap
 ADAPTER_DIR, a PEFT LoRA folder (adapter_config.json, adapter_model.safetensors), adds its adapters to the projections
 it names, written from PEFT's LoRA semantics (no dropout); the gradients then include those of every lora_A/lora_B
 tensor under its PEFT name.
+--precision=bf16 rounds both operands of every projection and of the head to bfloat16 (round to nearest even, as
+torch's .bfloat16() does) and multiplies in float32, the rounding passing gradients straight through (hacrl's
+precision bf16, src/tensor/bf16.ts); the adapters' products stay float32. --precision=autocast runs the forward under
+torch.autocast("cpu", dtype=torch.bfloat16) instead (PyTorch's mixed precision: bf16 outputs, attention products in
+bf16 too) and writes only the logits, as float32.
 """
 
 import json
@@ -158,16 +163,26 @@ class Lora:
 
 NO_LORA = type("NoLora", (), {"delta": staticmethod(lambda x, module: 0), "tensors": {}})()
 
+# "fp32", "bf16" or "autocast" (see --precision).
+PRECISION = "fp32"
+
+
+def operand(x):
+    """x as a product reads it: under --precision=bf16 rounded to bfloat16 (gradient straight through), else x."""
+    if PRECISION != "bf16":
+        return x
+    return x + (x.bfloat16().float() - x).detach()
+
 
 def linear(x, w, b=None):
     """nn.Linear: x @ W^T + b with W [out, in]."""
-    y = x @ w.t()
+    y = operand(x) @ operand(w).t()
     return y if b is None else y + b
 
 
 def conv1d(x, w, b):
     """GPT-2's Conv1D: x @ W + b with W [in, out]."""
-    return x @ w + b
+    return operand(x) @ operand(w) + b
 
 
 def rms_norm(x, w, eps):
@@ -365,10 +380,12 @@ def run(folder, inputs, lora=NO_LORA):
     key_start = inputs.get("key_start") or [0] * b
     positions = (torch.arange(t).view(1, t) - torch.tensor(key_start, dtype=torch.int64).view(b, 1)).clamp(min=0)
     mask = attention_mask(b, t, key_start)
-    if family == "gpt2":
-        logits = gpt2_logits(cfg, p, ids, positions, mask, lora)
-    else:
-        logits = llama_like_logits(family, cfg, p, ids, positions, mask, lora)
+    forward = gpt2_logits if family == "gpt2" else lambda *a: llama_like_logits(family, *a)
+    if PRECISION == "autocast":
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+            logits = forward(cfg, p, ids, positions, mask, lora)
+        return logits.float(), float("nan"), {}
+    logits = forward(cfg, p, ids, positions, mask, lora)
     targets = torch.tensor(inputs["targets"], dtype=torch.int64)
     weights = torch.tensor(inputs["weights"], dtype=torch.float32)
     logp = torch.log_softmax(logits, dim=-1).gather(-1, targets.clamp(min=0).unsqueeze(-1)).squeeze(-1)
@@ -381,6 +398,13 @@ def run(folder, inputs, lora=NO_LORA):
 
 def main(argv):
     """CLI entry point."""
+    global PRECISION
+    if len(argv) > 1 and argv[1].startswith("--precision="):
+        PRECISION = argv[1][len("--precision=") :]
+        argv = argv[:1] + argv[2:]
+        if PRECISION not in ("fp32", "bf16", "autocast"):
+            sys.stderr.write(f"--precision must be fp32, bf16 or autocast, got {PRECISION}\n")
+            return 2
     if len(argv) not in (4, 5):
         sys.stderr.write(__doc__)
         return 2
