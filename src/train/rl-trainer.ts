@@ -186,8 +186,10 @@ async function openRun(run: RunFolder, cfg: RunConfig, resume: boolean, display:
   }
   const latest = await run.latestCheckpoint();
   if (!latest) throw new Error(`--resume: no complete checkpoint in ${cfg.runDir}/checkpoints; start without --resume`);
-  const saved = JSON.stringify(parseSavedRunConfig(await run.readConfig(), run.path('config')));
-  if (saved !== JSON.stringify(cfg))
+  // Both sides go through the same parse of their JSON: a section defaulted to {} in memory (zod's default is not
+  // parsed) has its own defaults filled when the saved file is read back.
+  const normal = (c: unknown): string => JSON.stringify(parseSavedRunConfig(c, run.path('config')));
+  if (normal(await run.readConfig()) !== normal(JSON.parse(JSON.stringify(cfg))))
     throw new Error(
       `--resume: the configuration differs from the one ${cfg.runDir} was started with; resume with the same file and overrides`,
     );
