@@ -113,7 +113,7 @@ def train(cfg, tensors, spec):
     opt = torch.optim.AdamW(groups, lr=a["lr"], betas=(a["beta1"], a["beta2"]), eps=a["eps"])
 
     def step():
-        logits = ref.llama_like_logits("qwen3", cfg, p, ids, positions, mask)
+        logits = ref.llama_like_logits("qwen3", cfg, p, ids, positions, mask, ref.NO_LORA)
         logp = torch.log_softmax(logits, dim=-1).gather(-1, targets.clamp(min=0).unsqueeze(-1)).squeeze(-1)
         loss = -(logp * valid).sum() / tokens
         loss.backward()

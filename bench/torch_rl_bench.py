@@ -64,7 +64,7 @@ def token_log_probs(cfg, p, prompts, responses, pad):
     for i, s in enumerate(seqs):
         ids[i, : len(s)] = torch.tensor(s)
     positions = torch.arange(t).view(1, t).expand(b, t)
-    logits = ref.llama_like_logits("qwen3", cfg, p, ids, positions, ref.attention_mask(b, t, [0] * b))
+    logits = ref.llama_like_logits("qwen3", cfg, p, ids, positions, ref.attention_mask(b, t, [0] * b), ref.NO_LORA)
     logp = torch.log_softmax(logits, dim=-1)
     out = []
     for i, (pr, rs) in enumerate(zip(prompts, responses)):
