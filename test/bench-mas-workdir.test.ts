@@ -29,11 +29,43 @@ describe('bench mas and its folders', () => {
     assert.ok(existsSync(join(work, 'plan-path', 'seed-0')));
   });
 
+  test('a finished arm is read back, not trained again; more seeds train only the new ones', async () => {
+    const work = join(root, 'resume');
+    const run = (seeds: string) => {
+      const r = hacrl(['bench', 'mas', '--tiny', '--seeds', seeds, '--only', 'plan-path', '--work-dir', work]);
+      assert.equal(r.status, 0, r.stderr);
+      return r.stdout.split('\n').filter((l) => / seed \d+ /.test(l));
+    };
+    const first = run('1');
+    assert.equal(first.length, 3, 'three trained arms');
+    assert.ok(first.every((l) => !l.endsWith('(cached)')));
+    const second = run('2');
+    assert.deepEqual(
+      second.filter((l) => l.includes(' seed 0 ')),
+      first.map((l) => `${l} (cached)`),
+    );
+    assert.equal(second.filter((l) => l.includes(' seed 1 ') && !l.endsWith('(cached)')).length, 3);
+    // A result stored under another key (another config or build) is trained again, to the same result.
+    const file = join(work, 'plan-path', 'seed-0', 'at-grpo-shared', 'arm-result.json');
+    const stored = JSON.parse(await readFile(file, 'utf8')) as { key: string };
+    await writeFile(file, JSON.stringify({ ...stored, key: stored.key.replace('"steps":1', '"steps":2') }));
+    const third = run('1');
+    const shared = first.find((l) => l.includes('at-grpo-shared'))!;
+    assert.ok(third.includes(shared), 'retrained, same result');
+    assert.ok(third.filter((l) => l !== shared).every((l) => l.endsWith('(cached)')));
+  });
+
   test('--json naming a folder fails before the bench runs', async () => {
     const r = hacrl(['bench', 'mas', '--tiny', '--seeds', '1', '--work-dir', join(root, 'w2'), '--json', root]);
     assert.notEqual(r.status, 0);
     assert.match(r.stderr, /--json .*: .*\(EISDIR\)/);
     assert.equal(r.stdout, '', 'nothing ran');
+  });
+
+  test('--only names environments of the size, comma-separated', () => {
+    const r = hacrl(['bench', 'mas', '--tiny', '--only', 'plan-path,chess', '--work-dir', join(root, 'w3')]);
+    assert.notEqual(r.status, 0);
+    assert.match(r.stderr, /--only chess: not one of this size's environments \(plan-path, math-tool\)/);
   });
 
   test("the full size's five families; coding's own warm start replaces only the fields it names", () => {

@@ -295,7 +295,10 @@ bench
   .option('--json <file>', 'also write the results as JSON')
   .option('--steps <n>', "RL steps of each trained arm (default: the size's)", positiveInt)
   .option('--lr <x>', "learning rate of the RL arms (default: the size's)", num)
-  .option('--only <workflow>', 'only this environment of the size (e.g. plan-path, sokoban, sudoku, coding)')
+  .option(
+    '--only <workflows>',
+    'only these environments of the size, comma-separated (e.g. plan-path or sudoku,sokoban; default: all)',
+  )
   .option(
     '--ablations',
     'also AT-GRPO (shared) grouped by agent only, by turn only, with no-tree sampling and the group filter flipped',
@@ -303,11 +306,12 @@ bench
   )
   .action(async (o: BenchCli) => {
     const size = o.tiny ? BENCH_TINY : o.fast ? BENCH_FAST : BENCH_FULL;
-    const workflows = size.workflows.filter((w) => o.only === undefined || w.name === o.only);
-    if (workflows.length === 0)
-      throw new Error(
-        `--only ${o.only}: not one of this size's environments (${size.workflows.map((w) => w.name).join(', ')})`,
-      );
+    const names = size.workflows.map((w) => w.name);
+    const only = o.only?.split(',') ?? names;
+    const unknown = only.filter((n) => !names.includes(n));
+    if (unknown.length > 0)
+      throw new Error(`--only ${unknown.join(',')}: not one of this size's environments (${names.join(', ')})`);
+    const workflows = size.workflows.filter((w) => only.includes(w.name));
     const options = {
       ...size,
       workflows,

@@ -11,7 +11,9 @@
  *
  * A warm start with a band stops at the first chunk of steps whose greedy success on calibration instances is inside
  * it (src/agents/warm-start-band.ts); its steps and calibration success are reported beside its held-out success.
- * Warm starts are cached in `<workDir>/warm-starts`, keyed by everything that decides their weights.
+ * Warm starts are cached in `<workDir>/warm-starts`, keyed by everything that decides their weights; every finished
+ * arm's per-instance successes are kept in its run folder, keyed by its resolved run config, so an interrupted bench
+ * (or one asked for more seeds) trains only what is missing.
  */
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -23,6 +25,7 @@ import { ADVANTAGE_ESTIMATOR_NAMES } from '../algorithms/advantages.js';
 import type { Kernels } from '../backend/kernels.js';
 import { engine } from '../backend/engine.js';
 import { parseRunConfig } from '../config/load-config.js';
+import type { RunConfig } from '../config/rl-config.js';
 import { formatDifference, mean, seedPairedDifference, wilson, type Difference, type Estimate } from '../util/stats.js';
 import { loadPretrained, savePretrained } from '../model/pretrained.js';
 import { findLatestCheckpoint } from '../run/run-folder.js';
@@ -203,13 +206,14 @@ async function runMetrics(
 
 /** The file marking a folder that bench mas made, so that a later bench may clear what it wrote there. */
 const MADE_HERE = '.hacrl-bench-mas';
-/** What bench mas writes (or, before the cache, wrote) into the folder of one environment: warm starts, seed folders. */
-const WRITTEN_HERE = /^(warm-(workflow|single)|seed-\d+)$/;
+/** What bench mas wrote into the folder of one environment before warm starts were cached: it is cleared. */
+const WRITTEN_BEFORE = /^warm-(workflow|single)$/;
 
 /**
- * Makes `<workDir>/<workflow>` ready: created (with the marker) when missing or empty; when bench mas made it, only
- * what bench mas writes there is removed; a folder with other content that bench mas did not make is refused, since the
- * bench never deletes what it did not create.
+ * Makes `<workDir>/<workflow>` ready: created (with the marker) when missing or empty; when bench mas made it, its
+ * seed folders stay (each arm checks its own cached result) and the uncached warm-start folders of older versions are
+ * removed; a folder with other content that bench mas did not make is refused, since the bench never deletes what it
+ * did not create.
  */
 async function prepareWorkflowDir(dir: string): Promise<void> {
   const entries: string[] = await readdir(dir).catch((e: NodeJS.ErrnoException) => {
@@ -221,9 +225,9 @@ async function prepareWorkflowDir(dir: string): Promise<void> {
       `bench mas: ${dir} holds files that bench mas did not write (it has no ${MADE_HERE}); choose another ` +
         '--work-dir, or move that folder away',
     );
-  for (const e of entries) if (WRITTEN_HERE.test(e)) await rm(join(dir, e), { recursive: true, force: true });
+  for (const e of entries) if (WRITTEN_BEFORE.test(e)) await rm(join(dir, e), { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
-  await writeFile(join(dir, MADE_HERE), 'made by hacrl bench mas: it clears its warm-* and seed-* folders here\n');
+  await writeFile(join(dir, MADE_HERE), 'made by hacrl bench mas: it reuses or replaces its seed-* folders here\n');
 }
 
 /** The agent and warm start of environment `workflow`: the bench's, with the fields `perWorkflow` names replaced. */
@@ -237,6 +241,13 @@ export function benchAgent(
     warmStart: parseWith(WarmStartSchema, { ...o.warmStart, ...own?.warmStart }, `perWorkflow.${workflow}.warmStart`),
   };
 }
+
+/** What of the kernels decides a result's rounding: backend, BLAS library and thread count (`HACRL_THREADS`). */
+const kernelsKey = (k: Kernels) => ({
+  name: k.name,
+  blas: k.blas,
+  threads: process.env['HACRL_THREADS'] ?? String(availableParallelism()),
+});
 
 /** Bumped whenever warm-start training changes in a way that changes the weights of an unchanged key. */
 const WARM_CACHE_FORMAT = 1;
@@ -263,7 +274,7 @@ async function cachedWarmStart(
     agent,
     warm,
     seed: 0,
-    kernels: { name: k.name, blas: k.blas, threads: process.env['HACRL_THREADS'] ?? String(availableParallelism()) },
+    kernels: kernelsKey(k),
   });
   const hash = createHash('sha256').update(key).digest('hex').slice(0, 16);
   const dir = join(workDir, 'warm-starts', `${w.name}-${label}-${hash}`);
@@ -292,6 +303,84 @@ async function cachedWarmStart(
   await rm(dir, { recursive: true, force: true });
   await rename(partial, dir);
   return { dir, stop };
+}
+
+/** One trained arm's held-out result: 1/0 per instance, and the responses it generated per step. */
+interface ArmRun {
+  vector: number[];
+  responsesPerStep: number;
+}
+
+/**
+ * Trains one arm (run config `cfg` with workflow section `section`, policies `agents`) and plays its final policies again on the held-out instances,
+ * for per-instance pairing; the run's own validation played the same greedy episodes, so the two rates must agree.
+ */
+async function trainArm(
+  cfg: RunConfig,
+  section: Record<string, unknown>,
+  agents: readonly string[],
+  workflow: string,
+  k: Kernels,
+): Promise<ArmRun> {
+  await trainRl(cfg, { resume: false, progress: () => {} });
+  const { last, responsesPerStep } = await runMetrics(cfg.runDir, agents, workflow);
+  const ckpt = await findLatestCheckpoint(cfg.runDir);
+  if (ckpt === null) throw new Error(`${cfg.runDir}: the run wrote no checkpoint`);
+  const trained = Object.fromEntries(
+    await Promise.all(
+      agents.map(async (a) => {
+        const p = await loadPretrained(join(ckpt.dir, 'agents', a));
+        return [a, modelPolicy(p.model, p.tokenizer, k, new Rng(1))] as const;
+      }),
+    ),
+  );
+  const armWf = buildWorkflow(section);
+  const played = await playHeldOut(
+    armWf,
+    Object.fromEntries(armWf.roles.map((r) => [r.policy, trained[r.policy]!])),
+    cfg.eval.problems,
+  );
+  const vector = successVector(played.episodes);
+  if (Math.abs(mean(vector) - last) > 1e-9)
+    throw new Error(`${cfg.runDir}: held-out success ${mean(vector)} differs from the run's validation ${last}`);
+  return { vector, responsesPerStep };
+}
+
+/** Bumped whenever training or evaluation changes in a way that changes the result of an unchanged run config. */
+const ARM_CACHE_FORMAT = 1;
+/** The file in an arm's run folder holding its result and the key it was computed under. */
+const ARM_RESULT = 'arm-result.json';
+
+/**
+ * The result of the arm with run config `cfg`: read from its run folder when a finished run with the same key (the
+ * resolved config, the kernels' backend, BLAS library and thread count) left it there, else trained by `train` (the
+ * folder cleared first) and stored. Without `keep` only metrics.jsonl, the resolved config and the result stay.
+ */
+async function cachedArm(
+  cfg: RunConfig,
+  agents: readonly string[],
+  workflow: string,
+  k: Kernels,
+  keep: boolean,
+  train: () => Promise<ArmRun>,
+): Promise<ArmRun & { cached: boolean }> {
+  const key = JSON.stringify({ format: ARM_CACHE_FORMAT, config: cfg, agents, workflow, kernels: kernelsKey(k) });
+  const file = join(cfg.runDir, ARM_RESULT);
+  if (existsSync(file)) {
+    const stored = JSON.parse(await readFile(file, 'utf8')) as { key: string } & ArmRun;
+    if (stored.key === key) return { vector: stored.vector, responsesPerStep: stored.responsesPerStep, cached: true };
+  }
+  await rm(cfg.runDir, { recursive: true, force: true });
+  const result = await train();
+  // Each run's metrics (a few hundred kB) stay, so that a surprising arm can be traced step by step afterwards.
+  if (!keep)
+    for (const f of await readdir(cfg.runDir))
+      if (f !== 'metrics.jsonl' && f !== 'config.resolved.json')
+        await rm(join(cfg.runDir, f), { recursive: true, force: true });
+  // Written last and atomically: a run killed before this line is trained again.
+  await writeFile(`${file}.partial`, JSON.stringify({ key, ...result }) + '\n');
+  await rename(`${file}.partial`, file);
+  return { ...result, cached: false };
 }
 
 /** Runs the benchmark; `log` receives progress lines. */
@@ -381,38 +470,12 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
           samplesPerStep: 2,
           runDir,
         });
-        await trainRl(cfg, { resume: false, progress: () => {} });
-        const { last, responsesPerStep } = await runMetrics(runDir, agents, wf.name);
-        // The trained policies again on the held-out instances, for per-instance pairing; the run's own validation
-        // played the same greedy episodes, so the two rates must agree.
-        const ckpt = await findLatestCheckpoint(runDir);
-        if (ckpt === null) throw new Error(`${runDir}: the run wrote no checkpoint`);
-        const trained = Object.fromEntries(
-          await Promise.all(
-            agents.map(async (a) => {
-              const p = await loadPretrained(join(ckpt.dir, 'agents', a));
-              return [a, modelPolicy(p.model, p.tokenizer, k, new Rng(1))] as const;
-            }),
-          ),
+        const { vector, responsesPerStep, cached } = await cachedArm(cfg, agents, wf.name, k, o.keep, () =>
+          trainArm(cfg, workflow, agents, wf.name, k),
         );
-        const armWf = buildWorkflow(workflow);
-        const played = await playHeldOut(
-          armWf,
-          Object.fromEntries(armWf.roles.map((r) => [r.policy, trained[r.policy]!])),
-          o.heldOut,
-        );
-        const vector = successVector(played.episodes);
-        const rate = mean(vector);
-        if (Math.abs(rate - last) > 1e-9)
-          throw new Error(`${arm} seed ${seed}: held-out success ${rate} differs from the run's validation ${last}`);
         successes[arm].push(vector);
         (responses[arm] ??= []).push(responsesPerStep);
-        log(`${wf.name} seed ${seed} ${arm}: held-out success ${last.toFixed(3)}`);
-        // Each run's metrics (a few hundred kB) stay, so that a surprising arm can be traced step by step afterwards.
-        if (!o.keep)
-          for (const f of await readdir(runDir))
-            if (f !== 'metrics.jsonl' && f !== 'config.resolved.json')
-              await rm(join(runDir, f), { recursive: true, force: true });
+        log(`${wf.name} seed ${seed} ${arm}: held-out success ${mean(vector).toFixed(3)}${cached ? ' (cached)' : ''}`);
       }
     }
     const arms = Object.fromEntries(
