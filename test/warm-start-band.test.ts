@@ -35,11 +35,16 @@ after(() => rm(root, { recursive: true, force: true }));
  */
 function fake(curve: (steps: number) => number) {
   let steps = 0;
-  const chunks: number[] = [];
+  const chunks: (number | 'restart')[] = [];
   const asked: { steps: number; seeds: readonly number[] }[] = [];
   return {
     chunks,
     asked,
+    restart: () => {
+      chunks.push('restart');
+      steps = 0;
+      return Promise.resolve();
+    },
     train: (n: number) => {
       chunks.push(n);
       steps += n;
@@ -58,7 +63,7 @@ describe('warm starts stop inside a band of calibration success', () => {
   test('a rising curve: stops at the first chunk inside the band, having evaluated after every chunk', async () => {
     // 0, 0.1, 0.15, 0.3, … after 0, 100, 200, 300 steps: the first chunk at or above 20% is the third.
     const f = fake((s) => [0, 0.1, 0.15, 0.3, 0.5, 0.7][s / 100]!);
-    const r = await trainIntoBand(band(), 3000, f.train, f.success);
+    const r = await trainIntoBand(band(), 3000, f.train, f.success, f.restart);
     assert.deepEqual(r, {
       steps: 300,
       calibration: 0.3,
@@ -76,12 +81,12 @@ describe('warm starts stop inside a band of calibration success', () => {
     );
     // The same curve gives the same stop: it depends on the successes only.
     const g = fake((s) => [0, 0.1, 0.15, 0.3, 0.5, 0.7][s / 100]!);
-    assert.deepEqual(await trainIntoBand(band(), 3000, g.train, g.success), r);
+    assert.deepEqual(await trainIntoBand(band(), 3000, g.train, g.success, g.restart), r);
   });
 
   test('a curve that never reaches the band is reported as a miss at the most steps (last chunk shorter)', async () => {
     const f = fake((s) => Math.min(0.1, s / 1000));
-    const r = await trainIntoBand(band(), 350, f.train, f.success);
+    const r = await trainIntoBand(band(), 350, f.train, f.success, f.restart);
     assert.equal(r.outcome, 'below');
     assert.equal(r.steps, 350);
     assert.equal(r.calibration, 0.1);
@@ -89,19 +94,57 @@ describe('warm starts stop inside a band of calibration success', () => {
     assert.equal(r.curve.length, 4);
   });
 
-  test('a chunk that jumps over the band stops there and says so; the band edges are inside', async () => {
+  test('a chunk that jumps over the band is retraced from the start and checked in finer chunks', async () => {
+    // 0.1 up to 150 steps, 0.3 at 175, 0.9 from 200: chunks of 100 jump from 0.1 to 0.9; chunks of 25 land inside.
+    const curve = (s: number) => (s <= 150 ? 0.1 : s <= 175 ? 0.3 : 0.9);
+    const f = fake(curve);
+    const r = await trainIntoBand(band(), 3000, f.train, f.success, f.restart);
+    assert.deepEqual(r, {
+      steps: 175,
+      calibration: 0.3,
+      outcome: 'in-band',
+      curve: [100, 200, 125, 150, 175].map((steps) => ({ steps, success: curve(steps) })),
+    });
+    assert.deepEqual(f.chunks, [100, 100, 'restart', 100, 25, 25, 25]);
+    // refine 1: the overshoot is where it stops.
+    const g = fake(curve);
+    const off = await trainIntoBand(band({ refine: 1 }), 3000, g.train, g.success, g.restart);
+    assert.deepEqual([off.outcome, off.steps, off.calibration], ['above', 200, 0.9]);
+    assert.ok(!g.chunks.includes('restart'));
+    // The overshooting chunk may be the shorter last one: the retrace ends at the most steps.
+    const h = fake((s) => (s <= 250 ? 0.1 : 0.9));
+    const last = await trainIntoBand(band(), 260, h.train, h.success, h.restart);
+    assert.deepEqual([last.outcome, last.steps], ['above', 260]);
+    assert.deepEqual(h.chunks, [100, 100, 60, 'restart', 200, 25, 25, 10]);
+  });
+
+  test('a retraced run that does not reach the band again is an error, not a silent stop', async () => {
+    let calls = 0;
+    const f = fake((s) => (s < 200 || calls > 0 ? 0.1 : 0.9));
+    const restart = () => {
+      calls++;
+      return f.restart();
+    };
+    await assert.rejects(
+      trainIntoBand(band(), 3000, f.train, f.success, restart),
+      /retraced to step 200 scored 0\.1 on calibration, not the 0\.9 .*not deterministic/,
+    );
+  });
+
+  test('a chunk that jumps over the band even in finer chunks stops there and says so; the band edges are inside', async () => {
     const f = fake((s) => (s < 200 ? 0.1 : 0.9));
-    const r = await trainIntoBand(band(), 3000, f.train, f.success);
+    const r = await trainIntoBand(band(), 3000, f.train, f.success, f.restart);
     assert.deepEqual([r.outcome, r.steps, r.calibration], ['above', 200, 0.9]);
+    assert.deepEqual(f.chunks, [100, 100, 'restart', 100, 25, 25, 25, 25]);
     for (const edge of [0.2, 0.4]) {
       const e = fake(() => edge);
-      assert.equal((await trainIntoBand(band(), 3000, e.train, e.success)).outcome, 'in-band', String(edge));
+      assert.equal((await trainIntoBand(band(), 3000, e.train, e.success, e.restart)).outcome, 'in-band', String(edge));
     }
   });
 
   test('it evaluates calibration seeds only: none held out, none a training or warm-start instance', async () => {
     const f = fake((s) => s / 1000);
-    await trainIntoBand(band({ instances: 10_000 }), 1000, f.train, f.success);
+    await trainIntoBand(band({ instances: 10_000 }), 1000, f.train, f.success, f.restart);
     const seen = new Set(f.asked.flatMap((a) => [...a.seeds]));
     assert.deepEqual([...seen].sort(), calibrationSeeds(10_000).sort());
     assert.equal(Math.min(...seen), CALIBRATION_SEED);
@@ -119,11 +162,12 @@ describe('warm starts stop inside a band of calibration success', () => {
       /a warm start with a band needs steps > 0/,
     );
     const f = fake(() => 0);
-    await assert.rejects(trainIntoBand(band(), 0, f.train, f.success), /needs at least 1 step/);
+    await assert.rejects(trainIntoBand(band(), 0, f.train, f.success, f.restart), /needs at least 1 step/);
     assert.deepEqual(WarmStartBandSchema.parse({ low: 0.2, high: 0.4 }), {
       low: 0.2,
       high: 0.4,
       every: 100,
+      refine: 4,
       instances: 100,
     });
   });
@@ -176,6 +220,63 @@ describe('warm starts stop inside a band of calibration success', () => {
     const b = await workflowAgent(base, spec, warm, 0, k);
     assert.deepEqual(b.band, a.band);
     for (const [name, t] of a.model.params) assert.deepEqual(b.model.params.get(name)!.data, t.data, name);
+  });
+
+  test('a real warm start that overshoots is retraced: its weights are those of training straight to where it stopped', async () => {
+    const k = engine();
+    const base = buildWorkflow({ name: 'plan-path', env: { height: 4, width: 4, maxShortest: 3 }, maxTurns: 1 });
+    // Calibration episodes end after one action with a scripted success: evaluation round r (counted by resets of the
+    // first calibration instance) succeeds on the first `script[r]` of the 4 calibration instances.
+    const scripted = (script: number[]): Workflow<unknown> => {
+      let round = -1;
+      const seedOf = new Map<string, number>();
+      return {
+        ...base,
+        env: {
+          ...base.env,
+          reset: (seed) => {
+            if (seed === CALIBRATION_SEED) round++;
+            const st = base.env.reset(seed);
+            seedOf.set(base.env.instanceId(st), seed);
+            return st;
+          },
+        },
+        roles: base.roles.map((role) => ({
+          ...role,
+          act: async (state, response) => {
+            const r = await role.act(state, response);
+            const seed = seedOf.get(base.env.instanceId(state.env))!;
+            if (seed < CALIBRATION_SEED) return r;
+            return { ...r, done: true, success: seed - CALIBRATION_SEED < script[round]! };
+          },
+        })),
+      };
+    };
+    const spec = AgentSpecSchema.parse({ hidden: 32, layers: 1, heads: 2 });
+    const warm = (every: number, refine: number) =>
+      WarmStartSchema.parse({
+        steps: 8,
+        rows: 32,
+        batchSize: 4,
+        band: { low: 0.2, high: 0.4, every, instances: 4, refine },
+      });
+    // Chunks of 4: 0 of 4 at step 4, 4 of 4 at step 8 (over the band); retraced in chunks of 1: 0 at 5, 1 of 4 at 6.
+    const refined = await workflowAgent(scripted([0, 4, 0, 1]), spec, warm(4, 4), 0, k);
+    assert.deepEqual(refined.band, {
+      steps: 6,
+      calibration: 0.25,
+      outcome: 'in-band',
+      curve: [
+        { steps: 4, success: 0 },
+        { steps: 8, success: 1 },
+        { steps: 5, success: 0 },
+        { steps: 6, success: 0.25 },
+      ],
+    });
+    // Straight to step 6 under the same schedule (at most 8 steps), in one chunk.
+    const straight = await workflowAgent(scripted([1]), spec, warm(6, 1), 0, k);
+    assert.equal(straight.band!.steps, 6);
+    for (const [name, t] of refined.model.params) assert.deepEqual(straight.model.params.get(name)!.data, t.data, name);
   });
 
   test('hacrl mas warmstart --band: says where it stopped; a malformed band is refused before training', () => {

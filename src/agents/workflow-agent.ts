@@ -80,8 +80,7 @@ export async function workflowAgent(
   // of a default agent; the prompt-length check would refuse them at the first rollout.
   const sized = { ...spec, maxPositions: Math.max(spec.maxPositions, WORKFLOW_AGENT_POSITIONS) };
   const tokenizer = buildTokenizer(sized, [ASCII, ...rows.flatMap((r) => [r.prompt, r.response])]);
-  const model = buildModel(sized, tokenizer);
-  if (warm.steps === 0) return { model, tokenizer };
+  if (warm.steps === 0) return { model: buildModel(sized, tokenizer), tokenizer };
   // The SFT prompt layout with template '{question}' and plain format '{content}' is the prompt text itself.
   const problems: Problem[] = rows.map((r, i) => ({
     id: `${r.instance}:${r.role}:${i}`,
@@ -91,39 +90,54 @@ export async function workflowAgent(
     task: wf.name,
     difficulty: {},
   }));
-  const stepper = sftStepper(model, k, tokenizer, problems, {
-    steps: warm.steps,
-    batchSize: warm.batchSize,
-    lr: warm.lr,
-    warmupSteps: Math.min(20, warm.steps),
-    minLrRatio: 0.1,
-    weightDecay: 0.01,
-    clip: 1,
-    seed,
-    evalEvery: 0,
-    stopAtAccuracy: 2,
-    timeLimitSec: Infinity,
-    maxNewTokens: 1,
-    prompt: { template: '{question}', plainFormat: '{content}' },
-  });
+  // A fresh model and its SFT stepper: the same weights and batch order every time (a band's restart retraces them).
+  const fresh = () => {
+    const model = buildModel(sized, tokenizer);
+    const stepper = sftStepper(model, k, tokenizer, problems, {
+      steps: warm.steps,
+      batchSize: warm.batchSize,
+      lr: warm.lr,
+      warmupSteps: Math.min(20, warm.steps),
+      minLrRatio: 0.1,
+      weightDecay: 0.01,
+      clip: 1,
+      seed,
+      evalEvery: 0,
+      stopAtAccuracy: 2,
+      timeLimitSec: Infinity,
+      maxNewTokens: 1,
+      prompt: { template: '{question}', plainFormat: '{content}' },
+    });
+    return { model, stepper };
+  };
+  let current = fresh();
   const train = async (steps: number): Promise<void> => {
     for (let i = 0; i < steps; i++) {
-      const e = stepper.step();
+      const e = current.stepper.step();
       if (e.step % 50 === 0 || e.step === warm.steps)
         log(`warm start step ${e.step}/${warm.steps} loss ${e.loss.toFixed(4)}`);
     }
   };
   if (warm.band === undefined) {
     await train(warm.steps);
-    return { model, tokenizer };
+    return { model: current.model, tokenizer };
   }
-  // One model plays every role: per-role arms start each role's policy from this same warm start.
-  const policy = modelPolicy(model, tokenizer, k, new Rng(1));
-  const policies = Object.fromEntries(wf.roles.map((r) => [r.policy, policy]));
-  const band = await trainIntoBand(warm.band, warm.steps, train, async (seeds) => {
-    const s = successRate(await playGreedy(wf, policies, seeds));
-    log(`warm start calibration: ${(100 * s).toFixed(1)}% greedy on ${seeds.length} instances`);
-    return s;
-  });
-  return { model, tokenizer, band };
+  const band = await trainIntoBand(
+    warm.band,
+    warm.steps,
+    train,
+    async (seeds) => {
+      // One model plays every role: per-role arms start each role's policy from this same warm start.
+      const policy = modelPolicy(current.model, tokenizer, k, new Rng(1));
+      const s = successRate(await playGreedy(wf, Object.fromEntries(wf.roles.map((r) => [r.policy, policy])), seeds));
+      log(`warm start calibration: ${(100 * s).toFixed(1)}% greedy on ${seeds.length} instances`);
+      return s;
+    },
+    () => {
+      log('warm start: one chunk overshot the band; retracing it from step 0 in finer chunks');
+      current = fresh();
+      return Promise.resolve();
+    },
+  );
+  return { model: current.model, tokenizer, band };
 }

@@ -253,10 +253,30 @@ withAgentOptions(mas.command('warmstart'))
     'stop at the first chunk whose greedy calibration success is in [low, high], e.g. 0.2,0.4',
   )
   .option('--band-every <n>', 'SFT steps between calibration evaluations (with --band)', num, 100)
+  .option(
+    '--band-refine <n>',
+    'after a chunk that overshoots the band, retrace it in chunks of every/n steps (1: off; with --band)',
+    num,
+    4,
+  )
   .option('--band-instances <n>', 'calibration instances per evaluation (with --band)', num, 100)
   .action(async (o: Record<string, unknown>) => {
     const [agent, rest] = agentSpecOf(o);
-    const { out, workflow, steps, rows, batchSize, lr, role, detour, seed, band, bandEvery, bandInstances } = rest;
+    const {
+      out,
+      workflow,
+      steps,
+      rows,
+      batchSize,
+      lr,
+      role,
+      detour,
+      seed,
+      band,
+      bandEvery,
+      bandRefine,
+      bandInstances,
+    } = rest;
     const [low, high] = band === undefined ? [] : String(band).split(',').map(Number);
     if (band !== undefined && !(Number.isFinite(low) && Number.isFinite(high)))
       throw new Error(`--band takes two fractions, low and high, e.g. 0.2,0.4; got ${String(band)}`);
@@ -272,7 +292,9 @@ withAgentOptions(mas.command('warmstart'))
           lr,
           detour,
           ...(role ? { roles: role } : {}),
-          ...(band === undefined ? {} : { band: { low, high, every: bandEvery, instances: bandInstances } }),
+          ...(band === undefined
+            ? {}
+            : { band: { low, high, every: bandEvery, refine: bandRefine, instances: bandInstances } }),
         } as never,
         seed: seed as number,
       },
