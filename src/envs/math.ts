@@ -102,7 +102,10 @@ export function mathProgramOutput(code: string): string | null {
   return v === null ? null : `${Object.is(v, -0) ? '-0' : String(v)}\n`;
 }
 
-/** Deepest nesting (parentheses and unary minus) evaluateArithmetic follows, bounding its recursion; deeper goes to the sandbox. */
+/**
+ * Deepest nesting (parentheses and unary minus) evaluateArithmetic follows, bounding its recursion; deeper code goes
+ * to the sandbox.
+ */
 const MAX_NESTING = 64;
 
 /**
