@@ -2,7 +2,7 @@
 // equal to episodes worked by hand from the spec, including invalid moves and time-outs.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { mathEnv, toolOutputReward } from '../src/envs/math.js';
+import { mathAnswerCorrect, mathEnv, mathProgramOutput, toolOutputReward } from '../src/envs/math.js';
 import { type PlanPathState, planPathEnv, stepPlanPath } from '../src/envs/plan-path.js';
 import {
   SOKOBAN_BENCH,
@@ -338,5 +338,125 @@ describe('math with a tool', () => {
     assert.equal(toolOutputReward('42', 'working\n42\n', true), 1);
     assert.equal(toolOutputReward('42', '41', true), 0);
     assert.equal(toolOutputReward('42', '42', false), -1);
+  });
+
+  // Each kind of generated task, with knobs the math env accepts; `computes` says whether its expert program computes
+  // (fraction has no expression; 9-digit products pass 2^53, so that arith prints the gold answer).
+  const kinds = [
+    { task: 'arith', difficulty: {}, computes: true },
+    { task: 'arith', difficulty: { digits: 3, digits2: 1, operators: '*' }, computes: true },
+    { task: 'arith', difficulty: { leadingZero: 1, operators: '+-*' }, computes: true },
+    { task: 'arith', difficulty: { digits: 9, digits2: 9, operators: '*' }, computes: false },
+    { task: 'expr', difficulty: {}, computes: true },
+    { task: 'expr', difficulty: { operations: 5, maxOperand: 99 }, computes: true },
+    { task: 'linear', difficulty: {}, computes: true },
+    { task: 'linear', difficulty: { negative: 0 }, computes: true },
+    { task: 'word', difficulty: {}, computes: true },
+    { task: 'fraction', difficulty: {}, computes: false },
+  ] as const;
+  const numbersOf = (text: string): number[] => (text.match(/\d+/g) ?? []).map(Number);
+
+  test("the tool agent's expert program computes the answer from the question's numbers; sandboxed it prints exactly the gold answer, as worked out", async () => {
+    const cases = kinds.flatMap((k) => {
+      const env = mathEnv({ task: k.task, difficulty: k.difficulty });
+      return Array.from({ length: 100 }, (_, seed) => {
+        const s = env.reset(seed);
+        return { kind: `${k.task} ${JSON.stringify(k.difficulty)}`, computes: k.computes, s, code: env.program!(s) };
+      });
+    });
+    // The experts run as one program, one line each (a sandboxed process per program would take minutes here);
+    // three also run alone, as a tool agent's program runs.
+    const all = cases.map((c) => c.code).join('\n');
+    const alone = [0, 700, 900].map((i) => cases[i]!);
+    const [batch, ...single] = await Promise.all(
+      [all, ...alone.map((c) => c.code)].map((code) =>
+        runSandboxed(code, { timeoutMs: 60_000, maxOutputBytes: 1 << 20 }),
+      ),
+    );
+    assert.equal(batch!.outcome, 'ok', batch!.stderr);
+    const lines = batch!.stdout.split('\n');
+    assert.equal(lines.length, cases.length + 1, 'one line per program, then the final newline');
+    cases.forEach(({ kind, computes, s, code }, i) => {
+      const where = `${kind}, ${s.question} -> ${code}`;
+      assert.equal(lines[i], s.answer, where);
+      assert.ok(mathAnswerCorrect(s.answer, lines[i]!), where);
+      assert.equal(mathProgramOutput(code), `${lines[i]}\n`, where);
+      assert.equal(s.expression !== null, computes, where);
+      if (!computes) return assert.equal(code, `console.log(${JSON.stringify(s.answer)})`, where);
+      assert.equal(code, `console.log(${s.expression})`, where);
+      // Computed, not copied: no string literal, and every number in it is one the question states.
+      assert.doesNotMatch(code, /"/, where);
+      const stated = new Set(numbersOf(s.question));
+      assert.ok(
+        numbersOf(s.expression!).every((n) => stated.has(n)),
+        where,
+      );
+    });
+    single.forEach((run, i) => {
+      assert.deepEqual([run.outcome, run.stdout], ['ok', `${alone[i]!.s.answer}\n`]);
+      assert.equal(toolOutputReward(alone[i]!.s.answer, run.stdout, true), 1);
+    });
+  });
+
+  test("programs near the expert's template: the worked-out output is the sandbox's, and what JavaScript reads otherwise goes to the sandbox", async () => {
+    const env = mathEnv({ task: 'linear' });
+    const experts = Array.from({ length: 12 }, (_, seed) => env.program!(env.reset(seed)));
+    // Copies with the errors a small agent makes: a character dropped, an operator or digit inserted.
+    const edits = experts.flatMap((code, i) => {
+      const at = 12 + (i % (code.length - 13));
+      return [
+        code.slice(0, at) + code.slice(at + 1),
+        ...['-', '*', '0', ' ('].map((x) => code.slice(0, at) + x + code.slice(at)),
+      ];
+    });
+    const hand = [
+      '07',
+      '08',
+      '-0',
+      '0*-1',
+      '2--3',
+      '2- -3',
+      '- - -5',
+      '1/0',
+      '0/0',
+      '1/3',
+      '2**3',
+      '2//3',
+      '2/*3*/',
+      '(1+2',
+      '1+2)',
+      '1 2',
+      '',
+      '(((7)))',
+      '2*(3-10)',
+      '99999999999999999999',
+      '"5/12"',
+      '"abc"',
+    ].map((e) => `console.log(${e})`);
+    const codes = [...hand, ...edits];
+    // One sandboxed process runs every program as a function body, which JavaScript reads as the sandbox's script
+    // (both sloppy mode), each after a marker line.
+    const script = `for (const [i, src] of ${JSON.stringify(codes)}.entries()) {
+      console.log("@@" + i);
+      try { new Function(src)(); } catch { console.log("@@failed"); }
+    }`;
+    const run = await runSandboxed(script, { timeoutMs: 60_000 });
+    assert.equal(run.outcome, 'ok', run.stderr);
+    const outputs = run.stdout.split(/^@@\d+\n/m).slice(1);
+    assert.equal(outputs.length, codes.length);
+    let known = 0;
+    codes.forEach((code, i) => {
+      const out = mathProgramOutput(code);
+      if (out === null) return;
+      known++;
+      assert.equal(outputs[i], out, code);
+    });
+    const refused = ['07', '08', '2--3', '2**3', '2//3', '2/*3*/', '(1+2', '1+2)', '1 2', '', '"abc"'];
+    for (const e of refused) assert.equal(mathProgramOutput(`console.log(${e})`), null, e);
+    assert.deepEqual(
+      ['-0', '0*-1', '2- -3', '1/0', '0/0', '1/3'].map((e) => mathProgramOutput(`console.log(${e})`)),
+      ['-0\n', '-0\n', '5\n', 'Infinity\n', 'NaN\n', `${1 / 3}\n`],
+    );
+    assert.ok(known > hand.length - refused.length && known < codes.length, `${known} of ${codes.length} worked out`);
   });
 });

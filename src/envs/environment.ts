@@ -41,7 +41,8 @@ export interface Environment<S, A> {
   formatAction(action: A): string;
   /**
    * A JavaScript program that computes a correct action from the data the observation shows (a tool agent's expert
-   * in code mode), or absent: that expert then prints the solver's action.
+   * in code mode: Plan-Path's path search, math's expression), or absent: a proposer's expert then prints the
+   * solver's action, and a coder has none.
    */
   program?(state: S): string;
   /** Routines a tool program may call: their JavaScript, run before every tool program, and one line saying what they do. */

@@ -42,7 +42,8 @@ const CODING = { name: 'coding', maxTurns: 1, groupSize: 4, groupFilter: { lowMe
 
 /**
  * Math with a tool (arith, 2-digit + and −), one turn: the tool agent writes a program whose last line prints the
- * answer (its warm-start trace prints the gold answer), run in the sandbox; the reasoner answers in \boxed{}. One turn
+ * answer, run in the sandbox (its warm-start trace computes it from the question's numbers: `console.log(70-30)` for
+ * "What is 70-30?", worked out without a process, src/envs/math.ts); the reasoner answers in \boxed{}. One turn
  * for the reason coding has one (so the bench's detours, applied only before a last turn, never happen); RL as
  * Plan-Path's (group filter off).
  */

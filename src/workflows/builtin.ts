@@ -130,12 +130,8 @@ export function mathToolWorkflow(config: WorkflowConfig): Workflow<unknown> {
   const roles = acting.map((r) => {
     const s = roleSettings(r, defaults[r]!, config, acting);
     return r === 'tool'
-      ? coderRole(
-          s,
-          env as Environment<unknown, unknown>,
-          config.sandbox,
-          (st, out, ran) => toolOutputReward((st as MathState).answer, out, ran),
-          (st) => (st as MathState).answer,
+      ? coderRole(s, env as Environment<unknown, unknown>, config.sandbox, (st, out, ran) =>
+          toolOutputReward((st as MathState).answer, out, ran),
         )
       : actorRole(s, env);
   });

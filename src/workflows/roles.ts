@@ -88,8 +88,25 @@ function proposalLines<S>(state: EpisodeState<S>): string[] {
   return state.history.filter((h) => h.turn === state.turn).map((h) => `The ${h.role} says: ${h.feedback}`);
 }
 
-/** What a proposer reads of a program's run. */
+/** What a tool role reads of a program's run. */
 type SandboxRun = Pick<SandboxResult, 'outcome' | 'stdout'>;
+
+/**
+ * Runs the program in a tool agent's response: in the sandbox, after the environment's routines, unless it is in the
+ * environment's expert template, whose output the environment works out without running it (envs.test.ts checks it
+ * against sandboxed runs): warm starts apply tens of thousands of such programs and a sandboxed run costs about 55 ms
+ * of process start. Worked-out programs count as 'ok'.
+ */
+export async function runToolProgram<S, A>(
+  env: Environment<S, A>,
+  response: string,
+  sandbox: Partial<SandboxLimits>,
+): Promise<SandboxRun> {
+  const code = extractCode(response);
+  const known = env.programOutput?.(code) ?? null;
+  if (known !== null) return { outcome: 'ok', stdout: known };
+  return runSandboxed(env.programLibrary === undefined ? code : `${env.programLibrary.code}\n${code}`, sandbox);
+}
 
 /** The program in a response: the last ``` fenced block, else the whole response. */
 export function extractCode(response: string): string {
@@ -115,20 +132,11 @@ export function proposerRole<S, A>(
           `Write JavaScript that prints (console.log) the action for the planner. ${env.actionFormat}`,
           ...(env.programLibrary ? [`Defined for you: ${env.programLibrary.help}`] : []),
         ].join(' ');
-  // A program in the environment's expert template has an output the environment works out without running it
-  // (envs.test.ts checks it against sandboxed runs): warm starts apply tens of thousands of such programs and a
-  // sandboxed run costs about 55 ms of process start. Any other code runs in the sandbox.
-  const runProgram = async (response: string): Promise<SandboxRun> => {
-    const code = extractCode(response);
-    const known = env.programOutput?.(code) ?? null;
-    if (known !== null) return { outcome: 'ok', stdout: known };
-    return runSandboxed(env.programLibrary === undefined ? code : `${env.programLibrary.code}\n${code}`, sandbox);
-  };
   return {
     ...base<S>(s),
     prompt: (state) => buildPrompt(s, env as Environment<S, unknown>, state, format),
     act: async (state, response): Promise<RoleAct<S>> => {
-      const run = mode === 'code' ? await runProgram(response) : null;
+      const run = mode === 'code' ? await runToolProgram(env, response, sandbox) : null;
       const text = run === null ? response : run.outcome === 'ok' ? run.stdout : '';
       const action = env.parseAction(text);
       const keep = { env: state.env, done: state.done, success: state.success, sandbox: run?.outcome ?? null };
@@ -151,23 +159,22 @@ export function proposerRole<S, A>(
 }
 
 /**
- * A coder (the math tool agent): its JavaScript runs in the sandbox and `score(stdout, ran)` gives its own reward
- * (math: 1 correct, 0 wrong, −1 when the program fails). The environment does not move. `answer` is the solver's
- * answer, which the expert program prints.
+ * A coder (the math tool agent): its JavaScript runs as runToolProgram runs it and `score(stdout, ran)` gives its own
+ * reward (math: 1 correct, 0 wrong, −1 when the program fails). The environment does not move. Its expert response is
+ * the environment's expert program (math: one computing the answer from the question's numbers).
  */
 export function coderRole<S>(
   s: RoleSettings,
   env: Environment<S, unknown>,
   sandbox: Partial<SandboxLimits>,
   score: (state: S, stdout: string, ran: boolean) => number,
-  answer: (state: S) => string,
 ): Role<S> {
   return {
     ...base<S>(s),
     prompt: (state) =>
       buildPrompt(s, env, state, 'Write JavaScript that prints (console.log) the answer as its last line.'),
     act: async (state, response) => {
-      const run = await runSandboxed(extractCode(response), sandbox);
+      const run = await runToolProgram(env, response, sandbox);
       const ran = run.outcome === 'ok';
       const last = run.stdout.trim().split('\n').pop() ?? '';
       const own = s.ownScale * score(state.env, run.stdout, ran);
@@ -175,6 +182,6 @@ export function coderRole<S>(
       const keep = { env: state.env, done: state.done, success: state.success };
       return { ...keep, own, envReward: own, parsed: true, feedback, sandbox: run.outcome };
     },
-    expert: (state) => `console.log(${JSON.stringify(answer(state.env))})`,
+    expert: (state) => env.program?.(state.env) ?? null,
   };
 }

@@ -1,7 +1,8 @@
 /**
  * Warm-start data for small agents: expert episodes played by the environments' solvers (BFS for Plan-Path and
- * Sokoban, the unique solution for Sudoku, the gold answer for math), turned into SFT rows whose prompt is exactly
- * the role's observation in the workflow and whose response is the correct action.
+ * Sokoban, the unique solution for Sudoku, the gold answer for math and a program computing it for math's tool agent),
+ * turned into SFT rows whose prompt is exactly the role's observation in the workflow and whose response is the correct
+ * action.
  *
  * Pure expert episodes only ever show states on the solver's path: the planner always sees a correct proposal and no
  * episode reaches a second turn, so an agent trained on them meets its first wrong proposal or missed turn in RL

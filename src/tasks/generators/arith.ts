@@ -10,6 +10,7 @@ import {
   randDigits,
   type Operator,
   type OperatorKnob,
+  withExpression,
 } from './common.js';
 
 /** Difficulty knobs of 'arith' (operators default '+-'). */
@@ -121,12 +122,14 @@ export const arith = defineGenerator<ArithDifficulty>({
     let [ta, tb] = [a, b].map((v, i) => (i === padded ? `${v}`.padStart(widths[i]!, '0') : `${v}`)) as [string, string];
     // Negative differences would need a different procedure; swapping keeps one regular format.
     if (op === '-' && a < b) [a, b, ta, tb] = [b, a, tb, ta];
-    const answer = `${VALUE[op](a, b)}`;
-    return generated('arith', `What is ${ta}${op}${tb}?`, answer, STEPS[op](a, b), {
+    const value = VALUE[op](a, b);
+    const g = generated('arith', `What is ${ta}${op}${tb}?`, `${value}`, STEPS[op](a, b), {
       digits: digitCount(a),
       digits2: digitCount(b),
       ...(padded >= 0 ? { leadingZero: 1 } : {}),
     });
+    // The values, not the padded text: 07 is not a decimal literal in JavaScript.
+    return withExpression(g, `${a}${op}${b}`, [a, b, value]);
   },
 });
 

@@ -15,6 +15,13 @@ export interface Generated {
   difficulty: Record<string, number>;
   /** Canonical key: two problems with the same key count as the same problem for dedupe and train/test. */
   key: string;
+  /**
+   * The answer as one JavaScript expression on the question's numbers (integer literals, + - * /, parentheses), e.g.
+   * "47+38", exact in doubles since every value along the way is a safe integer; absent where the task has none
+   * (fraction, whose answer is a ratio) or a value passes Number.MAX_SAFE_INTEGER. A math tool agent's expert
+   * program prints it (src/envs/math.ts).
+   */
+  expression?: string;
 }
 
 /** A task generator: difficulty knobs `D` (all set), the partial form `I` callers pass, and its OOD axis. */
@@ -86,6 +93,20 @@ export function generated(
   key = promptKey(prompt),
 ): Generated {
   return { task, prompt, answer, solution: solutionText(steps, answer), difficulty, key };
+}
+
+/**
+ * `g` with `expression` (see Generated.expression) when every value in `values` — its literals and every
+ * intermediate result — is a safe integer, so that evaluating it in doubles is exact; else `g` as it is.
+ */
+export function withExpression(g: Generated, expression: string, values: readonly bigint[]): Generated {
+  const limit = BigInt(Number.MAX_SAFE_INTEGER);
+  return values.every((v) => v <= limit && v >= -limit) ? { ...g, expression } : g;
+}
+
+/** `x-y` with the sign of y folded in (`x+3` for y = -3), so no `--` reaches a JavaScript expression. */
+export function minusText(x: bigint, y: bigint): string {
+  return y < 0n ? `${x}+${-y}` : `${x}-${y}`;
 }
 
 /** The operators generated problems use. */

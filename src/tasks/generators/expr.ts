@@ -1,7 +1,16 @@
 // Expressions with several operations, precedence and parentheses, solved one operation per line so a tiny model
 // learns where to look next (innermost, then leftmost) rather than the whole value at once.
 import type { Rng } from '../../util/rng.js';
-import { defineGenerator, generated, operatorList, pick, randBig, type Operator, type OperatorKnob } from './common.js';
+import {
+  defineGenerator,
+  generated,
+  operatorList,
+  pick,
+  randBig,
+  type Operator,
+  type OperatorKnob,
+  withExpression,
+} from './common.js';
 
 /** Difficulty knobs of 'expr' (operators default '+-*'). */
 export interface ExprDifficulty extends OperatorKnob {
@@ -74,6 +83,11 @@ function randomTree(rng: Rng, ops: number, d: ExprDifficulty, operators: readonl
   return { kind: 'op', op, left, right };
 }
 
+/** The value of every node of a tree, leaves included. */
+function nodeValues(n: ExprNode): bigint[] {
+  return n.kind === 'num' ? [n.value] : [evaluate(n), ...nodeValues(n.left), ...nodeValues(n.right)];
+}
+
 function maxLeaf(n: ExprNode): bigint {
   if (n.kind === 'num') return n.value;
   const l = maxLeaf(n.left);
@@ -91,10 +105,12 @@ export const expr = defineGenerator<ExprDifficulty>({
   generate(rng: Rng, d: ExprDifficulty) {
     const tree = randomTree(rng, d.operations, d, operatorList('expr', d.operators));
     const text = renderExpr(tree);
-    return generated('expr', `What is ${text}?`, `${evaluate(tree)}`, exprSteps(tree), {
+    const g = generated('expr', `What is ${text}?`, `${evaluate(tree)}`, exprSteps(tree), {
       operations: d.operations,
       maxOperand: Number(maxLeaf(tree)),
       parentheses: text.split('(').length - 1,
     });
+    // The text reads in JavaScript as the tree: the same precedence, left-associative, parentheses where needed.
+    return withExpression(g, text, nodeValues(tree));
   },
 });

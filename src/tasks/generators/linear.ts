@@ -1,7 +1,7 @@
 // Linear equations ax+b=c with an integer solution, solved in two lines: isolate ax, then divide.
 import type { Rng } from '../../util/rng.js';
 import { absBig } from '../rational.js';
-import { defineGenerator, generated, randBig } from './common.js';
+import { defineGenerator, generated, minusText, randBig, withExpression } from './common.js';
 
 /** Difficulty knobs of 'linear'. */
 export interface LinearDifficulty {
@@ -20,8 +20,15 @@ export interface LinearDifficulty {
 /** The solution steps of ax+b=c: "3x=20-5=15", "x=15/3=5". */
 export function linearSteps(a: bigint, b: bigint, c: bigint): string[] {
   const ax = c - b;
-  const undo = b < 0n ? `+${-b}` : `-${b}`;
-  return [`${a}x=${c}${undo}=${ax}`, `x=${ax}/${a < 0n ? `(${a})` : a}=${ax / a}`];
+  return [`${a}x=${minusText(c, b)}=${ax}`, `x=${ax}/${a < 0n ? `(${a})` : a}=${ax / a}`];
+}
+
+/**
+ * x of ax+b=c as a JavaScript expression, (c-b)/a, over a positive divisor ((b-c)/3 for a = -3): a zero numerator
+ * is then +0, which prints "0" where 0/-3 would print "-0".
+ */
+export function linearExpression(a: bigint, b: bigint, c: bigint): string {
+  return a < 0n ? `(${minusText(b, c)})/${-a}` : `(${minusText(c, b)})/${a}`;
 }
 
 /** 'linear': "Solve for x: 3x+5=20." with the answer the value of x. */
@@ -39,10 +46,11 @@ export const linear = defineGenerator<LinearDifficulty>({
     const b = sign() * randBig(rng, 1, d.maxConst);
     const c = a * x + b;
     const prompt = `Solve for x: ${a}x${b < 0n ? b : `+${b}`}=${c}.`;
-    return generated('linear', prompt, `${x}`, linearSteps(a, b, c), {
+    const g = generated('linear', prompt, `${x}`, linearSteps(a, b, c), {
       coef: Number(absBig(a)),
       x: Number(absBig(x)),
       const: Number(absBig(b)),
     });
+    return withExpression(g, linearExpression(a, b, c), [a, b, c, c - b, x]);
   },
 });

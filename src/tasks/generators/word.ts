@@ -1,6 +1,6 @@
 // Templated word problems (shopping, ages, sharing, saving) of one or two arithmetic steps, one equation per line.
 import type { Rng } from '../../util/rng.js';
-import { defineGenerator, generated, pick, randBig, randInt } from './common.js';
+import { defineGenerator, generated, pick, randBig, randInt, withExpression } from './common.js';
 
 /** Difficulty knobs of 'word'. */
 export interface WordDifficulty {
@@ -12,12 +12,14 @@ export interface WordDifficulty {
   maxSteps: number;
 }
 
-/** A filled-in template: its text, solution lines, answer, and every number the text states. */
+/** A filled-in template: its text, solution lines, answer, every number the text states and the answer from them. */
 interface Filled {
   text: string;
   lines: string[];
   answer: bigint;
   numbers: bigint[];
+  /** The answer as a JavaScript expression on `numbers` (Generated.expression). */
+  expression: string;
 }
 
 /** What a template gets: quantity drawers, two distinct names, an item (plural) and the number of steps. */
@@ -54,52 +56,59 @@ const TEMPLATES: Record<string, (s: Slots) => Filled> = {
     const [n, p] = [num(), num()];
     const cost = n * p;
     const buy = `${who} buys ${n} ${items} at ${p} dollars each`;
-    if (steps === 1) return fill(`${buy}. How many dollars does ${who} spend?`, [`${n}*${p}=${cost}`], cost, [n, p]);
+    if (steps === 1)
+      return fill(`${buy}. How many dollars does ${who} spend?`, [`${n}*${p}=${cost}`], cost, [n, p], `${n}*${p}`);
     const change = num();
     const paid = cost + change;
     const text = `${buy} and pays with ${paid} dollars. How many dollars of change does ${who} get?`;
-    return fill(text, [`${n}*${p}=${cost}`, `${paid}-${cost}=${change}`], change, [n, p, paid]);
+    return fill(text, [`${n}*${p}=${cost}`, `${paid}-${cost}=${change}`], change, [n, p, paid], `${paid}-${n}*${p}`);
   },
   ages({ num, who, other, steps }) {
     const [y, k] = [num(), num()];
     const age = y + k;
     const intro = `${other} is ${y} years old. ${who} is ${k} years older than ${other}.`;
-    if (steps === 1) return fill(`${intro} How old is ${who}?`, [`${y}+${k}=${age}`], age, [y, k]);
+    if (steps === 1) return fill(`${intro} How old is ${who}?`, [`${y}+${k}=${age}`], age, [y, k], `${y}+${k}`);
     const t = num();
     const text = `${intro} How old will ${who} be in ${t} years?`;
-    return fill(text, [`${y}+${k}=${age}`, `${age}+${t}=${age + t}`], age + t, [y, k, t]);
+    return fill(text, [`${y}+${k}=${age}`, `${age}+${t}=${age + t}`], age + t, [y, k, t], `${y}+${k}+${t}`);
   },
   sharing({ num, between, min, who, items, steps }) {
     const [k, each] = [num(), num()];
     const ask = `equally among ${k} friends. How many ${items} does each friend get?`;
     if (steps === 1) {
       const total = k * each;
-      return fill(`${who} shares ${total} ${items} ${ask}`, [`${total}/${k}=${each}`], each, [total, k]);
+      return fill(
+        `${who} shares ${total} ${items} ${ask}`,
+        [`${total}/${k}=${each}`],
+        each,
+        [total, k],
+        `${total}/${k}`,
+      );
     }
     // Drawing the total first keeps it divisible by k, and both parts of it at least minNumber.
     const total = k * each;
     const a = between(min, total - min);
     const b = total - a;
     const text = `${who} has ${a} ${items} and buys ${b} more, then shares them ${ask}`;
-    return fill(text, [`${a}+${b}=${total}`, `${total}/${k}=${each}`], each, [a, b, k]);
+    return fill(text, [`${a}+${b}=${total}`, `${total}/${k}=${each}`], each, [a, b, k], `(${a}+${b})/${k}`);
   },
   saving({ num, who, steps }) {
     const [s, w] = [num(), num()];
     const saved = s * w;
     const plan = `saves ${s} dollars a week for ${w} weeks`;
-    if (steps === 1)
-      return fill(`${who} ${plan}. How many dollars does ${who} save?`, [`${s}*${w}=${saved}`], saved, [s, w]);
+    const text1 = `${who} ${plan}. How many dollars does ${who} save?`;
+    if (steps === 1) return fill(text1, [`${s}*${w}=${saved}`], saved, [s, w], `${s}*${w}`);
     const h = num();
     const text = `${who} has ${h} dollars and ${plan}. How many dollars does ${who} have then?`;
-    return fill(text, [`${s}*${w}=${saved}`, `${h}+${saved}=${h + saved}`], h + saved, [h, s, w]);
+    return fill(text, [`${s}*${w}=${saved}`, `${h}+${saved}=${h + saved}`], h + saved, [h, s, w], `${h}+${s}*${w}`);
   },
 };
 
 /** The names of the word-problem templates. */
 export const WORD_TEMPLATES: readonly string[] = Object.keys(TEMPLATES);
 
-function fill(text: string, lines: string[], answer: bigint, numbers: bigint[]): Filled {
-  return { text, lines, answer, numbers };
+function fill(text: string, lines: string[], answer: bigint, numbers: bigint[], expression: string): Filled {
+  return { text, lines, answer, numbers, expression };
 }
 
 function extreme(values: readonly bigint[], pickLarger: boolean): number {
@@ -134,6 +143,10 @@ export const word = defineGenerator<WordDifficulty>({
     const f = TEMPLATES[template]!(slots);
     const key = `word:${template}:${steps}:${f.numbers.join(',')}`;
     const difficulty = { steps, minNumber: extreme(f.numbers, false), maxNumber: extreme(f.numbers, true) };
-    return generated('word', f.text, `${f.answer}`, f.lines, difficulty, key);
+    // Quantities of at most 10^6 (the knobs' bound) keep every value far below 2^53; the check is the common one.
+    return withExpression(generated('word', f.text, `${f.answer}`, f.lines, difficulty, key), f.expression, [
+      ...f.numbers,
+      f.answer,
+    ]);
   },
 });
