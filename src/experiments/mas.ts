@@ -249,8 +249,11 @@ const kernelsKey = (k: Kernels) => ({
   threads: process.env['HACRL_THREADS'] ?? String(availableParallelism()),
 });
 
-/** Bumped whenever warm-start training changes in a way that changes the weights of an unchanged key. */
-const WARM_CACHE_FORMAT = 1;
+/**
+ * Per workflow (default 1): bumped whenever warm-start training or that workflow's solver rows change in a way that
+ * changes the weights of an unchanged key. math-tool 2: its tool rows compute the answer instead of printing it.
+ */
+const WARM_CACHE_FORMAT: Readonly<Record<string, number>> = { 'math-tool': 2 };
 
 /**
  * The warm start of `w` (built from workflow section `section`; `label` names its folder), from
@@ -269,7 +272,7 @@ async function cachedWarmStart(
   log: (line: string) => void,
 ): Promise<{ dir: string; stop: Omit<WarmStartReport, 'heldOut'> }> {
   const key = JSON.stringify({
-    format: WARM_CACHE_FORMAT,
+    format: WARM_CACHE_FORMAT[w.name] ?? 1,
     workflow: parseWorkflowConfig(section),
     agent,
     warm,
