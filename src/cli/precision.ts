@@ -26,4 +26,3 @@ export function checkPrecisionRuns(precision: Precision, backend?: string, flags
   const why = precision === 'bf16' ? bf16Refusal(backend, flags) : null;
   if (why) throw new Error(`--precision bf16: ${why}`);
 }
-
