@@ -6,7 +6,6 @@
  * (flags injected, and on this CPU through the CLI when it lacks them).
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,7 +21,7 @@ import { scoreResponses } from '../src/model/response-log-probs.js';
 import { HacrlServer } from '../src/serve/server.js';
 import type { Precision } from '../src/tensor/bf16.js';
 import { loadDataSpec } from '../src/tasks/data-spec.js';
-import { hacrl } from './cli.js';
+import { hacrl, startHacrlServe } from './cli.js';
 import { saveTinyAdapter, saveTinyAgent } from './tiny-agents.js';
 
 const root = await mkdtemp(join(tmpdir(), 'hacrl-precision-'));
@@ -85,7 +84,7 @@ describe('hacrl score --precision', () => {
 describe('hacrl eval --precision', () => {
   const data = 'easy:test:8';
   const maxNewTokens = 12;
-  /** The report of `hacrl eval --precision bf16` on the TypeScript backend, without its model and data names. */
+  /** The full report (--output) of `hacrl eval --precision bf16` on the TypeScript backend. */
   const evalCli = async (): Promise<unknown> => {
     const output = join(root, 'eval.json');
     const r = hacrl(
@@ -107,14 +106,14 @@ describe('hacrl eval --precision', () => {
       typescript,
     );
     assert.equal(r.status, 0, r.stderr);
-    const [row] = JSON.parse(await readFile(output, 'utf8')) as Record<string, unknown>[];
-    const { model: _m, data: _d, ...report } = row!;
-    return report;
+    const rows = JSON.parse(await readFile(output, 'utf8')) as unknown[];
+    assert.equal(rows.length, 1);
+    return rows[0];
   };
-  /** The library's evaluation of the folder loaded at `precision`, with `hacrl eval`'s settings. */
+  /** The library's evaluation of the folder loaded at `precision`, with `hacrl eval`'s settings, as --output writes it. */
   const evalLib = async (precision: Precision): Promise<unknown> => {
     const { model, tokenizer } = await load(dir, precision);
-    const { problems } = await loadDataSpec(data);
+    const { name, problems } = await loadDataSpec(data);
     const report = await evaluate(model, k, tokenizer, problems, {
       k: 0,
       temperature: 1,
@@ -124,7 +123,7 @@ describe('hacrl eval --precision', () => {
       name: dir,
       prompt: { template: '{question}' },
     });
-    return JSON.parse(JSON.stringify(report)) as unknown;
+    return JSON.parse(JSON.stringify({ model: dir, data: name, ...report })) as unknown;
   };
 
   test("the bf16 report is the library's bf16 evaluation, and greedy answers differ from fp32", async () => {
@@ -161,28 +160,12 @@ describe('hacrl serve --precision', () => {
   };
   /** The completion of `hacrl serve --precision bf16` on the TypeScript backend. */
   const servedCli = async (): Promise<Completion> => {
-    const args = ['dist/src/cli/main.js', 'serve', '--model', `tiny=${dir}`, '--port', '0', '--precision', 'bf16'];
-    const child = spawn(process.execPath, args, {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, ...typescript },
-    });
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const exited = new Promise<number | null>((r) => child.once('close', (code) => r(code)));
+    const args = ['--model', `tiny=${dir}`, '--port', '0', '--precision', 'bf16'];
+    const server = await startHacrlServe(args, typescript);
     try {
-      const url = await new Promise<string>((resolve, reject) => {
-        let out = '';
-        child.stdout.on('data', (d: Buffer) => {
-          out += d.toString();
-          const m = /at (http:\/\/127\.0\.0\.1:\d+\/v1)/.exec(out);
-          if (m) resolve(m[1]!);
-        });
-        void exited.then((code) => reject(new Error(`hacrl serve exited (${code}) before listening: ${stderr}`)));
-      });
-      return await complete(url);
+      return await complete(server.baseURL);
     } finally {
-      child.kill('SIGTERM');
-      await exited;
+      await server.stop();
     }
   };
 
