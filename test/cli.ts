@@ -91,6 +91,40 @@ export async function hacrlSignalledAt(
   return { status: await exited, stdout, stderr };
 }
 
+/**
+ * Starts `hacrl serve ARGS` (with `env` added to the environment) and resolves once it listens, with its OpenAI base
+ * address (http://127.0.0.1:PORT/v1) and `stop`, which sends SIGTERM and resolves with its exit status; rejects with
+ * its stderr when it exits before listening.
+ */
+export async function startHacrlServe(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ baseURL: string; stop: () => Promise<number | null> }> {
+  const child = spawn(process.execPath, ['dist/src/cli/main.js', 'serve', ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+  });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((r) => child.once('close', (code) => r(code)));
+  const baseURL = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /at (http:\/\/127\.0\.0\.1:\d+\/v1)/.exec(out);
+      if (m) resolve(m[1]!);
+    });
+    void exited.then((code) => reject(new Error(`hacrl serve exited (${code}) before listening: ${stderr}`)));
+  });
+  return {
+    baseURL,
+    stop: () => {
+      child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
+
 /** metrics.jsonl of a run as it was written: one row per step. */
 export async function rawMetricRows(runDir: string): Promise<({ step: number } & Record<string, unknown>)[]> {
   const text = await readFile(join(runDir, 'metrics.jsonl'), 'utf8');

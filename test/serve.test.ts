@@ -1,7 +1,6 @@
 // `hacrl serve` driven by the official openai client: both endpoints, streamed and not, the same tokens as generate,
 // batching that changes no token, and bad requests answered with 4xx while the server keeps serving.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,7 +11,7 @@ import { generate } from '../src/model/generate.js';
 import { loadPretrained, type Pretrained } from '../src/model/pretrained.js';
 import { Batcher } from '../src/serve/batcher.js';
 import { HacrlServer } from '../src/serve/server.js';
-import { hacrl } from './cli.js';
+import { hacrl, startHacrlServe } from './cli.js';
 import { saveTinyAdapter, saveTinyAgent } from './tiny-agents.js';
 
 const root = await mkdtemp(join(tmpdir(), 'hacrl-serve-'));
@@ -28,26 +27,13 @@ before(async () => {
   await saveTinyAgent(dir, 'llama');
   agent = await loadPretrained(dir);
   await saveTinyAdapter(adapterDir, dir, 3);
-  const models = ['--model', `tiny=${dir}`, `lora=${adapterDir}`];
-  const child = spawn(process.execPath, ['dist/src/cli/main.js', 'serve', ...models, '--port', '0'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const exited = new Promise<number | null>((r) => child.once('close', (code) => r(code)));
-  baseURL = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /at (http:\/\/127\.0\.0\.1:\d+\/v1)/.exec(out);
-      if (m) resolve(m[1]!);
-    });
-    void exited.then((code) => reject(new Error(`hacrl serve exited (${code}) before listening: ${stderr}`)));
-  });
-  stopServer = () => {
-    child.kill('SIGTERM');
-    return exited;
-  };
+  ({ baseURL, stop: stopServer } = await startHacrlServe([
+    '--model',
+    `tiny=${dir}`,
+    `lora=${adapterDir}`,
+    '--port',
+    '0',
+  ]));
   client = new OpenAI({ baseURL, apiKey: 'unused', maxRetries: 0, timeout: 30_000 });
 });
 

@@ -4,6 +4,7 @@
  * backend, the reference, computes it on every CPU.
  */
 import { readFileSync } from 'node:fs';
+import { defaultBackend } from './select.js';
 
 /** The instruction sets (as /proc/cpuinfo names them) of which the native backend's bf16 products need one. */
 export const BF16_CPU_FLAGS = ['amx_bf16', 'avx512_bf16'] as const;
@@ -22,10 +23,13 @@ export function cpuFlags(cpuinfo?: string): Set<string> {
 }
 
 /**
- * Why `backend` ('native' or 'typescript') cannot compute bf16 products on a CPU with `flags`, naming the missing
- * instruction sets and what to do instead; null when it can.
+ * Why `backend` ('native' or 'typescript'; default the one selected, HACRL_BACKEND) cannot compute bf16 products on a
+ * CPU with `flags` (default this one's), naming the missing instruction sets and what to do instead; null when it can.
  */
-export function bf16Refusal(backend: string, flags: ReadonlySet<string>): string | null {
+export function bf16Refusal(
+  backend: string = defaultBackend().name,
+  flags: ReadonlySet<string> = cpuFlags(),
+): string | null {
   if (backend !== 'native' || BF16_CPU_FLAGS.some((f) => flags.has(f))) return null;
   return (
     `the native backend computes bf16 products only on a CPU with AMX-BF16 or AVX512_BF16, and this CPU has ` +

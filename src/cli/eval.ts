@@ -1,10 +1,12 @@
 import { engine } from '../backend/engine.js';
 import { evaluate, type Estimate, type EvalReport } from '../eval/evaluate.js';
 import { loadPretrained } from '../model/pretrained.js';
+import type { Precision } from '../tensor/bf16.js';
 import { closeDefaultPool } from '../rewards/worker-pool.js';
 import { loadDataSpec } from '../tasks/data-spec.js';
 import { writeJsonAtomic } from '../util/atomic-write.js';
 import { checkWritableFile } from '../util/fs-errors.js';
+import { checkPrecisionRuns } from './precision.js';
 
 /** Options of `hacrl eval`. */
 export interface EvalCliOptions {
@@ -26,6 +28,8 @@ export interface EvalCliOptions {
   json: boolean;
   /** Also write the full report (every problem's greedy response) here. */
   output?: string;
+  /** Precision of the models' products, as a training agent's (src/cli/precision.ts); default fp32. */
+  precision: Precision;
 }
 
 const pct = (e: Estimate | null): string =>
@@ -33,13 +37,14 @@ const pct = (e: Estimate | null): string =>
 
 /** `hacrl eval`: greedy and sampled accuracy with 95% intervals, per checkpoint and data set. */
 export async function runEval(o: EvalCliOptions): Promise<void> {
+  checkPrecisionRuns(o.precision);
   if (o.output !== undefined) await checkWritableFile(o.output, '--output');
   const k = engine();
   const rows: { model: string; data: string; report: EvalReport }[] = [];
   try {
     const datasets = await Promise.all(o.data.map(loadDataSpec));
     for (const dir of o.model) {
-      const { model, tokenizer } = await loadPretrained(dir);
+      const { model, tokenizer } = await loadPretrained(dir, new Map(), { precision: o.precision });
       for (const d of datasets) {
         const problems = o.limit > 0 ? d.problems.slice(0, o.limit) : d.problems;
         const report = await evaluate(model, k, tokenizer, problems, {

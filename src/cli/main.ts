@@ -15,8 +15,9 @@ import { benchMasTable, runBenchMas } from '../experiments/mas.js';
 import { masCommand, workflowOption } from './mas.js';
 import { runMasWarmstart } from './mas-warmstart.js';
 import { runPlan, type PlanCliOptions } from './plan.js';
+import { precisionOption } from './precision.js';
 import { runBaselineBenchWithPlots, runReport } from './report.js';
-import { runScore } from './score.js';
+import { runScore, type ScoreOptions } from './score.js';
 import { serveCommand } from './serve.js';
 import { runSft, type SftCliOptions } from './sft.js';
 import { runSmoke } from './smoke.js';
@@ -92,9 +93,8 @@ program
   .option('--output <file>', 'where to write the JSONL results (default: standard output)')
   .option('--batch-size <n>', 'sequences per forward pass', positiveInt, 16)
   .option('--add-special-tokens', 'let the tokenizer add its special tokens (e.g. BOS) to text prompts', false)
-  .action((opts: { model: string; input: string; output?: string; batchSize: number; addSpecialTokens: boolean }) =>
-    runScore(opts),
-  );
+  .addOption(precisionOption())
+  .action((opts: ScoreOptions) => runScore(opts));
 
 program
   .command('verify')
@@ -154,6 +154,7 @@ program
   .option('--seed <n>', 'sampling seed', num, 0)
   .option('--json', 'print one JSON object instead of the table', false)
   .option('--output <file>', 'also write the full report with every response')
+  .addOption(precisionOption())
   .action((o: EvalCliOptions) => runEval(o));
 
 program

@@ -2,9 +2,11 @@ import { z } from 'zod';
 import { engine } from '../backend/engine.js';
 import { scoreResponses } from '../model/response-log-probs.js';
 import { loadPretrained } from '../model/pretrained.js';
+import type { Precision } from '../tensor/bf16.js';
 import { checkIds, type Tokenizer } from '../tokenizer/tokenizer.js';
 import { checkWritableFile } from '../util/fs-errors.js';
 import { readJsonl, writeJsonl } from '../util/jsonl.js';
+import { checkPrecisionRuns } from './precision.js';
 
 const ids = z.array(z.number().int().nonnegative());
 /** A row to score: text (tokenized with the model folder's tokenizer) or token ids. */
@@ -29,6 +31,8 @@ export interface ScoreOptions {
   batchSize: number;
   /** Let the tokenizer add its special tokens (e.g. a BOS) to the prompt; default false. */
   addSpecialTokens: boolean;
+  /** Precision of the model's products, as a training agent's (src/cli/precision.ts); default fp32. */
+  precision: Precision;
 }
 
 function tokenize(row: ScoreRow, tok: Tokenizer, addSpecialTokens: boolean): { prompt: number[]; response: number[] } {
@@ -42,9 +46,10 @@ function tokenize(row: ScoreRow, tok: Tokenizer, addSpecialTokens: boolean): { p
  * object per input row: {token_logprobs, response_ids, sum_logprob}.
  */
 export async function runScore(o: ScoreOptions): Promise<void> {
+  checkPrecisionRuns(o.precision);
   if (o.output !== undefined) await checkWritableFile(o.output, '--output');
   const rows = await readJsonl(o.input, ScoreRow);
-  const { model, tokenizer: tok } = await loadPretrained(o.model);
+  const { model, tokenizer: tok } = await loadPretrained(o.model, new Map(), { precision: o.precision });
   const items = rows.map((r, i) => {
     const item = tokenize(r, tok, o.addSpecialTokens);
     try {

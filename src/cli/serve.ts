@@ -4,6 +4,8 @@ import { Command, InvalidArgumentError } from 'commander';
 import { engine } from '../backend/engine.js';
 import { loadPretrained, type Pretrained } from '../model/pretrained.js';
 import { HacrlServer, SERVE_DEFAULTS, type ServeOptions } from '../serve/server.js';
+import type { Precision } from '../tensor/bf16.js';
+import { checkPrecisionRuns, precisionOption } from './precision.js';
 
 /** `NAME=DIR` or `DIR` (served under the folder's name) → name → folder. */
 export function parseServedModels(args: readonly string[]): Map<string, string> {
@@ -25,16 +27,20 @@ function intAtLeast(min: number): (value: string) => number {
   };
 }
 
-/** Options of `hacrl serve` (ServeOptions plus the models and the shutdown grace). */
+/** Options of `hacrl serve` (ServeOptions plus the models, the shutdown grace and the precision). */
 interface ServeCli extends ServeOptions {
   model: string[];
   shutdownGraceMs: number;
+  /** Precision of every served model's products, as a training agent's (src/cli/precision.ts); default fp32. */
+  precision: Precision;
 }
 
 /** Loads the models, serves them, and on SIGINT/SIGTERM shuts down gracefully (a second signal exits at once). */
 async function runServe(o: ServeCli, print: (line: string) => void): Promise<void> {
+  checkPrecisionRuns(o.precision);
   const models = new Map<string, Pretrained>();
-  for (const [name, dir] of parseServedModels(o.model)) models.set(name, await loadPretrained(dir));
+  for (const [name, dir] of parseServedModels(o.model))
+    models.set(name, await loadPretrained(dir, new Map(), { precision: o.precision }));
   const server = await HacrlServer.start(models, engine(), o);
   print(`hacrl serve: ${[...models.keys()].join(', ')} at ${server.url} (Ctrl-C stops)`);
   await new Promise<void>((done) => {
@@ -63,5 +69,6 @@ export function serveCommand(print: (line: string) => void = console.log): Comma
     .option('--max-waiting <n>', 'most sequences waiting for the batch; more get 429', intAtLeast(0), d.maxWaiting)
     .option('--max-body-bytes <n>', 'largest request body in bytes; larger get 413', intAtLeast(1), d.maxBodyBytes)
     .option('--shutdown-grace-ms <n>', 'on SIGINT/SIGTERM, how long running requests may finish', intAtLeast(0), 10000)
+    .addOption(precisionOption())
     .action((o: ServeCli) => runServe(o, print));
 }

@@ -4,8 +4,7 @@
  * with it before any work, refusing a run that would not fit with what to change.
  */
 import { resolve } from 'node:path';
-import { bf16Refusal, cpuFlags } from '../backend/cpu-features.js';
-import { defaultBackend } from '../backend/select.js';
+import { bf16Refusal } from '../backend/cpu-features.js';
 import { ALGORITHM_RECIPES } from '../algorithms/recipes.js';
 import { resolveAgents, type ResolvedAgent, type RunConfig } from '../config/rl-config.js';
 import { readHfConfig } from '../model/hf-config.js';
@@ -193,11 +192,7 @@ export function memoryRefusal(plan: MemoryPlan, machine: MachineMemory): string 
  * Why this machine cannot compute the products of `cfg`'s bf16 agents with `backend` (default the one selected,
  * HACRL_BACKEND) on a CPU with `flags` (default this one's), or null: checked before any weight is read.
  */
-export function precisionRefusal(
-  cfg: RunConfig,
-  backend: string = defaultBackend().name,
-  flags: ReadonlySet<string> = cpuFlags(),
-): string | null {
+export function precisionRefusal(cfg: RunConfig, backend?: string, flags?: ReadonlySet<string>): string | null {
   const bf16 = resolveAgents(cfg)
     .filter((a) => a.precision === 'bf16')
     .map((a) => a.name);
