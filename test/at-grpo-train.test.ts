@@ -144,9 +144,11 @@ describe('AT-GRPO training', () => {
   });
 
   test('hacrl bench mas --tiny --ablations: five arms and four ablations on held-out instances, warm starts beside them (plan-path, math-tool)', async () => {
-    // A folder an earlier bench made: the bench clears only what it writes there (a stale seed folder).
+    // A folder an earlier bench made: the bench clears only the uncached warm-start folders of older versions; seed
+    // folders stay (each arm reads or replaces its own result).
     const made = join(root, 'bench', 'plan-path');
     await mkdir(join(made, 'seed-7'), { recursive: true });
+    await mkdir(join(made, 'warm-workflow'), { recursive: true });
     await writeFile(join(made, '.hacrl-bench-mas'), '');
     await writeFile(join(made, 'notes.txt'), 'kept');
     const json = join(root, 'bench.json');
@@ -163,7 +165,8 @@ describe('AT-GRPO training', () => {
       json,
     ]);
     assert.equal(r.status, 0, r.stderr);
-    assert.equal(existsSync(join(made, 'seed-7')), false);
+    assert.equal(existsSync(join(made, 'warm-workflow')), false);
+    assert.equal(existsSync(join(made, 'seed-7')), true);
     assert.equal(await readFile(join(made, 'notes.txt'), 'utf8'), 'kept');
     const all = r.stdout.split('\n').filter((l) => l.startsWith('| plan-path |'));
     const rows = all.slice(0, 9);

@@ -85,7 +85,7 @@ describe('bench mas and its folders', () => {
     );
     assert.deepEqual(math.warmStart, planPath.warmStart, "math-tool's is the bench's");
     // Every family's warm start stops in the same band, checked on 100 calibration instances every 100 steps.
-    const band = { low: 0.2, high: 0.4, every: 100, instances: 100 };
+    const band = { low: 0.2, high: 0.4, every: 100, refine: 4, instances: 100 };
     for (const w of o.workflows) assert.deepEqual(benchAgent(o, w['name'] as string).warmStart.band, band);
     assert.deepEqual(coding.agent, planPath.agent, 'the same agent');
     assert.equal(coding.agent.hidden, 64);
