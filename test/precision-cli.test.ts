@@ -1,26 +1,35 @@
 /**
- * `--precision fp32|bf16` of `hacrl eval`, `hacrl score` and `hacrl serve`: at bf16 each command's output is what the
- * library computes with the folder loaded at precision bf16 (loadPretrained(dir, new Map(), { precision: 'bf16' }),
- * as `hacrl train` loads a bf16 agent) on the TypeScript backend, value for value, and differs from the library's
- * fp32 output (the other tests of these commands run them at the default, fp32). The native backend refuses bf16 before anything is read on a CPU without AMX-BF16/AVX512_BF16
- * (flags injected, and on this CPU through the CLI when it lacks them).
+ * `--precision fp32|bf16` of `hacrl eval`, `hacrl score`, `hacrl serve` and `hacrl mas rollout`: at bf16 each
+ * command's output is what the library computes with the folder loaded at precision bf16 (loadPretrained(dir,
+ * new Map(), { precision: 'bf16' }), as `hacrl train` loads a bf16 agent) on the TypeScript backend, value for value,
+ * and differs from the library's fp32 output (the other tests of these commands run them at the default, fp32). The
+ * native backend refuses bf16 before anything is read on a CPU without AMX-BF16/AVX512_BF16 (flags injected, and on
+ * this CPU through the CLI when it lacks them).
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { WarmStartSchema, workflowAgent } from '../src/agents/workflow-agent.js';
 import { BF16_CPU_FLAGS, cpuFlags } from '../src/backend/cpu-features.js';
 import { Engine } from '../src/backend/engine.js';
 import { availableBackends } from '../src/backend/select.js';
 import { typescriptKernels } from '../src/backend/typescript.js';
 import { checkPrecisionRuns } from '../src/cli/precision.js';
 import { evaluate } from '../src/eval/evaluate.js';
-import { loadPretrained, type Pretrained } from '../src/model/pretrained.js';
+import { AgentSpecSchema } from '../src/model/agent-spec.js';
+import { loadPretrained, savePretrained, type Pretrained } from '../src/model/pretrained.js';
 import { scoreResponses } from '../src/model/response-log-probs.js';
 import { HacrlServer } from '../src/serve/server.js';
 import type { Precision } from '../src/tensor/bf16.js';
 import { loadDataSpec } from '../src/tasks/data-spec.js';
+import { Rng } from '../src/util/rng.js';
+import { modelPolicy } from '../src/workflows/model-policy.js';
+import { workflowOf } from '../src/workflows/registry.js';
+import type { MasSample } from '../src/workflows/samples.js';
+import { playStep } from '../src/workflows/tree-sampling.js';
+import { parseWorkflowConfig } from '../src/workflows/workflow-config.js';
 import { hacrl, startHacrlServe } from './cli.js';
 import { saveTinyAdapter, saveTinyAgent } from './tiny-agents.js';
 
@@ -178,6 +187,54 @@ describe('hacrl serve --precision', () => {
   });
 });
 
+describe('hacrl mas rollout --precision', () => {
+  const workflow = { name: 'plan-path', env: { height: 3, width: 3 }, groupSize: 2, maxTurns: 1 };
+  const [instances, seed] = [2, 3];
+  const config = parseWorkflowConfig(workflow);
+  const wf = workflowOf(config);
+  /** A fresh agent for the workflow (its prompts need 2048 positions and their characters), saved as a checkpoint. */
+  const masDir = join(root, 'mas-agent');
+  before(async () => {
+    const spec = AgentSpecSchema.parse({ arch: 'qwen3', hidden: 32, layers: 1, heads: 2 });
+    const agent = await workflowAgent(wf, spec, WarmStartSchema.parse({}), 0, k);
+    await savePretrained(masDir, { ...agent, generation: null });
+  });
+  /** The samples `hacrl mas rollout --model DIR --precision bf16 --out FILE` writes, on the TypeScript backend. */
+  const rolloutCli = async (): Promise<MasSample[]> => {
+    const out = join(root, 'samples.jsonl');
+    const args = ['--workflow', JSON.stringify(workflow), '--instances', String(instances), '--seed', String(seed)];
+    const r = hacrl(['mas', 'rollout', ...args, '--model', masDir, '--out', out, '--precision', 'bf16'], typescript);
+    assert.equal(r.status, 0, r.stderr);
+    return (await readFile(out, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as MasSample);
+  };
+  /** The batch the library plays with the folder loaded at `precision` as the shared policy, sampling from the seed. */
+  const rolloutLib = async (precision: Precision): Promise<MasSample[]> => {
+    const { model, tokenizer } = await load(masDir, precision);
+    assert.equal(model.precision, precision);
+    const policies = { shared: modelPolicy(model, tokenizer, k, new Rng(seed)) };
+    const seeds = Array.from({ length: instances }, (_, i) => seed + i);
+    const { batch } = await playStep(wf, config, policies, seeds);
+    return JSON.parse(JSON.stringify(batch.samples)) as MasSample[];
+  };
+
+  test("the bf16 samples are the library's bf16 rollout's exactly, and differ from fp32's", async () => {
+    const bf16 = await rolloutCli();
+    assert.ok(bf16.length >= instances * 2 * 2, 'both roles, K candidates each, per instance');
+    assert.deepEqual(bf16, await rolloutLib('bf16'));
+    const ids = (samples: MasSample[]): (number[] | undefined)[] => samples.map((s) => s.responseIds);
+    assert.notDeepEqual(ids(bf16), ids(await rolloutLib('fp32')));
+  });
+
+  test('bf16 without a checkpoint is refused: the fresh agent runs at fp32', () => {
+    const r = hacrl(['mas', 'rollout', '--precision', 'bf16'], typescript);
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(r.stderr, /--precision bf16 applies to checkpoints: pass --model DIR/);
+  });
+});
+
 describe('where --precision bf16 runs', () => {
   const cpuinfo = (flags: string): string => `processor\t: 0\nflags\t\t: fpu sse2 avx2 fma ${flags}\n`;
 
@@ -196,7 +253,7 @@ describe('where --precision bf16 runs', () => {
   const nativeHere = availableBackends().some((b) => b.name === 'native');
   const bf16Cpu = BF16_CPU_FLAGS.some((f) => cpuFlags().has(f));
   test(
-    'on this CPU without AMX-BF16/AVX512_BF16, eval, score and serve refuse bf16 on native before reading anything',
+    'on this CPU without AMX-BF16/AVX512_BF16, eval, score, serve and mas rollout refuse bf16 on native before reading anything',
     {
       skip: !nativeHere
         ? 'the native addon is not loaded'
@@ -211,9 +268,10 @@ describe('where --precision bf16 runs', () => {
         ['eval', '--model', missing, '--data', `${missing}.jsonl`],
         ['score', '--model', missing, '--input', `${missing}.jsonl`],
         ['serve', '--model', missing, '--port', '0'],
+        ['mas', 'rollout', '--model', missing, '--out', join(missing, 'samples.jsonl')],
       ]) {
         const r = hacrl([...args, '--precision', 'bf16'], { HACRL_BACKEND: 'native' });
-        assert.equal(r.status, 1, `${args[0]}: ${r.stderr}`);
+        assert.equal(r.status, 1, `${args.join(' ')}: ${r.stderr}`);
         assert.match(r.stderr, /^hacrl: --precision bf16: the native backend .* AMX-BF16 or AVX512_BF16/);
         assert.doesNotMatch(r.stderr, /nonexistent/);
       }

@@ -7,8 +7,10 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import OpenAI from 'openai';
 import { engine } from '../src/backend/engine.js';
+import { loadServedModels } from '../src/cli/serve.js';
 import { generate } from '../src/model/generate.js';
 import { loadPretrained, type Pretrained } from '../src/model/pretrained.js';
+import type { Transformer } from '../src/model/transformer.js';
 import { Batcher } from '../src/serve/batcher.js';
 import { HacrlServer } from '../src/serve/server.js';
 import { hacrl, startHacrlServe } from './cli.js';
@@ -109,6 +111,69 @@ test('a served adapter folder answers greedily as `hacrl eval` and generate of t
   });
   assert.equal(served, loaded.tokenizer.decode(g!.ids, { skipSpecialTokens: true }));
   assert.notEqual(served, await ask('tiny'), 'the adapters change the answer');
+});
+
+test('adapter folders on one base share its tensors, loaded once, and at fp32 with the base served beside them', async () => {
+  const second = join(root, 'adapter-2');
+  await saveTinyAdapter(second, dir, 5);
+  const dirs = new Map([
+    ['a', adapterDir],
+    ['b', second],
+    ['tiny', dir],
+  ]);
+  /** The storage of a tensor: float32 values, or bfloat16 bits (a frozen base's matrices at bf16). */
+  const storage = (m: Transformer, name: string): unknown => {
+    const t = m.params.get(name)!;
+    return t.bf16 ?? t.data;
+  };
+  for (const precision of ['fp32', 'bf16'] as const) {
+    const models = await loadServedModels(dirs, precision);
+    const [a, b, base] = ['a', 'b', 'tiny'].map((n) => models.get(n)!.model) as [Transformer, Transformer, Transformer];
+    assert.ok(a.adapters && b.adapters && !base.adapters, 'two adapted models and a whole one');
+    assert.equal(a.params.size, base.params.size);
+    let bits = 0;
+    for (const name of base.params.keys()) {
+      assert.equal(storage(a, name), storage(b, name), `${precision} ${name}: one base under both adapters`);
+      if (precision === 'fp32') assert.equal(storage(a, name), storage(base, name), `${name}: the served base itself`);
+      if (a.params.get(name)!.bf16) bits++;
+    }
+    assert.equal(bits > 0, precision === 'bf16', 'a bf16 base holds its matrices as bfloat16 bits');
+    assert.notDeepEqual([...a.adapters.params.values()][1]!.data, [...b.adapters.params.values()][1]!.data);
+  }
+});
+
+test('two adapter folders served together complete as each does served alone', async () => {
+  const second = join(root, 'adapter-3');
+  await saveTinyAdapter(second, dir, 7);
+  type Completion = { choices: { text: string; logprobs: { tokens: string[]; token_logprobs: number[] } }[] };
+  const complete = async (url: string, model: string): Promise<Completion> => {
+    const body = { model, prompt: 'the answer is', max_tokens: 12, temperature: 0.9, seed: 11, logprobs: 1 };
+    const r = await fetch(`${url}/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    assert.equal(r.status, 200);
+    return (await r.json()) as Completion;
+  };
+  /** The completions of `hacrl serve` over `specs` (NAME=DIR), for each served name. */
+  const serve = async (specs: string[]): Promise<Completion[]> => {
+    const s = await startHacrlServe(['--model', ...specs, '--port', '0']);
+    try {
+      const out = [];
+      for (const spec of specs) out.push(await complete(s.baseURL, spec.slice(0, spec.indexOf('='))));
+      return out;
+    } finally {
+      await s.stop();
+    }
+  };
+  const [a, b] = await serve([`a=${adapterDir}`, `b=${second}`]);
+  const [aAlone] = await serve([`a=${adapterDir}`]);
+  const [bAlone] = await serve([`b=${second}`]);
+  assert.equal(a!.choices[0]!.logprobs.token_logprobs.length, 12);
+  assert.deepEqual(a!.choices, aAlone!.choices);
+  assert.deepEqual(b!.choices, bAlone!.choices);
+  assert.notDeepEqual(a!.choices, b!.choices, 'the two adapters answer differently');
 });
 
 test('a completion has the tokens and log-probs of generate with the same seed, streamed or not, every time', async () => {

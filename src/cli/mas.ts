@@ -9,9 +9,10 @@ import { Command, InvalidArgumentError } from 'commander';
 import { z } from 'zod';
 import { engine } from '../backend/engine.js';
 import { filterGroups } from '../algorithms/group-filter.js';
-import { loadPretrained } from '../model/pretrained.js';
+import { loadPretrained, type BaseModels } from '../model/pretrained.js';
 import { AgentSpecSchema } from '../model/agent-spec.js';
 import { WarmStartSchema, workflowAgent } from '../agents/workflow-agent.js';
+import { PRECISIONS, type Precision } from '../tensor/bf16.js';
 import { checkWritableFile } from '../util/fs-errors.js';
 import { parseWith } from '../util/json-file.js';
 import { Rng } from '../util/rng.js';
@@ -22,6 +23,7 @@ import { workflowOf } from '../workflows/registry.js';
 import type { MasBatch } from '../workflows/samples.js';
 import { playStep } from '../workflows/tree-sampling.js';
 import { parseWorkflowConfig } from '../workflows/workflow-config.js';
+import { checkPrecisionRuns, precisionOption } from './precision.js';
 
 /** Options of `hacrl mas rollout`. */
 export const MasRolloutSchema = z
@@ -39,6 +41,11 @@ export const MasRolloutSchema = z
     seed: z.number().int().default(0),
     /** Checkpoint folder per policy name ('shared' when no name is given); default none: a fresh agent. */
     models: z.record(z.string(), z.string()).default({}),
+    /**
+     * Precision of the checkpoints' products, as agents[].precision (src/cli/precision.ts); default fp32. bf16 needs
+     * checkpoints: the fresh agent is built and warm-started at fp32.
+     */
+    precision: z.enum(PRECISIONS).default('fp32'),
     /** The fresh agent's architecture and size, when no checkpoint is given. */
     agent: AgentSpecSchema.prefault({}),
     /**
@@ -76,6 +83,11 @@ export interface MasRolloutSummary {
 /** Runs one rollout batch and returns its summary (and the batch itself). */
 export async function runMasRollout(raw: MasRolloutOptions): Promise<{ summary: MasRolloutSummary; batch: MasBatch }> {
   const o = parseWith(MasRolloutSchema, raw, 'mas rollout options');
+  checkPrecisionRuns(o.precision);
+  if (o.precision !== 'fp32' && Object.keys(o.models).length === 0)
+    throw new Error(
+      `--precision ${o.precision} applies to checkpoints: pass --model DIR, or drop it (the fresh agent runs at fp32)`,
+    );
   // Checked before any work: a bad --out must not cost the rollout.
   if (o.out !== undefined) await checkWritableFile(o.out, '--out');
   const config = parseWorkflowConfig(o.workflow);
@@ -83,11 +95,13 @@ export async function runMasRollout(raw: MasRolloutOptions): Promise<{ summary: 
   const k = engine();
   const rng = new Rng(o.seed);
   const policies: Record<string, Policy> = {};
+  // Adapter folders on one base share it, loaded once.
+  const bases: BaseModels = new Map();
   const needed = [...new Set(wf.roles.map((r) => r.policy))];
   for (const name of needed) {
     const dir = o.models[name];
     if (dir !== undefined) {
-      const { model, tokenizer } = await loadPretrained(dir);
+      const { model, tokenizer } = await loadPretrained(dir, bases, { precision: o.precision });
       policies[name] = modelPolicy(model, tokenizer, k, rng, `policy ${name} (${dir})`);
     } else if (Object.keys(o.models).length === 0) {
       policies[name] = await freshPolicy(o, wf, k, rng);
@@ -197,6 +211,7 @@ export function masCommand(print: (line: string) => void = console.log): Command
     .option('--heads <n>', 'heads of the fresh agent', count, 4)
     .option('--warm-start-steps <n>', 'SFT steps of the fresh agent on solver rows before the rollout', count, 0)
     .option('--out <file>', 'write the samples as JSONL')
+    .addOption(precisionOption())
     .action(async (o: Record<string, unknown>) => {
       const { summary } = await runMasRollout({
         workflow: workflowOption(o['workflow']),
@@ -210,6 +225,7 @@ export function masCommand(print: (line: string) => void = console.log): Command
           maxPositions: 2048,
         },
         warmStart: { steps: o['warmStartSteps'] as number },
+        precision: o['precision'] as Precision,
         ...(o['out'] === undefined ? {} : { out: String(o['out']) }),
       });
       print(JSON.stringify(summary, null, 2));

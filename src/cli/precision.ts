@@ -1,8 +1,8 @@
-// `--precision` of the commands that run a saved model (eval, score, serve). Each loads the folder with
-// loadPretrained(dir, new Map(), { precision }), the call src/train/learners.ts loads an agent of that precision with
+// `--precision` of the commands that run a saved model (eval, score, serve, mas rollout). Each loads the folder with
+// loadPretrained(dir, bases, { precision }), the call src/train/learners.ts loads an agent of that precision with
 // (agents[].precision; src/tensor/bf16.ts): a whole model as fp32 masters rounded at each product, an adapter folder's
-// base frozen (bfloat16 in memory at bf16). A precision this machine cannot compute is refused before anything is
-// read, as `hacrl train` refuses it.
+// base frozen (bfloat16 in memory at bf16) and shared by the adapter folders on it. A precision this machine cannot
+// compute is refused before anything is read, as `hacrl train` refuses it.
 import { Option } from 'commander';
 import { bf16Refusal } from '../backend/cpu-features.js';
 import { PRECISIONS, type Precision } from '../tensor/bf16.js';

@@ -2,7 +2,8 @@
 import { basename, resolve } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { engine } from '../backend/engine.js';
-import { loadPretrained, type Pretrained } from '../model/pretrained.js';
+import { isAdapterFolder } from '../model/peft.js';
+import { loadPretrained, sharedBase, type BaseModels, type Pretrained } from '../model/pretrained.js';
 import { HacrlServer, SERVE_DEFAULTS, type ServeOptions } from '../serve/server.js';
 import type { Precision } from '../tensor/bf16.js';
 import { checkPrecisionRuns, precisionOption } from './precision.js';
@@ -35,12 +36,33 @@ interface ServeCli extends ServeOptions {
   precision: Precision;
 }
 
+/**
+ * The served models by name, each folder (`dirs`: name → folder) loaded at `precision`: adapter folders on one base
+ * (base_model_name_or_path) share it, loaded once, frozen and read-only (sharedBase, as a run's LoRA agents share
+ * theirs); at fp32 a whole model served beside them is that same base.
+ */
+export async function loadServedModels(
+  dirs: ReadonlyMap<string, string>,
+  precision: Precision,
+): Promise<Map<string, Pretrained>> {
+  const bases: BaseModels = new Map();
+  const models = new Map<string, Pretrained>();
+  for (const [name, dir] of dirs) {
+    // At bf16 a whole model keeps float32 masters, as a training agent's (its embedding rows unrounded), where a frozen
+    // base holds bfloat16 bits: other numbers, so it is loaded on its own.
+    const whole = precision === 'fp32' && !(await isAdapterFolder(dir));
+    models.set(
+      name,
+      whole ? await sharedBase(resolve(dir), bases, precision) : await loadPretrained(dir, bases, { precision }),
+    );
+  }
+  return models;
+}
+
 /** Loads the models, serves them, and on SIGINT/SIGTERM shuts down gracefully (a second signal exits at once). */
 async function runServe(o: ServeCli, print: (line: string) => void): Promise<void> {
   checkPrecisionRuns(o.precision);
-  const models = new Map<string, Pretrained>();
-  for (const [name, dir] of parseServedModels(o.model))
-    models.set(name, await loadPretrained(dir, new Map(), { precision: o.precision }));
+  const models = await loadServedModels(parseServedModels(o.model), o.precision);
   const server = await HacrlServer.start(models, engine(), o);
   print(`hacrl serve: ${[...models.keys()].join(', ')} at ${server.url} (Ctrl-C stops)`);
   await new Promise<void>((done) => {
