@@ -145,23 +145,17 @@ test('adapter folders on one base share its tensors, loaded once, and at fp32 wi
 test('two adapter folders served together complete as each does served alone', async () => {
   const second = join(root, 'adapter-3');
   await saveTinyAdapter(second, dir, 7);
-  type Completion = { choices: { text: string; logprobs: { tokens: string[]; token_logprobs: number[] } }[] };
-  const complete = async (url: string, model: string): Promise<Completion> => {
-    const body = { model, prompt: 'the answer is', max_tokens: 12, temperature: 0.9, seed: 11, logprobs: 1 };
-    const r = await fetch(`${url}/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    assert.equal(r.status, 200);
-    return (await r.json()) as Completion;
-  };
   /** The completions of `hacrl serve` over `specs` (NAME=DIR), for each served name. */
-  const serve = async (specs: string[]): Promise<Completion[]> => {
+  const serve = async (specs: string[]): Promise<OpenAI.Completions.CompletionChoice[][]> => {
     const s = await startHacrlServe(['--model', ...specs, '--port', '0']);
     try {
+      const own = new OpenAI({ baseURL: s.baseURL, apiKey: 'unused', maxRetries: 0, timeout: 30_000 });
       const out = [];
-      for (const spec of specs) out.push(await complete(s.baseURL, spec.slice(0, spec.indexOf('='))));
+      for (const spec of specs) {
+        const model = spec.slice(0, spec.indexOf('='));
+        const body = { model, prompt: 'the answer is', max_tokens: 12, temperature: 0.9, seed: 11, logprobs: 1 };
+        out.push((await own.completions.create(body)).choices);
+      }
       return out;
     } finally {
       await s.stop();
@@ -170,10 +164,10 @@ test('two adapter folders served together complete as each does served alone', a
   const [a, b] = await serve([`a=${adapterDir}`, `b=${second}`]);
   const [aAlone] = await serve([`a=${adapterDir}`]);
   const [bAlone] = await serve([`b=${second}`]);
-  assert.equal(a!.choices[0]!.logprobs.token_logprobs.length, 12);
-  assert.deepEqual(a!.choices, aAlone!.choices);
-  assert.deepEqual(b!.choices, bAlone!.choices);
-  assert.notDeepEqual(a!.choices, b!.choices, 'the two adapters answer differently');
+  assert.equal(a![0]!.logprobs!.token_logprobs!.length, 12);
+  assert.deepEqual(a, aAlone);
+  assert.deepEqual(b, bAlone);
+  assert.notDeepEqual(a, b, 'the two adapters answer differently');
 });
 
 test('a completion has the tokens and log-probs of generate with the same seed, streamed or not, every time', async () => {
