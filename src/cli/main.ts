@@ -248,6 +248,7 @@ withAgentOptions(mas.command('warmstart'))
     num,
     0,
   )
+  .option('--detour-last-turn', "detour the last turn too, all but its final role's answer (one-turn workflows)")
   .option('--seed <n>', 'seed of the SFT batch order', num, 0)
   .option(
     '--band <low,high>',
@@ -272,6 +273,7 @@ withAgentOptions(mas.command('warmstart'))
       lr,
       role,
       detour,
+      detourLastTurn,
       seed,
       band,
       bandEvery,
@@ -292,6 +294,7 @@ withAgentOptions(mas.command('warmstart'))
           batchSize,
           lr,
           detour,
+          ...(detourLastTurn ? { detourLastTurn: true } : {}),
           ...(role ? { roles: role } : {}),
           ...(band === undefined
             ? {}

@@ -32,6 +32,11 @@ export interface WarmStartOptions {
   roles?: readonly string[];
   /** Probability (0–1) that an applied response before the last turn is a detour (see above); default 0. */
   detour?: number;
+  /**
+   * Detour the last turn's responses too, all but its final role's (which stays the solver's, so the episode still
+   * ends solved): a one-turn workflow's later roles then see wrong earlier answers; default false.
+   */
+  detourLastTurn?: boolean;
 }
 
 /** Offset of the instance whose solver answer is a detour: far enough that it is an unrelated instance. */
@@ -45,7 +50,7 @@ function detourResponse(wf: Workflow<unknown>, role: Role<unknown>, seed: number
 /**
  * Plays expert episodes (every acting role answers with its expert response, which is also applied, except for
  * detours) on instances seed, seed + 1, … and returns the first `count` rows of the chosen roles. The last turn is
- * always the solver's, so a detoured episode still ends solved. Throws when a solver's episode without detours does not
+ * always the solver's (with detourLastTurn, its final role's), so a detoured episode still ends solved. Throws when a solver's episode without detours does not
  * succeed within maxTurns (the data would teach a wrong answer); an instance a detour made unsolvable (a Sokoban box
  * pushed into a corner) is skipped.
  */
@@ -57,6 +62,9 @@ export async function warmStartRows(wf: Workflow<unknown>, o: WarmStartOptions):
       throw new Error(`warm start: workflow "${wf.name}" has no acting role "${r}"`);
   const detour = o.detour ?? 0;
   if (!(detour >= 0 && detour <= 1)) throw new Error(`warm start detour must be in [0, 1], got ${detour}`);
+  const finalRole = wf.roles[wf.roles.length - 1];
+  const detourable = (turn: number, role: Role<unknown>): boolean =>
+    turn < wf.maxTurns - 1 || (o.detourLastTurn === true && role !== finalRole);
   const rows: WarmStartRow[] = [];
   instances: for (let seed = o.seed; rows.length < o.count; seed++) {
     const rng = new Rng(seed);
@@ -73,7 +81,7 @@ export async function warmStartRows(wf: Workflow<unknown>, o: WarmStartOptions):
           if (detoured) continue instances;
           throw new Error(`warm start: no solver answer for ${instance}, role ${role.name}`);
         }
-        const wrong = turn < wf.maxTurns - 1 && detour > 0 && rng.next() < detour;
+        const wrong = detourable(turn, role) && detour > 0 && rng.next() < detour;
         const applied = (wrong ? detourResponse(wf, role, seed) : null) ?? response;
         detoured ||= applied !== response;
         if (roles.includes(role.name))
