@@ -15,6 +15,7 @@ import {
   codingEnv,
   formatCases,
   knownOutputs,
+  mutantSuite,
   parseTestCases,
   passRate,
   programHarness,
@@ -402,9 +403,15 @@ describe('the coding workflow', () => {
       const st = startEpisode(wf, Number(row.instance.split(':')[1]));
       return tester.expert(st)!;
     };
-    // With detour 1 every applied tester answer is another task's cases; without it, the task's own.
+    // With detour 1 every applied tester answer is a mutant's cases (wrong about f); without it, the task's own.
     assert.ok(coderRows.length >= 15);
-    for (const row of coderRows) assert.ok(!row.prompt.includes(own(row)), row.prompt);
+    for (const row of coderRows) {
+      const seed = Number(row.instance.split(':')[1]);
+      const task = (startEpisode(wf, seed).env as CodingState).task;
+      const wrong = mutantSuite(task, seed);
+      assert.ok(row.prompt.includes(formatCases(wrong)) && !row.prompt.includes(own(row)), row.prompt);
+      assert.ok(scoreTester(task, wrong).validity < 1, 'some case fails the reference');
+    }
     for (const row of plain.filter((r) => r.role === 'coder')) assert.ok(row.prompt.includes(own(row)), row.prompt);
   });
 });

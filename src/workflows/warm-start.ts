@@ -6,11 +6,12 @@
  *
  * Pure expert episodes only ever show states on the solver's path: the planner always sees a correct proposal and no
  * episode reaches a second turn, so an agent trained on them meets its first wrong proposal or missed turn in RL
- * and answers garbage there. Detours fix that: with probability `detour` the response a role APPLIES is another
- * instance's solver answer (well-formed, usually wrong) while its row still teaches this state's solver answer.
+ * and answers garbage there. Detours fix that: with probability `detour` the response a role APPLIES is a wrong one
+ * (the role's own `detour`, e.g. the coding tester's cases of a mutant, else another instance's solver answer:
+ * well-formed, usually wrong) while its row still teaches this state's solver answer.
  */
 import { Rng } from '../util/rng.js';
-import type { Role, Workflow } from './workflow.js';
+import type { EpisodeState, Role, Workflow } from './workflow.js';
 import { advance, startEpisode } from './workflow.js';
 
 /** One SFT example. */
@@ -42,9 +43,17 @@ export interface WarmStartOptions {
 /** Offset of the instance whose solver answer is a detour: far enough that it is an unrelated instance. */
 const DETOUR_SOURCE_OFFSET = 7_919_000;
 
-/** A well-formed wrong response for `role`: its solver's answer at the start of an unrelated instance, if any. */
-function detourResponse(wf: Workflow<unknown>, role: Role<unknown>, seed: number): string | null {
-  return role.expert(startEpisode(wf, seed + DETOUR_SOURCE_OFFSET));
+/**
+ * A well-formed wrong response for `role` in `state`: the role's own detour where it has one, else its solver's answer
+ * at the start of an unrelated instance, if any.
+ */
+function detourResponse(
+  wf: Workflow<unknown>,
+  role: Role<unknown>,
+  state: EpisodeState<unknown>,
+  seed: number,
+): string | null {
+  return role.detour ? role.detour(state, seed) : role.expert(startEpisode(wf, seed + DETOUR_SOURCE_OFFSET));
 }
 
 /**
@@ -82,7 +91,7 @@ export async function warmStartRows(wf: Workflow<unknown>, o: WarmStartOptions):
           throw new Error(`warm start: no solver answer for ${instance}, role ${role.name}`);
         }
         const wrong = detourable(turn, role) && detour > 0 && rng.next() < detour;
-        const applied = (wrong ? detourResponse(wf, role, seed) : null) ?? response;
+        const applied = (wrong ? detourResponse(wf, role, st, seed) : null) ?? response;
         detoured ||= applied !== response;
         if (roles.includes(role.name))
           episode.push({ prompt: role.prompt(st), response, role: role.name, instance, turn });
