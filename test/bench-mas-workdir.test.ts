@@ -78,7 +78,10 @@ describe('bench mas and its folders', () => {
     const coding = benchAgent(o, 'coding');
     const planPath = benchAgent(o, 'plan-path');
     const math = benchAgent(o, 'math-tool');
-    assert.deepEqual([coding.warmStart.steps, coding.warmStart.rows, coding.warmStart.detour], [1500, 24_000, 0]);
+    assert.deepEqual(
+      [coding.warmStart.steps, coding.warmStart.rows, coding.warmStart.detour, coding.warmStart.detourLastTurn],
+      [1500, 24_000, 0.5, true],
+    );
     assert.deepEqual(
       [planPath.warmStart.steps, planPath.warmStart.rows, planPath.warmStart.detour],
       [3000, 48_000, 0.5],

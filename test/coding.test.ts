@@ -15,6 +15,7 @@ import {
   codingEnv,
   formatCases,
   knownOutputs,
+  mutantSuite,
   parseTestCases,
   passRate,
   programHarness,
@@ -31,9 +32,9 @@ import { HELD_OUT_SEED, WorkflowSource } from '../src/train/workflow-source.js';
 import type { Policy } from '../src/workflows/policy.js';
 import { buildWorkflow } from '../src/workflows/registry.js';
 import { treeRollout } from '../src/workflows/tree-sampling.js';
-import { warmStartRows } from '../src/workflows/warm-start.js';
+import { type WarmStartRow, warmStartRows } from '../src/workflows/warm-start.js';
 import { parseWorkflowConfig } from '../src/workflows/workflow-config.js';
-import type { EpisodeState, Workflow } from '../src/workflows/workflow.js';
+import { type EpisodeState, type Workflow, startEpisode } from '../src/workflows/workflow.js';
 import { hacrl } from './cli.js';
 
 const close = (a: number, b: number, msg?: string): void =>
@@ -384,6 +385,34 @@ describe('the coding workflow', () => {
       detoured.some((r) => r.turn === 1),
       'detours reach a second turn',
     );
+  });
+
+  test("detourLastTurn: in one turn the coder's rows see another task's cases and still teach this task's f", async () => {
+    const wf = buildWorkflow({ name: 'coding', maxTurns: 1 });
+    const tester = wf.roles.find((r) => r.name === 'tester')!;
+    const plain = await warmStartRows(wf, { count: 40, seed: 300, detour: 1 });
+    const detoured = await warmStartRows(wf, { count: 40, seed: 300, detour: 1, detourLastTurn: true });
+    assert.deepEqual(plain, await warmStartRows(wf, { count: 40, seed: 300 }), 'one turn: no detour without it');
+    assert.deepEqual(
+      detoured.map((r) => [r.role, r.instance, r.response]),
+      plain.map((r) => [r.role, r.instance, r.response]),
+      'the same instances and the same solver answers are taught',
+    );
+    const coderRows = detoured.filter((r) => r.role === 'coder');
+    const own = (row: WarmStartRow): string => {
+      const st = startEpisode(wf, Number(row.instance.split(':')[1]));
+      return tester.expert(st)!;
+    };
+    // With detour 1 every applied tester answer is a mutant's cases (wrong about f); without it, the task's own.
+    assert.ok(coderRows.length >= 15);
+    for (const row of coderRows) {
+      const seed = Number(row.instance.split(':')[1]);
+      const task = (startEpisode(wf, seed).env as CodingState).task;
+      const wrong = mutantSuite(task, seed);
+      assert.ok(row.prompt.includes(formatCases(wrong)) && !row.prompt.includes(own(row)), row.prompt);
+      assert.ok(scoreTester(task, wrong).validity < 1, 'some case fails the reference');
+    }
+    for (const row of plain.filter((r) => r.role === 'coder')) assert.ok(row.prompt.includes(own(row)), row.prompt);
   });
 });
 

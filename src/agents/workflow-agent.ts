@@ -36,6 +36,11 @@ export const WarmStartSchema = z
      */
     detour: z.number().min(0).max(1).default(0),
     /**
+     * Detour the last turn too, every role's answer but the final role's (warm-start.ts), so that in a one-turn
+     * workflow the coder sees wrong test cases; default false (absent: warm-start cache keys written without it hold).
+     */
+    detourLastTurn: z.boolean().optional(),
+    /**
      * Stop at the first chunk of `band.every` steps whose greedy success on calibration instances is inside the band
      * (warm-start-band.ts), at most `steps`; default none (exactly `steps` steps).
      */
@@ -74,6 +79,7 @@ export async function workflowAgent(
     count: warm.steps > 0 ? warm.rows : 8,
     seed: WARM_START_SEED,
     detour: warm.detour,
+    ...(warm.detourLastTurn ? { detourLastTurn: true } : {}),
     ...(warm.roles ? { roles: warm.roles } : {}),
   });
   // Workflow prompts (grid, history, other roles' words) run to several hundred characters, past the 512 positions

@@ -12,7 +12,8 @@ import { runEval, type EvalCliOptions } from './eval.js';
 import { exportCommand } from './export.js';
 import { loraCommand } from './lora.js';
 import { benchMasTable, runBenchMas } from '../experiments/mas.js';
-import { masCommand, workflowOption } from './mas.js';
+import { runMasEval } from './mas-eval.js';
+import { masCommand, parseModelArgs, workflowOption } from './mas.js';
 import { runMasWarmstart } from './mas-warmstart.js';
 import { runPlan, type PlanCliOptions } from './plan.js';
 import { precisionOption } from './precision.js';
@@ -248,6 +249,7 @@ withAgentOptions(mas.command('warmstart'))
     num,
     0,
   )
+  .option('--detour-last-turn', "detour the last turn too, all but its final role's answer (one-turn workflows)")
   .option('--seed <n>', 'seed of the SFT batch order', num, 0)
   .option(
     '--band <low,high>',
@@ -272,6 +274,7 @@ withAgentOptions(mas.command('warmstart'))
       lr,
       role,
       detour,
+      detourLastTurn,
       seed,
       band,
       bandEvery,
@@ -292,6 +295,7 @@ withAgentOptions(mas.command('warmstart'))
           batchSize,
           lr,
           detour,
+          ...(detourLastTurn ? { detourLastTurn: true } : {}),
           ...(role ? { roles: role } : {}),
           ...(band === undefined
             ? {}
@@ -301,6 +305,27 @@ withAgentOptions(mas.command('warmstart'))
       },
       (line) => console.log(line),
     );
+  });
+
+mas
+  .command('eval')
+  .description(
+    'greedy episodes on held-out or calibration instances, a checkpoint per policy, roles optionally played by the solver',
+  )
+  .option('--workflow <json>', 'the workflow config section as JSON (see docs/at-grpo.md)', '{}')
+  .requiredOption('--model <dir...>', 'checkpoint per policy, NAME=DIR or DIR (shared)')
+  .option('--expert <role...>', "roles answered by the environment's solver instead of a model")
+  .option('--split <split>', 'heldout (the instances bench mas reports) or calibration', 'heldout')
+  .option('--instances <n>', 'instances, one greedy episode each', positiveInt, 100)
+  .action(async (o: Record<string, unknown>) => {
+    const summary = await runMasEval({
+      workflow: workflowOption(o['workflow']),
+      models: parseModelArgs(o['model'] as string[]),
+      expert: (o['expert'] as string[] | undefined) ?? [],
+      split: o['split'] as 'heldout',
+      instances: o['instances'] as number,
+    });
+    console.log(JSON.stringify(summary, null, 2));
   });
 
 const bench = program

@@ -409,6 +409,15 @@ function mutantCandidates(ref: OpRef): OpRef[] {
   return [...neighbours, ...others];
 }
 
+/**
+ * The expert suite's arguments with the results of mutant `index` (modulo their number): the cases of a tester who is
+ * wrong about f (a warm-start detour: well-formed, of the right kinds, and failing the reference).
+ */
+export function mutantSuite(task: CodingTask, index: number): TestCase[] {
+  const m = task.mutants[index % task.mutants.length]!;
+  return task.suite.map((c) => ({ args: c.args, expected: OPS[m.op]!.run(c.args, m.n) }));
+}
+
 /** The canonical text of test cases: one `f(ARGS) == RESULT` line each, values in JSON. */
 export function formatCases(cases: readonly TestCase[]): string {
   return cases

@@ -63,11 +63,14 @@ const MATH_TOOL = {
 const BAND = { low: 0.2, high: 0.4, every: 100, instances: 100 };
 
 /**
- * The coding warm start: at most 1,500 steps on 24,000 solver rows (each once), no detours, on the bench's 64×2 agent
- * (about 0.1M parameters). On 100 calibration instances (seeds from 1.8·10⁹, test-side tasks; docs/coding-workflow.md)
- * a fixed 1,000 steps gave 31% greedy and 1,500 gave 42%: the band stops in between.
+ * The coding warm start: at most 1,500 steps on 24,000 solver rows (each once), on the bench's 64×2 agent (about
+ * 0.1M parameters). Half of its episodes apply another task's test cases before the coder answers (detours in the
+ * one turn): with the solver's cases only, the coder learned to copy them, and on 100 calibration instances (seeds
+ * from 1.8·10⁹, test-side tasks; docs/coding-workflow.md) the tester's RL-trained cases then took it from 20% to 6%
+ * (docs/at-grpo.md, "Why AT-GRPO lowered coding"). Without detours a fixed 1,000 steps gave 31% greedy and 1,500 gave
+ * 42%: the band stops in between.
  */
-const CODING_WARM_START = { steps: 1500, rows: 24_000, batchSize: 16, detour: 0 };
+const CODING_WARM_START = { steps: 1500, rows: 24_000, batchSize: 16, detour: 0.5, detourLastTurn: true };
 
 /**
  * Full size. Plan-Path 5×5 (2 turns) with the tool agent writing a program that calls the sandbox's path-finding

@@ -12,6 +12,7 @@ import {
   codingEnv,
   formatCases,
   knownOutputs,
+  mutantSuite,
   parseTestCases,
   passRate,
   programHarness,
@@ -66,6 +67,8 @@ export function codingTesterRole(s: RoleSettings, env: Environment<CodingState, 
       };
     },
     expert: (state) => formatCases(state.env.task.suite),
+    // A tester wrong about f: cheap to apply (a canonical coder's outputs on them are worked out, not run).
+    detour: (state, seed) => formatCases(mutantSuite(state.env.task, seed)),
   };
 }
 

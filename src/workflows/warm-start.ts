@@ -6,11 +6,12 @@
  *
  * Pure expert episodes only ever show states on the solver's path: the planner always sees a correct proposal and no
  * episode reaches a second turn, so an agent trained on them meets its first wrong proposal or missed turn in RL
- * and answers garbage there. Detours fix that: with probability `detour` the response a role APPLIES is another
- * instance's solver answer (well-formed, usually wrong) while its row still teaches this state's solver answer.
+ * and answers garbage there. Detours fix that: with probability `detour` the response a role APPLIES is a wrong one
+ * (the role's own `detour`, e.g. the coding tester's cases of a mutant, else another instance's solver answer:
+ * well-formed, usually wrong) while its row still teaches this state's solver answer.
  */
 import { Rng } from '../util/rng.js';
-import type { Role, Workflow } from './workflow.js';
+import type { EpisodeState, Role, Workflow } from './workflow.js';
 import { advance, startEpisode } from './workflow.js';
 
 /** One SFT example. */
@@ -32,20 +33,33 @@ export interface WarmStartOptions {
   roles?: readonly string[];
   /** Probability (0–1) that an applied response before the last turn is a detour (see above); default 0. */
   detour?: number;
+  /**
+   * Detour the last turn's responses too, all but its final role's (which stays the solver's, so the episode still
+   * ends solved): a one-turn workflow's later roles then see wrong earlier answers; default false.
+   */
+  detourLastTurn?: boolean;
 }
 
 /** Offset of the instance whose solver answer is a detour: far enough that it is an unrelated instance. */
 const DETOUR_SOURCE_OFFSET = 7_919_000;
 
-/** A well-formed wrong response for `role`: its solver's answer at the start of an unrelated instance, if any. */
-function detourResponse(wf: Workflow<unknown>, role: Role<unknown>, seed: number): string | null {
-  return role.expert(startEpisode(wf, seed + DETOUR_SOURCE_OFFSET));
+/**
+ * A well-formed wrong response for `role` in `state`: the role's own detour where it has one, else its solver's answer
+ * at the start of an unrelated instance, if any.
+ */
+function detourResponse(
+  wf: Workflow<unknown>,
+  role: Role<unknown>,
+  state: EpisodeState<unknown>,
+  seed: number,
+): string | null {
+  return role.detour ? role.detour(state, seed) : role.expert(startEpisode(wf, seed + DETOUR_SOURCE_OFFSET));
 }
 
 /**
  * Plays expert episodes (every acting role answers with its expert response, which is also applied, except for
  * detours) on instances seed, seed + 1, … and returns the first `count` rows of the chosen roles. The last turn is
- * always the solver's, so a detoured episode still ends solved. Throws when a solver's episode without detours does not
+ * always the solver's (with detourLastTurn, its final role's), so a detoured episode still ends solved. Throws when a solver's episode without detours does not
  * succeed within maxTurns (the data would teach a wrong answer); an instance a detour made unsolvable (a Sokoban box
  * pushed into a corner) is skipped.
  */
@@ -57,6 +71,9 @@ export async function warmStartRows(wf: Workflow<unknown>, o: WarmStartOptions):
       throw new Error(`warm start: workflow "${wf.name}" has no acting role "${r}"`);
   const detour = o.detour ?? 0;
   if (!(detour >= 0 && detour <= 1)) throw new Error(`warm start detour must be in [0, 1], got ${detour}`);
+  const finalRole = wf.roles[wf.roles.length - 1];
+  const detourable = (turn: number, role: Role<unknown>): boolean =>
+    turn < wf.maxTurns - 1 || (o.detourLastTurn === true && role !== finalRole);
   const rows: WarmStartRow[] = [];
   instances: for (let seed = o.seed; rows.length < o.count; seed++) {
     const rng = new Rng(seed);
@@ -73,8 +90,8 @@ export async function warmStartRows(wf: Workflow<unknown>, o: WarmStartOptions):
           if (detoured) continue instances;
           throw new Error(`warm start: no solver answer for ${instance}, role ${role.name}`);
         }
-        const wrong = turn < wf.maxTurns - 1 && detour > 0 && rng.next() < detour;
-        const applied = (wrong ? detourResponse(wf, role, seed) : null) ?? response;
+        const wrong = detourable(turn, role) && detour > 0 && rng.next() < detour;
+        const applied = (wrong ? detourResponse(wf, role, st, seed) : null) ?? response;
         detoured ||= applied !== response;
         if (roles.includes(role.name))
           episode.push({ prompt: role.prompt(st), response, role: role.name, instance, turn });

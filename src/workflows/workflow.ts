@@ -74,6 +74,11 @@ export interface Role<S> {
   team: TeamTerm | null;
   /** A correct response from `state` by the environment's solver (warm-start data), or null when there is none. */
   expert(state: EpisodeState<S>): string | null;
+  /**
+   * A well-formed wrong response from `state` for warm-start detours (warm-start.ts), `seed` choosing among several;
+   * absent: another instance's solver answer.
+   */
+  detour?(state: EpisodeState<S>, seed: number): string | null;
 }
 
 /** A workflow: an environment, roles in turn order and the turn limit. */
