@@ -286,7 +286,10 @@ export function minimumPushes(s: SokobanState): number | null {
   return null;
 }
 
-/** The room's rows as the observation draws them: # wall, space floor, . goal, $ box, @ player, * box on goal, + player on goal. */
+/**
+ * The room's rows as the observation draws them: # wall, space floor, . goal, $ box, @ player, * box on goal, + player
+ * on goal.
+ */
 function roomRows(s: SokobanState): string[] {
   const { rows, goal } = s.instance;
   return drawGrid({ rows }, (cell, ch) => {
@@ -307,7 +310,7 @@ export function renderSokoban(s: SokobanState): string {
   ].join('\n');
 }
 
-/** Most cells of a room the sandbox routine searches: a 16×16 room (the largest generated), so at most 65,536 states. */
+/** Most cells of a room the sandbox routine searches: 16×16 (the largest room generated), so at most 65,536 states. */
 const SOLVE_MAX_CELLS = 256;
 
 /**
