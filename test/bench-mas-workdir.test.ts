@@ -1,5 +1,6 @@
 // `hacrl bench mas` never deletes what it did not create, and a bad --json fails before the bench runs, not after;
-// the full size's families, their per-family warm starts and the band every warm start stops in.
+// the full size's families, their per-family warm starts and the band every warm start stops in, and token budgets
+// that hold every solver answer.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -7,8 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { SOKOBAN_BENCH } from '../src/envs/sokoban.js';
-import { BENCH_FULL } from '../src/experiments/mas-sizes.js';
+import { BENCH_FAST, BENCH_FULL } from '../src/experiments/mas-sizes.js';
 import { BenchMasSchema, benchAgent } from '../src/experiments/mas.js';
+import { buildWorkflow } from '../src/workflows/registry.js';
+import { startEpisode } from '../src/workflows/workflow.js';
 import { hacrl } from './cli.js';
 
 const root = await mkdtemp(join(tmpdir(), 'hacrl-bench-mas-dir-'));
@@ -98,5 +101,22 @@ describe('bench mas and its folders', () => {
       perWorkflow: { coding: { warmStart: { steps: -1 } } },
     });
     assert.throws(() => benchAgent(bad, 'coding'), /perWorkflow\.coding\.warmStart/);
+  });
+
+  test("full and --fast: every role's token budget holds its solver answers (the bench's agents spell a character a token)", () => {
+    for (const size of [BENCH_FULL, BENCH_FAST])
+      for (const config of size.workflows) {
+        const wf = buildWorkflow(config);
+        for (let seed = 0; seed < 40; seed++)
+          for (const role of wf.roles) {
+            const answer = role.expert(startEpisode(wf, seed));
+            // One token more for the end of the answer.
+            if (answer !== null)
+              assert.ok(answer.length < role.sampling.maxNewTokens, `${wf.name} ${role.name} seed ${seed}: ${answer}`);
+          }
+      }
+    const sokoban = buildWorkflow(BENCH_FULL.workflows[2]!);
+    const program = sokoban.roles[0]!.expert(startEpisode(sokoban, 0))!;
+    assert.match(program, /^console\.log\(solve\(`#/, "the full size's Sokoban tool writes a program");
   });
 });

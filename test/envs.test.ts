@@ -259,6 +259,102 @@ describe('Sokoban', () => {
       }
     }
   });
+
+  test("the tool agent's program: sandboxed, the expert's prints the solver's moves, as worked out in-process", async () => {
+    const sets = [
+      { opts: SOKOBAN_BENCH, count: 200 },
+      { opts: {}, count: 200 },
+      { opts: { size: 8, wallProb: 0.2, reverseSteps: 60 }, count: 40 },
+      { opts: { size: 16, wallProb: 0.1, reverseSteps: 300, minPushes: 4 }, count: 3 },
+    ];
+    const env = sokobanEnv();
+    const states = sets.flatMap(({ opts, count }) => {
+      const e = sokobanEnv(opts);
+      return Array.from({ length: count }, (_, seed) => {
+        const s = e.reset(seed);
+        // Every other one after the solver's first move, so the program must read the room as it is now.
+        const moved = seed % 2 ? stepSokoban(s, solveSokoban(s)!.slice(0, 1)).state : s;
+        return moved.solved ? s : moved;
+      });
+    });
+    const experts = states.map((s) => env.program!(s));
+    assert.ok(experts.filter((c) => c.includes('+')).length >= 5, 'some rooms have the player on the goal');
+    // Copies with errors a small agent makes, and rooms the routine must refuse.
+    const bench = experts[0]!;
+    const room = (rows: string[]): string => `console.log(solve(\`${rows.join('\n')}\`))`;
+    const open17 = Array.from({ length: 17 }, (_, r) => (r === 0 || r === 16 ? '#'.repeat(17) : `#${' '.repeat(15)}#`));
+    // The first `from` in the room (after the opening backtick) replaced by `to`.
+    const edit = (code: string, from: string, to: string): string => {
+      const i = code.indexOf(from, code.indexOf('`'));
+      return code.slice(0, i) + to + code.slice(i + from.length);
+    };
+    const notRoom = 'not a room with one @, one $ and one goal';
+    const refused = {
+      'wrong character': [edit(bench, ' ', '_'), 'ok'],
+      'box drawn as x': [edit(bench, '$', 'x'), notRoom],
+      'two players': [edit(bench, ' ', '@'), notRoom],
+      'no box': [edit(bench, '$', ' '), notRoom],
+      'no goal': [edit(bench, '.', ' '), notRoom],
+      'ragged rows': [edit(bench, '\n#', '\n'), 'ok'],
+      'empty room': ['console.log(solve(``))', notRoom],
+      unsolvable: [room(['#####', '#$  #', '#  .#', '# @ #', '#####']), 'no solution'],
+      'too large': [room(open17.map((r, i) => (i === 8 ? `#@$${' '.repeat(12)}.#` : r))), 'room too large'],
+      'another program': [bench.replace('console.log(', 'console.log("x"+'), 'ok'],
+      'a substitution': [room(['#####', '#@$.#', '#${1}#', '#####']), 'ok'],
+    };
+    const worked = [
+      room(['#####', '#@$.#', '#####']),
+      room(['#####', '#+$ #', '#   #', '#####']),
+      room(['####', '#@*#', '####']),
+      room(['@ $ .']),
+      `  \n${experts[5]}\n`,
+    ];
+    const flip = (code: string, at: number): string => {
+      const i = code.indexOf('`') + 1 + at;
+      const ch = { ' ': '#', '#': ' ' }[code[i]!] ?? code[i];
+      return code.slice(0, i) + ch + code.slice(i + 1);
+    };
+    const flips = experts.slice(0, 30).flatMap((c, i) => [8, 15, 22].map((at) => flip(c, (at * (i + 1)) % 34)));
+    const variants = [...Object.values(refused).map(([code]) => code!), ...worked, ...flips];
+    const codes = [...experts, ...variants];
+    // One sandboxed process runs the routine once and every program as a function body calling it, each after a
+    // marker line.
+    const script = `${env.programLibrary!.code}
+      for (const [i, src] of ${JSON.stringify(codes)}.entries()) {
+        console.log("@@" + i);
+        try { new Function("solve", src)(solve); } catch { console.log("@@failed"); }
+      }`;
+    const run = await runSandboxed(script, { timeoutMs: 60_000, maxOutputBytes: 1 << 20 });
+    assert.equal(run.outcome, 'ok', run.stderr);
+    const outputs = run.stdout.split(/^@@\d+\n/m).slice(1);
+    assert.equal(outputs.length, codes.length);
+    experts.forEach((code, i) => {
+      const moves = solveSokoban(states[i]!)!;
+      assert.equal(outputs[i], `${JSON.stringify(moves)}\n`, `state ${i}:\n${code}`);
+      assert.equal(env.programOutput!(code), outputs[i], `state ${i}`);
+      assert.equal(stepSokoban(states[i]!, env.parseAction(outputs[i]!)).success, true, `state ${i}`);
+    });
+    const out = (code: string): string => outputs[codes.indexOf(code)]!;
+    for (const [name, [code, printed]] of Object.entries(refused)) {
+      assert.equal(env.programOutput!(code!), null, name);
+      if (printed !== 'ok') assert.equal(out(code!), `${printed}\n`, name);
+    }
+    assert.equal(out(refused['another program'][0]!), `x${out(bench)}`);
+    assert.deepEqual(
+      worked.map((c) => env.programOutput!(c)),
+      ['["R"]\n', '["D","R","R","U","L"]\n', '[]\n', '["R","R","R"]\n', out(experts[5]!)],
+    );
+    let known = 0;
+    for (const code of [...worked, ...flips]) {
+      const printed = env.programOutput!(code);
+      if (printed === null) continue;
+      known++;
+      assert.equal(out(code), printed, code);
+    }
+    // Flips that turned floor into wall or wall into floor and changed the answer, still worked out.
+    const changed = flips.filter((c, k) => ![null, out(experts[Math.floor(k / 3)]!)].includes(env.programOutput!(c)));
+    assert.ok(known >= 60 && changed.length >= 10, `${known} worked out, ${changed.length} with other moves`);
+  });
 });
 
 describe('Sudoku 4×4', () => {

@@ -2,19 +2,25 @@
 // policy that answers every prompt with its row's response solves every instance.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { SOKOBAN_BENCH } from '../src/envs/sokoban.js';
 import type { Policy } from '../src/workflows/policy.js';
 import { buildWorkflow } from '../src/workflows/registry.js';
 import { treeRollout } from '../src/workflows/tree-sampling.js';
 import { warmStartRows } from '../src/workflows/warm-start.js';
 
 describe('warm-start rows', () => {
-  for (const [name, env] of [
-    ['plan-path', { height: 5, width: 5 }],
-    ['sokoban', { size: 6 }],
-    ['sudoku', { blanks: 6 }],
+  for (const [label, config] of [
+    ['plan-path', { name: 'plan-path', env: { height: 5, width: 5 } }],
+    ['sokoban', { name: 'sokoban', env: { size: 6 } }],
+    ['sudoku', { name: 'sudoku', env: { blanks: 6 } }],
+    // A 1 ms limit fails every program that starts a process: the tool's programs are worked out in-process.
+    [
+      'sokoban, tool in code mode',
+      { name: 'sokoban', env: SOKOBAN_BENCH, toolMode: 'code', sandbox: { timeoutMs: 1 } },
+    ],
   ] as const) {
-    test(`${name}: a policy replaying the rows solves all 6 instances`, async () => {
-      const wf = buildWorkflow({ name, env, maxTurns: 2 });
+    test(`${label}: a policy replaying the rows solves all 6 instances`, async () => {
+      const wf = buildWorkflow({ ...config, maxTurns: 2 });
       const rows = await warmStartRows(wf, { count: 12, seed: 100 });
       assert.equal(rows.length, 12);
       assert.deepEqual(
@@ -76,6 +82,22 @@ describe('warm-start rows', () => {
       assert.deepEqual([y, x], goal, `${r.response} does not reach the goal in\n${r.prompt}`);
     }
     await assert.rejects(warmStartRows(wf, { count: 1, seed: 0, detour: 2 }), /detour must be in \[0, 1\]/);
+  });
+
+  test('sokoban in code mode with detours: each tool row calls solve on the room its prompt draws; each proposal was worked out', async () => {
+    const codeMode = { name: 'sokoban', env: SOKOBAN_BENCH, maxTurns: 2, toolMode: 'code', sandbox: { timeoutMs: 1 } };
+    const wf = buildWorkflow(codeMode);
+    const rows = await warmStartRows(wf, { count: 200, seed: 0, detour: 0.5 });
+    const second = rows.filter((r) => r.turn === 1 && r.role === 'tool');
+    assert.ok(second.length >= 10, `${second.length} second-turn tool rows`);
+    for (const r of rows) {
+      if (r.role === 'tool') {
+        const room = r.prompt.split('\n').slice(2, 8);
+        assert.equal(r.response, `console.log(solve(\`${room.join('\n')}\`))`, r.prompt);
+      } else assert.match(r.prompt, /\nThe tool says: \[[^\n]*\] \(simulated: [^\n]*\)\n/, r.prompt);
+    }
+    const solvedProposals = rows.filter((r) => r.role === 'planner' && /simulated: solved/.test(r.prompt)).length;
+    assert.ok(solvedProposals >= 50, `${solvedProposals} planner rows after a solving proposal`);
   });
 
   test('roles filter and bounds: planner rows only; bad count or role refused', async () => {

@@ -131,3 +131,30 @@ export function gridPath(g: WallGrid, from: Cell, to: Cell): Move[] | null {
 export function drawGrid(g: WallGrid, draw: (cell: Cell, ch: string) => string): string[] {
   return g.rows.map((row, r) => [...row].map((ch, c) => draw([r, c], ch)).join(''));
 }
+
+/**
+ * A tool program that prints what the sandbox routine `routine` returns for a grid copied as text:
+ * console.log(routine(`rows`)) (the grid environments' expert programs).
+ */
+export function gridProgram(routine: string, rows: readonly string[]): string {
+  return `console.log(${routine}(\`${rows.join('\n')}\`))`;
+}
+
+/**
+ * The rows of the grid a program in gridProgram's template passes to `routine`, when they form a rectangle drawn with
+ * the characters of `alphabet` only; null otherwise (the program is then not certain to print what an in-process
+ * solver works out).
+ */
+export function gridProgramRows(routine: string, code: string, alphabet: string): string[] | null {
+  const prefix = `console.log(${routine}(\``;
+  const text = code.trim();
+  if (!text.startsWith(prefix) || !text.endsWith('`))')) return null;
+  const rows = text.slice(prefix.length, -3).split('\n');
+  const ok = (r: string): boolean => r.length === rows[0]!.length && [...r].every((ch) => alphabet.includes(ch));
+  return rows[0]!.length > 0 && rows.every(ok) ? rows : null;
+}
+
+/** The cells of the rows whose character is one of `chars`, row by row. */
+export function cellsOf(rows: readonly string[], chars: string): Cell[] {
+  return rows.flatMap((row, r) => [...row].flatMap((ch, c) => (chars.includes(ch) ? [[r, c] as Cell] : [])));
+}

@@ -10,9 +10,12 @@ import {
   type Cell,
   type Move,
   MOVE_LIST_ACTION,
+  cellsOf,
   drawGrid,
   formatMoveList,
   gridPath,
+  gridProgram,
+  gridProgramRows,
   isFloor,
   manhattan,
   moveCell,
@@ -220,11 +223,8 @@ const PATH_LIBRARY = `function path(text) {
  * the routine above instead of writing it out): the grid as the observation draws it, copied into the call.
  */
 export function planPathProgram(s: PlanPathState): string {
-  return `console.log(path(\`${markedRows(s).join('\n')}\`))`;
+  return gridProgram('path', markedRows(s));
 }
-
-/** planPathProgram's template around any grid text. */
-const PROGRAM_TEMPLATE = /^console\.log\(path\(`([^`]*)`\)\)$/;
 
 /**
  * What a program in planPathProgram's template prints, without running it: the breadth-first path from A to G of
@@ -232,13 +232,9 @@ const PROGRAM_TEMPLATE = /^console\.log\(path\(`([^`]*)`\)\)$/;
  * otherwise (such a copy runs in the sandbox).
  */
 export function planPathProgramOutput(code: string): string | null {
-  const m = PROGRAM_TEMPLATE.exec(code.trim());
-  if (m === null) return null;
-  const rows = m[1]!.split('\n');
-  if (!rows.every((r) => /^[.#AG]+$/.test(r) && r.length === rows[0]!.length)) return null;
-  const find = (ch: string): Cell[] =>
-    rows.flatMap((r, i) => [...r].flatMap((c, j) => (c === ch ? [[i, j] as Cell] : [])));
-  const [a, g] = [find('A'), find('G')];
+  const rows = gridProgramRows('path', code, '.#AG');
+  if (rows === null) return null;
+  const [a, g] = [cellsOf(rows, 'A'), cellsOf(rows, 'G')];
   if (a.length !== 1 || g.length !== 1) return null;
   const path = gridPath({ rows }, a[0]!, g[0]!);
   return path === null ? null : `${formatMoveList(path)}\n`;

@@ -13,7 +13,11 @@ import {
   MOVE_LIST_ACTION,
   bfs,
   cellKey,
+  cellsOf,
   drawGrid,
+  formatMoveList,
+  gridProgram,
+  gridProgramRows,
   isFloor,
   manhattan,
   moveCell,
@@ -116,6 +120,12 @@ export function sokobanEnv(options: Partial<SokobanOptions> = {}): Environment<S
     render: renderSokoban,
     step: stepSokoban,
     solve: solveSokoban,
+    program: sokobanProgram,
+    programLibrary: {
+      code: SOLVE_LIBRARY,
+      help: 'solve(room) returns the shortest moves that put the box on the goal of a room drawn as above, as a JSON list.',
+    },
+    programOutput: sokobanProgramOutput,
   };
 }
 
@@ -276,19 +286,97 @@ export function minimumPushes(s: SokobanState): number | null {
   return null;
 }
 
-/** The room: # wall, space floor, . goal, $ box, @ player, * box on goal, + player on goal. */
-export function renderSokoban(s: SokobanState): string {
+/**
+ * The room's rows as the observation draws them: # wall, space floor, . goal, $ box, @ player, * box on goal, + player
+ * on goal.
+ */
+function roomRows(s: SokobanState): string[] {
   const { rows, goal } = s.instance;
-  const lines = drawGrid({ rows }, (cell, ch) => {
+  return drawGrid({ rows }, (cell, ch) => {
     const onGoal = sameCell(cell, goal);
     if (sameCell(cell, s.box)) return onGoal ? '*' : '$';
     if (sameCell(cell, s.player)) return onGoal ? '+' : '@';
     return onGoal ? '.' : ch;
   });
-  const onGoals = sameCell(s.box, goal) ? 1 : 0;
+}
+
+/** The room, its legend and how many moves are left. */
+export function renderSokoban(s: SokobanState): string {
+  const onGoals = sameCell(s.box, s.instance.goal) ? 1 : 0;
   return [
     'Room (# wall, space floor, . goal, $ box, @ you, * box on goal, + you on goal; row 0 is the top):',
-    ...lines,
+    ...roomRows(s),
     `Boxes on goals: ${onGoals} of 1. Moves left: ${s.instance.maxSteps - s.steps}.`,
   ].join('\n');
+}
+
+/** Most cells of a room the sandbox routine searches: 16×16 (the largest room generated), so at most 65,536 states. */
+const SOLVE_MAX_CELLS = 256;
+
+/**
+ * The routine a Sokoban tool program may call, defined before it in the sandbox (a separate process, so it is
+ * JavaScript source and cannot call solveSokoban): the shortest moves that put the box on the goal of a room drawn as
+ * the observation draws it, as a JSON list — solveSokoban's search move for move (breadth-first over player and box
+ * cells, moves in the order U, D, L, R, each state reached first from the earliest one, the goal checked as states
+ * are reached). A room not of one player, one box and one goal, larger than SOLVE_MAX_CELLS, or unsolvable gets a
+ * sentence that is no move list.
+ */
+const SOLVE_LIBRARY = `function solve(text) {
+  const g = text.split("\\n"), w = Math.max(...g.map((row) => row.length)), n = g.length * w;
+  const at = (chs) => g.flatMap((row, r) => [...row].flatMap((ch, c) => (chs.includes(ch) ? [r * w + c] : [])));
+  const [player, box, goal] = [at("@+"), at("$*"), at(".*+")];
+  if (player.length !== 1 || box.length !== 1 || goal.length !== 1) return "not a room with one @, one $ and one goal";
+  if (n > ${SOLVE_MAX_CELLS}) return "room too large";
+  if (box[0] === goal[0]) return "[]";
+  const free = (r, c) => { const ch = (g[r] || "")[c]; return ch !== undefined && ch !== "#"; };
+  const start = player[0] * n + box[0], from = new Int32Array(n * n).fill(-1), move = new Uint8Array(n * n);
+  from[start] = start;
+  for (let layer = [start]; layer.length; ) {
+    const next = [];
+    for (const s of layer) {
+      const p = Math.floor(s / n), b = s % n;
+      for (const [m, dr, dc] of [[0, -1, 0], [1, 1, 0], [2, 0, -1], [3, 0, 1]]) {
+        const [r, c] = [Math.floor(p / w) + dr, (p % w) + dc];
+        if (!free(r, c)) continue;
+        const pushed = r * w + c === b;
+        if (pushed && !free(r + dr, c + dc)) continue;
+        const t = (r * w + c) * n + (pushed ? (r + dr) * w + c + dc : b);
+        if (from[t] >= 0) continue;
+        from[t] = s;
+        move[t] = m;
+        if (t % n === goal[0]) {
+          const moves = [];
+          for (let u = t; u !== start; u = from[u]) moves.push("UDLR"[move[u]]);
+          return JSON.stringify(moves.reverse());
+        }
+        next.push(t);
+      }
+    }
+    layer = next;
+  }
+  return "no solution";
+}`;
+
+/**
+ * The tool agent's expert program (in the paper the tool agent writes a search; a small agent calls the routine
+ * above instead of writing it out): the room as the observation draws it, copied into the call.
+ */
+export function sokobanProgram(s: SokobanState): string {
+  return gridProgram('solve', roomRows(s));
+}
+
+/**
+ * What a program in sokobanProgram's template prints, without running it: solveSokoban's moves for the room it copied,
+ * when that room is rectangular, of at most SOLVE_MAX_CELLS cells drawn with # space . $ @ * + only, with one player,
+ * one box and one goal, and solvable; null otherwise (such a copy runs in the sandbox).
+ */
+export function sokobanProgramOutput(code: string): string | null {
+  const rows = gridProgramRows('solve', code, '# .$@*+');
+  if (rows === null || rows.length * rows[0]!.length > SOLVE_MAX_CELLS) return null;
+  const [player, box, goal] = [cellsOf(rows, '@+'), cellsOf(rows, '$*'), cellsOf(rows, '.*+')];
+  if (player.length !== 1 || box.length !== 1 || goal.length !== 1) return null;
+  // Every character but # is floor to the solver, so the copied rows serve as the room's walls as they are.
+  const instance = { id: 'program', rows, goal: goal[0]!, box: box[0]!, player: player[0]!, maxSteps: 1 };
+  const moves = solveSokoban(initialSokoban(instance));
+  return moves === null ? null : `${formatMoveList(moves)}\n`;
 }

@@ -67,7 +67,8 @@ function toolPlannerWorkflow<S, A>(
   const defaults: Record<string, RoleDefaults> = {
     tool: {
       instruction: 'You are the tool agent: work out an action that solves the task and propose it to the planner.',
-      // The Plan-Path expert program (src/envs/plan-path.ts) runs to about 350 characters on a 4×4 grid.
+      // Expert programs call a sandbox routine on the copied grid (50 characters on Plan-Path 5×5, 63 on a 6×6 Sokoban
+      // room); the rest leaves room for programs written out in full.
       maxNewTokens: code ? 512 : maxNewTokens,
       stopStrings: code ? [] : stopStrings,
       ownScale: 1,
