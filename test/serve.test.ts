@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import OpenAI from 'openai';
@@ -323,16 +324,73 @@ test('a sequence whose step fails ends with the error, and the batcher goes on',
   await batcher.close();
 });
 
-test('shutting down cancels running streams cleanly and stops listening', async () => {
+test(
+  'shutting down cancels every choice of a running stream at the next decode step, cleanly, and stops listening',
+  { timeout: 60_000 },
+  async (t) => {
+    // The served model's decode step calls stop(0) once both choices are decoding, so the shutdown provably comes
+    // while the stream is being generated (most of its 100 tokens still to come), on any machine. Fixed seeds keep
+    // both choices off the stop token until well past that step.
+    const served = await loadPretrained(dir);
+    const server = await HacrlServer.start(new Map([['tiny', served]]), engine(), { port: 0 });
+    const decodeStep = served.model.decodeStep.bind(served.model);
+    const batches: number[] = [];
+    let stopAt = -1;
+    let stopped: Promise<void> | undefined;
+    served.model.decodeStep = (k, ids, cache) => {
+      batches.push(ids.length);
+      if (ids.length === 2 && stopAt < 0) {
+        stopAt = batches.length;
+        stopped = server.stop(0);
+      }
+      return decodeStep(k, ids, cache);
+    };
+    const own = new OpenAI({ baseURL: server.url, apiKey: 'unused', maxRetries: 0 });
+    const prompt = ['hello', 'the answer is'];
+    try {
+      const stream = await own.completions.create(
+        { model: 'tiny', prompt, max_tokens: 100, seed: 1, stream: true },
+        { signal: t.signal },
+      );
+      const texts = prompt.map(() => '');
+      await assert.rejects(async () => {
+        for await (const chunk of stream) for (const c of chunk.choices) texts[c.index] += c.text;
+      }, /cancelled: .* shutting down/);
+      // What each choice got before the stop is the start of what it gets alone.
+      prompt.forEach((p, i) => {
+        const alone = reference(agent.tokenizer.encode(p), { seed: 1 + i, maxTokens: 100, temperature: 1 }).text;
+        assert.ok(alone.startsWith(texts[i]!), `choice ${i}: ${JSON.stringify(texts[i])}`);
+      });
+    } finally {
+      // Even when an assertion failed, the server must not stay up: it would keep this file from ever exiting.
+      await (stopped ?? server.stop(0));
+    }
+    assert.ok(stopAt > 0, 'the two choices were never decoded together');
+    assert.equal(batches.length, stopAt, `decode steps of ${batches.join(', ')} ran; none should after the stop`);
+    await assert.rejects(fetch(`${server.url}/models`));
+  },
+);
+
+test('shutting down closes a request whose body is still arriving', { timeout: 60_000 }, async (t) => {
   const server = await HacrlServer.start(new Map([['tiny', agent]]), engine(), { port: 0 });
-  const own = new OpenAI({ baseURL: server.url, apiKey: 'unused', maxRetries: 0 });
-  const stream = await own.completions.create({ model: 'tiny', prompt: 'hello', max_tokens: 100, stream: true });
-  let pieces = 0;
-  let stopped: Promise<void> | null = null;
-  await assert.rejects(async () => {
-    for await (const chunk of stream) if (chunk && pieces++ === 0) stopped = server.stop(0);
-  }, /shutting down/);
-  await stopped;
+  const socket = connect(Number(new URL(server.url).port), '127.0.0.1');
+  const closed = new Promise((r) => socket.once('close', r));
+  // The server's own listener runs first: once this one runs, the request is being read.
+  const reading = new Promise((r) => {
+    server['http'].once('request', r);
+    // Should the test time out, the client goes and the steps below end, so that the file can exit.
+    t.signal.addEventListener('abort', () => r(socket.destroy()));
+  });
+  await new Promise((r) => socket.once('connect', r));
+  const body = '{"model": "tiny", "prompt": "hello"}';
+  // Headers announce the whole body, half of it is sent, and the client stalls.
+  socket.write(
+    `POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n` +
+      `Content-Length: ${body.length}\r\n\r\n${body.slice(0, body.length >> 1)}`,
+  );
+  await reading;
+  await server.stop(0);
+  await closed;
   await assert.rejects(fetch(`${server.url}/models`));
 });
 

@@ -122,9 +122,13 @@ export class HacrlServer {
     const closed = new Promise<void>((r) => this.http.close(() => r()));
     this.http.closeIdleConnections();
     const all = (): Promise<unknown> => Promise.all([...this.inFlight].map((f) => f.done));
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([all(), new Promise((r) => (timer = setTimeout(r, graceMs)))]);
-    clearTimeout(timer);
+    // With no grace the requests are cancelled at once, at the next step boundary: waiting even a timer's tick
+    // would let decoding run on, and a short stream finish instead of being cancelled.
+    if (graceMs > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([all(), new Promise((r) => (timer = setTimeout(r, graceMs)))]);
+      clearTimeout(timer);
+    }
     for (const f of this.inFlight) f.abort.abort();
     await all();
     this.http.closeAllConnections();
@@ -150,9 +154,9 @@ export class HacrlServer {
       if (req.method === 'GET' && path.startsWith('/v1/models/'))
         return sendJson(res, 200, modelCard(this.model(decodeURIComponent(path.slice('/v1/models/'.length)))));
       if (route === 'POST /v1/completions')
-        return await this.completions(parseBody(CompletionRequest, await this.readJson(req)), res, signal);
+        return await this.completions(parseBody(CompletionRequest, await this.readJson(req, signal)), res, signal);
       if (route === 'POST /v1/chat/completions')
-        return await this.chat(parseBody(ChatRequest, await this.readJson(req)), res, signal);
+        return await this.chat(parseBody(ChatRequest, await this.readJson(req, signal)), res, signal);
       const known = ['/v1/models', '/v1/completions', '/v1/chat/completions'].includes(path);
       throw known
         ? new ApiError(405, `${req.method} is not allowed on ${path}`)
@@ -176,15 +180,26 @@ export class HacrlServer {
     return m;
   }
 
-  /** The body as JSON, refusing more than maxBodyBytes (413) and text that is not JSON (400). */
-  private async readJson(req: IncomingMessage): Promise<unknown> {
+  /**
+   * The body as JSON, refusing more than maxBodyBytes (413) and text that is not JSON (400). Cancelling the request
+   * ends a body still arriving: a client stalled mid-body would otherwise hold stop() forever.
+   */
+  private async readJson(req: IncomingMessage, signal: AbortSignal): Promise<unknown> {
     const chunks: Buffer[] = [];
     let size = 0;
-    for await (const chunk of req as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > this.o.maxBodyBytes)
-        throw new ApiError(413, `the request body is over the limit of ${this.o.maxBodyBytes} bytes`);
-      chunks.push(chunk);
+    const end = (): void => void req.destroy();
+    signal.addEventListener('abort', end, { once: true });
+    try {
+      for await (const chunk of req as AsyncIterable<Buffer>) {
+        size += chunk.length;
+        if (size > this.o.maxBodyBytes)
+          throw new ApiError(413, `the request body is over the limit of ${this.o.maxBodyBytes} bytes`);
+        chunks.push(chunk);
+      }
+    } catch (e) {
+      throw signal.aborted ? cancelled() : e;
+    } finally {
+      signal.removeEventListener('abort', end);
     }
     try {
       return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
@@ -355,8 +370,7 @@ export class HacrlServer {
           },
           signal,
         );
-        if (end === 'cancelled')
-          throw new ApiError(503, 'the request was cancelled: the client went away or the server is shutting down');
+        if (end === 'cancelled') throw cancelled();
         const finish = FINISH[end];
         onPiece?.(index, text.finish(), unsent, finish);
         return { text: text.all, tokens, finish };
@@ -364,6 +378,11 @@ export class HacrlServer {
     );
     return results;
   }
+}
+
+/** The answer to a request cancelled before it was done (503). */
+function cancelled(): ApiError {
+  return new ApiError(503, 'the request was cancelled: the client went away or the server is shutting down');
 }
 
 /** The prompt's token ids; a text the tokenizer refuses is the client's mistake (400). */
