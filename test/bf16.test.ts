@@ -415,10 +415,8 @@ describe('config', () => {
     const values = uniform(64, mulberry32(3), -2, 2);
     assert.equal(productOperand(values, 'fp32', 'input'), values);
     const rounded = productOperand(values, 'bf16', 'input');
-    assert.deepEqual(rounded, bf16ToF32(f32ToBf16(values)));
-    assert.notDeepEqual(rounded, values);
-    // Past the rounding buffer's 4096 elements too.
+    assert.deepEqual(rounded, f32ToBf16(values));
     const long = uniform(10_000, mulberry32(4), -3, 3);
-    assert.deepEqual(productOperand(long, 'bf16', 'weight'), bf16ToF32(f32ToBf16(long)));
+    assert.deepEqual(productOperand(long, 'bf16', 'weight'), f32ToBf16(long));
   });
 });

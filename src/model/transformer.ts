@@ -173,8 +173,8 @@ export class Transformer {
    * inference passes use instead of the [out, in] originals: for decode-sized inputs the plain product is 2–4× faster
    * than the transposed one (bench:model), and q/k/v and gate/up become one product each. The copies are made once
    * per call (weights must not change inside `fn`) and dropped afterwards; meanwhile they cost one more copy of those
-   * weights in memory. A bf16 model makes none: its products widen their operands per use anyway (bf16.ts), so a
-   * layout copy would buy no speed, and merged adapters rounded to bf16 would lose small updates in sampling.
+   * weights in memory. A bf16 model makes none: its products read bfloat16 operands as stored or rounded per use
+   * (bf16.ts), and merged adapters rounded to bf16 would lose small updates in sampling.
    */
   withInferenceWeights<T>(fn: () => T): T {
     if (this.inference || this.precision === 'bf16') return fn();
