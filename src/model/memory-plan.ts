@@ -43,8 +43,9 @@ export interface AgentMemoryInput {
   sharesWeightsWith?: string;
   /**
    * Precision of its products (tensor/bf16.ts); default fp32. At bf16 a frozen base (LoRA) and the KL reference keep
-   * their matrices as bfloat16 (2 bytes), trainable weights stay fp32 masters, no inference copies are made, and each
-   * product widens its operands into a kept fp32 scratch. Gradients, optimizer and activations stay fp32.
+   * their matrices as bfloat16 (2 bytes), trainable weights stay fp32 masters (rounded to bfloat16 copies for
+   * sampling), and products round their operands into a kept scratch of bfloat16 bits. Gradients, optimizer and
+   * activations stay fp32.
    */
   precision?: Precision;
   /** Whether this process samples and trains it; false: only its weights are loaded (for its tokenizer); default true. */
@@ -262,7 +263,9 @@ export function agentMemory(a: AgentMemoryInput): AgentMemoryPlan {
     const prefillRows = batch * a.promptTokens;
     const prefill =
       forwardFloats(cfg, prefillRows, { outputsOnly: true, fusedQkv: true }) + oneBlock(cfg, prefillRows, true);
-    if (!bf16) parts.push({ name: 'inference weight copies', held: 'sampling', bytes: inferenceCopyBytes(cfg) });
+    // At bf16 the copies are bfloat16 roundings of the fp32 matrices (none for a frozen base, held as bfloat16).
+    const copies = bf16 ? (trainable < total ? 0 : (inferenceCopyBytes(cfg) / F32) * BF16_BYTES) : inferenceCopyBytes(cfg);
+    if (copies > 0) parts.push({ name: 'inference weight copies', held: 'sampling', bytes: copies });
     parts.push(
       { name: 'KV cache', held: 'sampling', bytes: 2 * layers * batch * kvHeads * length * headDim * F32 },
       { name: 'prefill activations and logits', held: 'sampling', bytes: (prefill + 2 * batch * vocabSize) * F32 },
