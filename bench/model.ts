@@ -13,7 +13,10 @@
  * `--shape NAME` (smollm2-135m, qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b; src/model/shapes.ts) times hacrl alone on that
  * public checkpoint's shape with random weights made here, on every thread: SFT training tokens/s (1 warm-up step,
  * then --steps=N timed, default 1), greedy decode tokens/s at batch 16 (--quick: 16 new tokens) and the process's peak
- * memory. No PyTorch or llama.cpp column: a second copy of a 0.5–1B model does not fit beside it on a small machine.
+ * memory. `--precision=fp32,bf16` times each listed precision on the same weights in the same run (bf16: fp32
+ * masters rounded at each product, the products on oneDNN's bf16 kernel where the CPU has one) and prints the bf16 /
+ * fp32 ratios. No PyTorch or llama.cpp column: a second copy of a 0.5–1B model does not fit beside it on a small
+ * machine.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -29,7 +32,9 @@ import { shapeConfig } from '../src/model/shapes.js';
 import { KVCache } from '../src/model/kv-cache.js';
 import type { PromptResponse } from '../src/model/pack.js';
 import { sftLoss } from '../src/model/sft.js';
-import type { Transformer } from '../src/model/transformer.js';
+import { Transformer } from '../src/model/transformer.js';
+import { PRECISIONS, type Precision } from '../src/tensor/bf16.js';
+import type { Tensor } from '../src/tensor/tensor.js';
 import { initModel, loadModel, saveModel } from '../src/model/weights.js';
 import { AdamW } from '../src/optim/adamw.js';
 import { Tape } from '../src/tensor/tape.js';
@@ -64,6 +69,14 @@ const shapeArg = ((): string | undefined => {
   const argv = process.argv.slice(2);
   const i = argv.indexOf('--shape');
   return i >= 0 ? argv[i + 1] : argv.find((a) => a.startsWith('--shape='))?.split('=')[1];
+})();
+/** --precision=fp32,bf16: the precisions timed under --shape, one after the other on the same weights; default fp32. */
+const shapePrecisions = ((): Precision[] => {
+  const list = (process.argv.find((a) => a.startsWith('--precision='))?.split('=')[1] ?? 'fp32').split(',');
+  for (const p of list)
+    if (!(PRECISIONS as readonly string[]).includes(p))
+      throw new Error(`--precision=${list.join(',')}: each must be one of ${PRECISIONS.join(', ')}`);
+  return list as Precision[];
 })();
 /** Timed training steps under --shape (after one warm-up step); default 1. */
 const shapeSteps = Number(process.argv.find((a) => a.startsWith('--steps='))?.split('=')[1] ?? 1);
@@ -610,33 +623,56 @@ async function generateCheck(k: Kernels, threads: number): Promise<GenerateCheck
 }
 
 /** What `--shape` measures: hacrl alone on a public checkpoint's shape with random weights. */
+/** One precision's figures at a --shape. */
+interface ShapeRun {
+  precision: Precision;
+  train: { step_s: number[]; tokens_per_s: number };
+  decode: { prefill_s: number; tokens_per_s: number };
+}
+
 async function benchShape(name: string, k: Kernels, threads: number): Promise<void> {
   const cfg = shapeConfig(name);
-  const model = initModel(cfg, SEED);
-  const n = matmulParams(model);
+  const fp32 = initModel(cfg, SEED);
+  const n = matmulParams(fp32);
   log(
-    `${name}: ${model.numParameters.toLocaleString('en-US')} parameters (${n.toLocaleString('en-US')} in matmuls), ` +
-      `random weights, ${threads} threads`,
+    `${name}: ${fp32.numParameters.toLocaleString('en-US')} parameters (${n.toLocaleString('en-US')} in matmuls), ` +
+      `random weights, ${threads} threads, precision ${shapePrecisions.join(' and ')} (bf16: ${k.bf16})`,
   );
-  const rng = new Rng(SEED + 1);
-  const items = Array.from({ length: TRAIN.batch }, () => {
-    const ids = randomIds(rng, TRAIN.seqLen, cfg.vocabSize);
-    return { prompt: ids.slice(0, TRAIN.promptLen), response: ids.slice(TRAIN.promptLen) };
-  });
-  const train = hacrlTrain(k, model, items, shapeSteps);
-  const trainTps = (TRAIN.batch * TRAIN.seqLen) / median(train.stepS);
-  log(
-    `  train: B=${TRAIN.batch} × T=${TRAIN.seqLen}, ${round(median(train.stepS), 2)} s per step (median of ` +
-      `${shapeSteps}), ${fmt(trainTps)} tokens/s`,
-  );
-  const batch = HEADLINE.decodeBatch;
-  const prompts = Array.from({ length: batch }, () => randomIds(rng, DECODE.promptLen, cfg.vocabSize));
-  const decode = hacrlDecode(k, model, prompts, DECODE.newTokens);
-  const decodeTps = (batch * decode.stepS.length) / sum(decode.stepS);
-  log(
-    `  decode: batch ${batch}, prompt ${DECODE.promptLen}, ${DECODE.newTokens} new tokens: prefill ` +
-      `${round(decode.prefillS, 2)} s, ${fmt(decodeTps)} tokens/s`,
-  );
+  const runs: ShapeRun[] = [];
+  for (const precision of shapePrecisions) {
+    // The same weights: at bf16 fp32 masters whose products round them (full fine-tuning at bf16).
+    const model = precision === 'fp32' ? fp32 : new Transformer(cfg, fp32.params as Map<string, Tensor>, null, precision);
+    const rng = new Rng(SEED + 1);
+    const items = Array.from({ length: TRAIN.batch }, () => {
+      const ids = randomIds(rng, TRAIN.seqLen, cfg.vocabSize);
+      return { prompt: ids.slice(0, TRAIN.promptLen), response: ids.slice(TRAIN.promptLen) };
+    });
+    const train = hacrlTrain(k, model, items, shapeSteps);
+    const trainTps = (TRAIN.batch * TRAIN.seqLen) / median(train.stepS);
+    log(
+      `  ${precision} train: B=${TRAIN.batch} × T=${TRAIN.seqLen}, ${round(median(train.stepS), 2)} s per step ` +
+        `(median of ${shapeSteps}), ${fmt(trainTps)} tokens/s`,
+    );
+    const batch = HEADLINE.decodeBatch;
+    const prompts = Array.from({ length: batch }, () => randomIds(rng, DECODE.promptLen, cfg.vocabSize));
+    const decode = hacrlDecode(k, model, prompts, DECODE.newTokens);
+    const decodeTps = (batch * decode.stepS.length) / sum(decode.stepS);
+    log(
+      `  ${precision} decode: batch ${batch}, prompt ${DECODE.promptLen}, ${DECODE.newTokens} new tokens: prefill ` +
+        `${round(decode.prefillS, 2)} s, ${fmt(decodeTps)} tokens/s`,
+    );
+    runs.push({
+      precision,
+      train: { step_s: train.stepS, tokens_per_s: round(trainTps) },
+      decode: { prefill_s: decode.prefillS, tokens_per_s: round(decodeTps) },
+    });
+  }
+  const [a, b] = [runs.find((r) => r.precision === 'fp32'), runs.find((r) => r.precision === 'bf16')];
+  const ratios =
+    a && b
+      ? { train: round(b.train.tokens_per_s / a.train.tokens_per_s, 2), decode: round(b.decode.tokens_per_s / a.decode.tokens_per_s, 2) }
+      : null;
+  if (ratios) log(`  bf16 / fp32, same run: training ${ratios.train}×, decoding ${ratios.decode}×`);
   const peakRss = round(process.resourceUsage().maxRSS / 1024);
   log(`  peak resident memory ${fmt(peakRss)} MiB`);
   if (json)
@@ -644,10 +680,13 @@ async function benchShape(name: string, k: Kernels, threads: number): Promise<vo
       JSON.stringify({
         shape: name,
         threads,
-        parameters: model.numParameters,
+        bf16: k.bf16,
+        parameters: fp32.numParameters,
         matmul_parameters: n,
-        train: { batch: TRAIN.batch, seq_len: TRAIN.seqLen, step_s: train.stepS, tokens_per_s: round(trainTps) },
-        decode: { batch, new_tokens: DECODE.newTokens, prefill_s: decode.prefillS, tokens_per_s: round(decodeTps) },
+        train: { batch: TRAIN.batch, seq_len: TRAIN.seqLen },
+        decode: { batch: HEADLINE.decodeBatch, new_tokens: DECODE.newTokens },
+        runs,
+        bf16_over_fp32: ratios,
         peak_rss_mb: peakRss,
       }),
     );

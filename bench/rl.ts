@@ -18,7 +18,8 @@
  * (--new-tokens=N changes the length), 1 timed step after the warm-up unless --steps=N — with no pair and no PyTorch
  * peer: the split, tokens/s and peak memory of the step the issue's targets name. --prompts=B and --group=G change
  * the step's prompts and responses per prompt, --checkpointing trains with activation checkpointing, --lora=R trains
- * LoRA adapters of rank R (alpha 2R) on every linear projection of the frozen random base.
+ * LoRA adapters of rank R (alpha 2R) on every linear projection of the frozen random base, --precision=bf16 computes
+ * the agent's products in bf16 (its frozen LoRA base held as bfloat16 bits).
  *
  * After the single agent's steps it prints the memory plan's estimate of that setting (src/model/memory-plan.ts)
  * beside the process's measured peak (VmHWM) and their ratio.
@@ -50,6 +51,10 @@ import { learnerView, type SampleRecord } from '../src/train/sample-table.js';
 import { memoryMetrics, peakResidentBytes } from '../src/util/memory.js';
 import { adapterMemory, planMemory } from '../src/model/memory-plan.js';
 import { ALL_LINEAR, LoraAdapters, type LoraSettings } from '../src/model/lora.js';
+import { Transformer } from '../src/model/transformer.js';
+import { PRECISIONS, type Precision } from '../src/tensor/bf16.js';
+import { f32ToBf16 } from '../src/tensor/half.js';
+import { Tensor } from '../src/tensor/tensor.js';
 import { adapt } from '../src/model/peft.js';
 import { Rng } from '../src/util/rng.js';
 import { mean } from '../src/util/stats.js';
@@ -94,6 +99,10 @@ const LORA: LoraSettings | null =
     ? null
     : { rank: count('lora', 16), alpha: 2 * count('lora', 16), dropout: 0, targets: [ALL_LINEAR] };
 const MAX_NEW = count('new-tokens', SHAPE === undefined ? 64 : 256);
+/** --precision=bf16: under --shape, the agent's products in bf16 (a LoRA agent's frozen base held as bfloat16). */
+const PRECISION = (option('precision') ?? 'fp32') as Precision;
+if (!(PRECISIONS as readonly string[]).includes(PRECISION))
+  throw new Error(`--precision=${PRECISION}: use one of ${PRECISIONS.join(', ')}`);
 const MINI_BATCHES = 4;
 const EPOCHS = 1;
 const LR = 1e-5;
@@ -129,7 +138,13 @@ function makeAgent(name: string, spec: Record<string, unknown>): Agent {
  */
 function shapeAgent(shape: string): Agent {
   const base = buildTokenizer(AgentSpecSchema.parse({}), corpus);
-  const plain = initModel(shapeConfig(shape), 1);
+  const init = initModel(shapeConfig(shape), 1);
+  // As loadModel holds a frozen base at bf16: its matrices as bfloat16 bits; trainable weights stay fp32 masters.
+  const params =
+    PRECISION === 'bf16' && LORA
+      ? new Map([...init.params].map(([n, t]) => [n, t.shape.length === 2 ? new Tensor(f32ToBf16(t.data), t.shape) : t]))
+      : (init.params as Map<string, Tensor>);
+  const plain = new Transformer(init.cfg, params, null, PRECISION);
   const model = LORA ? adapt(plain, LoraAdapters.init(plain.cfg, LORA, 'random weights', 1)) : plain;
   const specials = 2; // EOS and PAD come first in the alphabet
   const fold = (id: number): number =>
@@ -398,6 +413,7 @@ function planVsMeasured(agent: Agent): { estimate_mib: number; measured_mib: num
       name: agent.name,
       cfg: agent.model.cfg,
       ...(LORA ? { adapters: adapterMemory(agent.model.cfg, LORA) } : {}),
+      precision: PRECISION,
       reference: false,
       sequences: B * G,
       generationBatch: rollout.generationBatch,
@@ -446,7 +462,9 @@ async function main(): Promise<void> {
     `hacrl RL step benchmark — B=${B}, G=${G}, ≤ ${MAX_NEW} new tokens, ${MINI_BATCHES} mini-batches, ${threads} threads` +
       (SHAPE === undefined ? '' : `, shape ${SHAPE} (random weights)`) +
       (CHECKPOINTING ? ', activation checkpointing' : '') +
-      (LORA ? `, LoRA rank ${LORA.rank} on every linear projection` : ''),
+      (LORA ? `, LoRA rank ${LORA.rank} on every linear projection` : '') +
+      `, precision ${PRECISION}` +
+      (PRECISION === 'bf16' ? ` (${k.bf16})` : ''),
   );
   log(`resident memory at start ${round(process.memoryUsage.rss() / 2 ** 20, 1)} MiB`);
   log(`BLAS in use: ${k.blas} (OPENBLAS_CORETYPE=${process.env.OPENBLAS_CORETYPE ?? 'unset'})`);

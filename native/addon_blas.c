@@ -43,6 +43,14 @@ static napi_value js_available_blas(napi_env env, napi_callback_info info) {
   return arr;
 }
 
+/* bf16Native(): whether bf16 products run on oneDNN's bf16 kernel (AMX or AVX512_BF16) rather than emulated. */
+static napi_value js_bf16_native(napi_env env, napi_callback_info info) {
+  (void)info;
+  napi_value out;
+  napi_get_boolean(env, hx_bf16_native(), &out);
+  return out;
+}
+
 static napi_value js_max_threads(napi_env env, napi_callback_info info) {
   (void)info;
   return hx_number(env, hx_max_threads());
@@ -52,7 +60,8 @@ static napi_value js_max_threads(napi_env env, napi_callback_info info) {
 static int64_t extent(int64_t rows, int64_t cols, int64_t ld) { return rows == 0 || cols == 0 ? 0 : (rows - 1) * ld + cols; }
 
 /* gemmRaw(transA, transB, m, n, k, alpha, a, aOff, lda, b, bOff, ldb, beta, c, cOff, ldc, batch, strideA, strideB,
- *         strideC, threads) — the positional form of GemmArgs, all defaults already filled in. */
+ *         strideC, threads) — the positional form of GemmArgs, all defaults already filled in. A and B are both
+ *         Float32Arrays, or both Uint16Arrays of bfloat16 bits (a bf16 product with fp32 accumulation, hx_gemm_bf16). */
 static napi_value js_gemm(napi_env env, napi_callback_info info) {
   const char *op = "gemm";
   napi_value v[21];
@@ -60,13 +69,16 @@ static napi_value js_gemm(napi_env env, napi_callback_info info) {
   int ta, tb;
   int64_t m, n, k, aOff, lda, bOff, ldb, cOff, ldc, batch, sA, sB, sC, threads;
   double alpha, beta;
-  float *a, *b, *c;
+  float *a = NULL, *b = NULL, *c;
+  uint16_t *ha = NULL, *hb = NULL;
   size_t la, lb, lc;
+  int bf16 = hx_is_u16(env, v[6]);
   if (hx_bool(env, v[0], op, "transA", &ta) || hx_bool(env, v[1], op, "transB", &tb) ||
       hx_size(env, v[2], op, "m", &m) || hx_size(env, v[3], op, "n", &n) || hx_size(env, v[4], op, "k", &k) ||
-      hx_double(env, v[5], op, "alpha", &alpha) || hx_f32(env, v[6], op, "a", &a, &la) ||
+      hx_double(env, v[5], op, "alpha", &alpha) ||
+      (bf16 ? hx_u16(env, v[6], op, "a", &ha, &la) : hx_f32(env, v[6], op, "a", &a, &la)) ||
       hx_size(env, v[7], op, "a.offset", &aOff) || hx_size(env, v[8], op, "a.ld", &lda) ||
-      hx_f32(env, v[9], op, "b", &b, &lb) || hx_size(env, v[10], op, "b.offset", &bOff) ||
+      (bf16 ? hx_u16(env, v[9], op, "b", &hb, &lb) : hx_f32(env, v[9], op, "b", &b, &lb)) || hx_size(env, v[10], op, "b.offset", &bOff) ||
       hx_size(env, v[11], op, "b.ld", &ldb) || hx_double(env, v[12], op, "beta", &beta) ||
       hx_f32(env, v[13], op, "c", &c, &lc) || hx_size(env, v[14], op, "c.offset", &cOff) ||
       hx_size(env, v[15], op, "c.ld", &ldc) || hx_size(env, v[16], op, "batch", &batch) ||
@@ -89,6 +101,15 @@ static napi_value js_gemm(napi_env env, napi_callback_info info) {
                     hx_need(env, op, "c", lc, cOff + last * sC + extent(m, n, ldc))))
     return NULL;
   if (ensure_blas(env, op)) return NULL;
+  if (bf16) {
+    /* One product at a time: the emulated kernel's scratch is shared, and oneDNN threads each bf16 product itself. */
+    for (int64_t i = 0; i < batch; i++)
+      if (hx_gemm_bf16(ta, tb, (int)m, (int)n, (int)k, (float)alpha, ha + aOff + i * sA, (int)lda, hb + bOff + i * sB,
+                       (int)ldb, (float)beta, c + cOff + i * sC, (int)ldc, (int)threads))
+        return hx_throw(env, op, "out of memory widening the bf16 operands of a %lldx%lldx%lld product",
+                        (long long)m, (long long)n, (long long)k);
+    return hx_undefined(env);
+  }
   /* Many products each too small to split: one thread each, the batch split across threads (by weight bytes when
    * they have few rows, like the products of a decode step, else by arithmetic). A decode step's batch of products
    * that would each be split across as many threads as it has products (gate and up) is split the same way: one
@@ -117,4 +138,5 @@ void hx_register_blas(napi_env env, napi_value exports) {
   hx_export(env, exports, "selectBlas", js_select_blas);
   hx_export(env, exports, "availableBlas", js_available_blas);
   hx_export(env, exports, "maxThreads", js_max_threads);
+  hx_export(env, exports, "bf16Native", js_bf16_native);
 }

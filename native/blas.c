@@ -1,6 +1,7 @@
 #include "blas.h"
 #include "threads.h"
 #include <dlfcn.h>
+#include <stdint.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,10 @@ typedef void (*cblas_sgemm_fn)(int, int, int, int, int, int, float, const float 
                                float *, int);
 typedef int (*dnnl_sgemm_fn)(char, char, long, long, long, float, const float *, long, const float *, long, float,
                              float *, long);
+/* oneDNN's bf16 GEMM with fp32 accumulation (exported by libdnnl 2.x beside dnnl_sgemm, same row-major convention;
+ * not in its public header). */
+typedef int (*dnnl_gemm_bf16_fn)(char, char, long, long, long, float, const uint16_t *, long, const uint16_t *, long,
+                                 float, float *, long);
 
 enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
 
@@ -187,61 +192,151 @@ void hx_blas_enter_parallel(void) {
   if (omp_get_level() == 0) set_threads(1);
 }
 
-/* One product through the library on the calling thread's settings (see hx_sgemm for the threads). */
-static void call_library(int transA, int transB, int m, int n, int k, float alpha, const float *a, int lda,
-                         const float *b, int ldb, float beta, float *c, int ldc) {
-  if (active->dnnl)
-    active->dnnl(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+/* One product C = alpha·op(A)·op(B) + beta·C: float32 operands through the active library, or bfloat16 bits (both A
+ * and B) through oneDNN's bf16 kernel, which accumulates in fp32. */
+typedef struct {
+  int ta, tb, m, n, k;
+  float alpha, beta;
+  const void *a, *b;
+  int lda, ldb, ldc;
+  float *c;
+  int bf16;
+} product;
+
+static dnnl_gemm_bf16_fn bf16_kernel = NULL;
+static int bf16_probed = 0;
+
+/* oneDNN's bf16 GEMM where it runs on this CPU's instructions: oneDNN 2.x computes it on avx512_core and newer (AMX
+ * and AVX512_BF16 natively) and answers "unimplemented" on older CPUs, so one 1×1×1 product decides, once. */
+static dnnl_gemm_bf16_fn bf16_hardware(void) {
+  if (bf16_probed) return bf16_kernel;
+  bf16_probed = 1;
+  blas_lib *l = find("onednn");
+  if (!l || load(l, NULL, 0)) return NULL;
+  dnnl_gemm_bf16_fn f = (dnnl_gemm_bf16_fn)dlsym(l->handle, "dnnl_gemm_bf16bf16f32");
+  uint16_t one = 0x3f80; /* 1.0 */
+  float c = 0.0f;
+  if (f && f('N', 'N', 1, 1, 1, 1.0f, &one, 1, &one, 1, 0.0f, &c, 1) == 0 && c == 1.0f) bf16_kernel = f;
+  return bf16_kernel;
+}
+
+int hx_bf16_native(void) { return bf16_hardware() != NULL; }
+
+/* Threads of the library that computes `p`: oneDNN's bf16 kernel follows OpenMP's setting whatever the active
+ * library is, which is then also oneDNN's sgemm setting (the cache must know). */
+static void product_threads(const product *p, int nt) {
+  if (!p->bf16) {
+    set_threads(nt);
+    return;
+  }
+  omp_set_num_threads(nt);
+  if (active && active->dnnl) active_threads = nt;
+}
+
+/* `p` through its library on the calling thread's settings (see run_product for the threads). */
+static void call_library(const product *p) {
+  char ta = p->ta ? 'T' : 'N', tb = p->tb ? 'T' : 'N';
+  if (p->bf16)
+    bf16_kernel(ta, tb, p->m, p->n, p->k, p->alpha, p->a, p->lda, p->b, p->ldb, p->beta, p->c, p->ldc);
+  else if (active->dnnl)
+    active->dnnl(ta, tb, p->m, p->n, p->k, p->alpha, p->a, p->lda, p->b, p->ldb, p->beta, p->c, p->ldc);
   else
-    active->cblas(ROW_MAJOR, transA ? TRANS : NO_TRANS, transB ? TRANS : NO_TRANS, m, n, k, alpha, a, lda, b, ldb,
-                  beta, c, ldc);
+    active->cblas(ROW_MAJOR, p->ta ? TRANS : NO_TRANS, p->tb ? TRANS : NO_TRANS, p->m, p->n, p->k, p->alpha, p->a,
+                  p->lda, p->b, p->ldb, p->beta, p->c, p->ldc);
 }
 
 /* A product with few rows reads every weight once for very little arithmetic: memory-bound, and the libraries
  * parallelise it poorly (a second thread made batch-16 decoding slower than one). Each thread takes its own block of
  * C's columns, i.e. its own share of the weight bytes, and multiplies it on one library thread. */
-static void sgemm_column_split(int transA, int transB, int m, int n, int k, float alpha, const float *a, int lda,
-                               const float *b, int ldb, float beta, float *c, int ldc, int nt) {
-  int blocks = n / HX_SPLIT_ALIGN;
+static void column_split(const product *p, int nt) {
+  int blocks = p->n / HX_SPLIT_ALIGN;
+  size_t elem = p->bf16 ? sizeof(uint16_t) : sizeof(float);
   hx_blas_enter_parallel();
 #pragma omp parallel num_threads(nt)
   {
     int t = omp_get_thread_num(), parts = omp_get_num_threads();
     int j0 = (int)((long)blocks * t / parts) * HX_SPLIT_ALIGN;
-    int j1 = t == parts - 1 ? n : (int)((long)blocks * (t + 1) / parts) * HX_SPLIT_ALIGN;
-    if (active->dnnl) omp_set_num_threads(1);
-    if (j1 > j0)
-      call_library(transA, transB, m, j1 - j0, k, alpha, a, lda, transB ? b + (long)j0 * ldb : b + j0, ldb, beta,
-                   c + j0, ldc);
+    int j1 = t == parts - 1 ? p->n : (int)((long)blocks * (t + 1) / parts) * HX_SPLIT_ALIGN;
+    if (active->dnnl || p->bf16) omp_set_num_threads(1);
+    if (j1 > j0) {
+      product part = *p;
+      part.n = j1 - j0;
+      part.b = (const char *)p->b + (p->tb ? (size_t)j0 * p->ldb : (size_t)j0) * elem;
+      part.c = p->c + j0;
+      call_library(&part);
+    }
   }
 }
 
-void hx_sgemm(int transA, int transB, int m, int n, int k, float alpha, const float *a, int lda, const float *b,
-              int ldb, float beta, float *c, int ldc, int threads) {
-  if (m <= 0 || n <= 0) return;
-  if (k <= 0) { /* BLAS leaves C·beta; do it here so every library agrees, including beta = 0 over NaN. */
-    for (int i = 0; i < m; i++)
-      for (int j = 0; j < n; j++) c[(long)i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[(long)i * ldc + j];
+/* `p` on `threads` threads (0 = chosen from the size; see hx_sgemm). */
+static void run_product(const product *p, int threads) {
+  if (p->m <= 0 || p->n <= 0) return;
+  if (p->k <= 0) { /* BLAS leaves C·beta; do it here so every library agrees, including beta = 0 over NaN. */
+    for (int i = 0; i < p->m; i++)
+      for (int j = 0; j < p->n; j++) {
+        float *c = p->c + (long)i * p->ldc + j;
+        *c = p->beta == 0.0f ? 0.0f : p->beta * *c;
+      }
     return;
   }
   if (omp_get_level() > 0) {
     /* Inside an OpenMP region (a kernel parallel over heads), even an inactive one-thread region, the library must
      * not open teams of its own. oneDNN follows this task's private OpenMP setting, which is set here and never
      * cached; OpenBLAS and BLIS have global settings, which hx_blas_enter_parallel() set to one thread before. */
-    if (active->dnnl) omp_set_num_threads(1);
-    call_library(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    if (active->dnnl || p->bf16) omp_set_num_threads(1);
+    call_library(p);
     return;
   }
-  if (threads <= 0 && m <= HX_SKINNY_ROWS) {
-    int nt = hx_skinny_threads(m, n, k);
+  if (threads <= 0 && p->m <= HX_SKINNY_ROWS) {
+    int nt = hx_skinny_threads(p->m, p->n, p->k);
     if (nt > 1) {
-      sgemm_column_split(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nt);
+      column_split(p, nt);
       return;
     }
-    set_threads(1);
+    product_threads(p, 1);
   } else
-    set_threads(threads > 0 ? hx_threads_for(1, 1, threads) : hx_gemm_threads(m, n, k));
-  call_library(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    product_threads(p, threads > 0 ? hx_threads_for(1, 1, threads) : hx_gemm_threads(p->m, p->n, p->k));
+  call_library(p);
+}
+
+void hx_sgemm(int transA, int transB, int m, int n, int k, float alpha, const float *a, int lda, const float *b,
+              int ldb, float beta, float *c, int ldc, int threads) {
+  product p = {transA, transB, m, n, k, alpha, beta, a, b, lda, ldb, ldc, c, 0};
+  run_product(&p, threads);
+}
+
+/* Grow-only scratch the emulated bf16 product widens its operands into (one per operand). */
+static float *widened[2];
+static size_t widened_len[2];
+
+/* The first `count` bfloat16 values of `bits` as float32 (exact: a bfloat16 is the top half of a float32), in the
+ * scratch of `slot`; NULL when it cannot be allocated. */
+static const float *widen(int slot, const uint16_t *bits, size_t count) {
+  if (widened_len[slot] < count) {
+    float *grown = realloc(widened[slot], count * sizeof(float));
+    if (!grown) return NULL;
+    widened[slot] = grown;
+    widened_len[slot] = count;
+  }
+  uint32_t *out = (uint32_t *)widened[slot];
+  for (size_t i = 0; i < count; i++) out[i] = (uint32_t)bits[i] << 16;
+  return widened[slot];
+}
+
+int hx_gemm_bf16(int transA, int transB, int m, int n, int k, float alpha, const uint16_t *a, int lda,
+                 const uint16_t *b, int ldb, float beta, float *c, int ldc, int threads) {
+  if (bf16_hardware()) {
+    product p = {transA, transB, m, n, k, alpha, beta, a, b, lda, ldb, ldc, c, 1};
+    run_product(&p, threads);
+    return 0;
+  }
+  /* No bf16 instructions: the same products from the widened operands (a bf16 × bf16 product is exact in fp32). */
+  size_t aLen = m && k ? (size_t)((transA ? k : m) - 1) * lda + (transA ? m : k) : 0;
+  size_t bLen = n && k ? (size_t)((transB ? n : k) - 1) * ldb + (transB ? k : n) : 0;
+  const float *wa = aLen ? widen(0, a, aLen) : NULL, *wb = bLen ? widen(1, b, bLen) : NULL;
+  if ((aLen && !wa) || (bLen && !wb)) return -1;
+  hx_sgemm(transA, transB, m, n, k, alpha, wa, lda, wb, ldb, beta, c, ldc, threads);
+  return 0;
 }
 
 int hx_max_threads(void) {

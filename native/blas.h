@@ -3,6 +3,7 @@
  * different CPUs (measured on AVX-512 Zen 5 with OPENBLAS_CORETYPE=Haswell: oneDNN and BLIS/skx about 2x OpenBLAS). */
 #ifndef HACRL_BLAS_H
 #define HACRL_BLAS_H
+#include <stdint.h>
 
 /* Loads `name` ("onednn", "blis", "openblas"), or the first that loads in that order when name is NULL or "auto".
  * Returns 0 on success; on failure writes the reason into err. */
@@ -17,6 +18,14 @@ int hx_blas_available(const char *name);
 /* Row-major C = alpha·op(A)·op(B) + beta·C on `threads` threads (0 = choose from the size). */
 void hx_sgemm(int transA, int transB, int m, int n, int k, float alpha, const float *a, int lda, const float *b,
               int ldb, float beta, float *c, int ldc, int threads);
+/* Row-major C = alpha·op(A)·op(B) + beta·C of bfloat16 operands (raw bits) with fp32 accumulation: oneDNN's bf16
+ * kernel where the CPU runs it (hx_bf16_native), else the fp32 sgemm of the widened operands, which computes the same
+ * products (exact in fp32) up to the order of the sums. Returns 0, or -1 when the widened copies cannot be allocated.
+ * Not reentrant: call it outside parallel regions. */
+int hx_gemm_bf16(int transA, int transB, int m, int n, int k, float alpha, const uint16_t *a, int lda,
+                 const uint16_t *b, int ldb, float beta, float *c, int ldc, int threads);
+/* 1 when bf16 products run on oneDNN's bf16 kernel (AMX or AVX512_BF16 CPUs with oneDNN 2.x), 0 when emulated. */
+int hx_bf16_native(void);
 /* Call before an OpenMP region whose threads call hx_sgemm: sets libraries with global thread settings (OpenBLAS,
  * BLIS) to one thread so concurrent calls do not fight over one pool. */
 void hx_blas_enter_parallel(void);

@@ -44,6 +44,17 @@ int hx_f32(napi_env env, napi_value v, const char *op, const char *name, float *
   return typed(env, v, op, name, napi_float32_array, "Float32Array", (void **)ptr, len);
 }
 
+int hx_u16(napi_env env, napi_value v, const char *op, const char *name, uint16_t **ptr, size_t *len) {
+  return typed(env, v, op, name, napi_uint16_array, "Uint16Array (bfloat16 bits)", (void **)ptr, len);
+}
+
+int hx_is_u16(napi_env env, napi_value v) {
+  bool is = false;
+  napi_typedarray_type t;
+  if (napi_is_typedarray(env, v, &is) != napi_ok || !is) return 0;
+  return napi_get_typedarray_info(env, v, &t, NULL, NULL, NULL, NULL) == napi_ok && t == napi_uint16_array;
+}
+
 int hx_i32(napi_env env, napi_value v, const char *op, const char *name, int32_t **ptr, size_t *len) {
   return typed(env, v, op, name, napi_int32_array, "Int32Array", (void **)ptr, len);
 }

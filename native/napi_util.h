@@ -15,6 +15,10 @@ int hx_args(napi_env env, napi_callback_info info, const char *op, size_t min, s
 
 /* A Float32Array argument: pointer and element count. `name` is used in error messages. */
 int hx_f32(napi_env env, napi_value v, const char *op, const char *name, float **ptr, size_t *len);
+/* A Uint16Array's data (bfloat16 bits), or throws naming the argument. */
+int hx_u16(napi_env env, napi_value v, const char *op, const char *name, uint16_t **ptr, size_t *len);
+/* Whether v is a Uint16Array (no throw). */
+int hx_is_u16(napi_env env, napi_value v);
 /* An Int32Array argument. */
 int hx_i32(napi_env env, napi_value v, const char *op, const char *name, int32_t **ptr, size_t *len);
 /* An optional Int32Array: undefined or null gives ptr = NULL, len = 0. */

@@ -357,7 +357,10 @@ describe('a bf16 run through the CLI', () => {
     const plan = hacrl(['plan', ...args(join(root, 'plan')).slice(1), '--prompt-tokens', '20'], typescript);
     assert.equal(plan.status, 0, plan.stderr);
     assert.match(plan.stdout, /agent q \(precision bf16,/);
-    assert.doesNotMatch(plan.stdout, /inference weight copies/, 'bf16 makes no inference copies');
+    // bf16 copies for sampling only of the fully trained agent's fp32 matrices; the LoRA agent's base is bfloat16.
+    const [q, g] = plan.stdout.split(/^agent g /m);
+    assert.doesNotMatch(q!, /inference weight copies/, 'a frozen bf16 base needs no copies');
+    assert.match(g!, /inference weight copies/);
     const whole = join(root, 'run-whole');
     const w = hacrl(args(whole), typescript);
     assert.equal(w.status, 0, w.stderr);
@@ -415,10 +418,8 @@ describe('config', () => {
     const values = uniform(64, mulberry32(3), -2, 2);
     assert.equal(productOperand(values, 'fp32', 'input'), values);
     const rounded = productOperand(values, 'bf16', 'input');
-    assert.deepEqual(rounded, bf16ToF32(f32ToBf16(values)));
-    assert.notDeepEqual(rounded, values);
-    // Past the rounding buffer's 4096 elements too.
+    assert.deepEqual(rounded, f32ToBf16(values));
     const long = uniform(10_000, mulberry32(4), -3, 3);
-    assert.deepEqual(productOperand(long, 'bf16', 'weight'), bf16ToF32(f32ToBf16(long)));
+    assert.deepEqual(productOperand(long, 'bf16', 'weight'), f32ToBf16(long));
   });
 });

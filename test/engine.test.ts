@@ -30,6 +30,19 @@ for (const backend of testedBackends('input validation')) {
           k.gemm({ m: 2, n: 2, k: 2, a: { data: f(4) }, b: { data: f(4) }, c: { data: f(8) }, batch: 2, strideC: 2 }),
         /gemm: strideC 2 makes the 2 products of the batch overlap/,
       );
+      const bits = (n: number): Uint16Array => new Uint16Array(n);
+      assert.throws(
+        () => k.gemm({ m: 2, n: 2, k: 2, a: { data: bits(4) }, b: { data: f(4) }, c: { data: f(4) } }),
+        /gemm: a and b must both be Float32Arrays or both Uint16Arrays/,
+      );
+      assert.throws(
+        () => k.gemm({ m: 2, n: 2, k: 2, a: { data: bits(4) }, b: { data: bits(3) }, c: { data: f(4) } }),
+        /gemm: b has 3 elements but/,
+      );
+      assert.throws(
+        () => k.gemm({ m: 2, n: 2, k: 2, a: { data: bits(4) }, b: { data: bits(4) }, c: { data: bits(4) as never } }),
+        /gemm: c must be a Float32Array/,
+      );
     });
     test('wrong lengths and types', () => {
       assert.throws(

@@ -3,11 +3,12 @@
  * and, when the native addon loads, native against TypeScript on the same inputs.
  */
 import { describe, test } from 'node:test';
-import type { AttentionShape, GemmArgs, Kernels } from '../src/backend/kernels.js';
+import type { AttentionShape, GemmArgs, Kernels, MatrixRef } from '../src/backend/kernels.js';
 import { typescriptKernels } from '../src/backend/typescript.js';
 import { testedBackends } from './backends.js';
 import { assertOutputsClose, mulberry32, randInt, randn, type Outputs, type Rng } from './helpers.js';
 import * as ref from './reference.js';
+import { bf16ToF32, f32ToBf16 } from '../src/tensor/half.js';
 
 /** One check: a kernel call (or a short sequence of calls) and its float64 expectation. */
 interface KernelCase {
@@ -77,7 +78,7 @@ interface GemmCase {
 }
 
 /** A matrix operand, leaving offset and ld out when they are the defaults. */
-function matrix(data: Float32Array, offset: number, ld: number, width: number): GemmArgs['a'] {
+function matrix(data: Float32Array, offset: number, ld: number, width: number): MatrixRef<Float32Array> {
   return offset === 0 && ld === width ? { data } : { data, offset, ld };
 }
 
@@ -155,6 +156,30 @@ for (const g of gemmCases)
       return { c: args.c.data };
     },
     (args) => ({ c: ref.refGemm(args) }),
+  );
+
+/** The product's A and B as bfloat16 bits (its C stays float32). */
+function asBf16(args: GemmArgs): GemmArgs {
+  const bits = (m: GemmArgs['a']): GemmArgs['a'] => ({ ...m, data: f32ToBf16(m.data as Float32Array) });
+  return { ...args, a: bits(args.a), b: bits(args.b) };
+}
+
+/** A bf16 product with fp32 accumulation is the fp32 product of the widened operands (exact), up to the sums' order. */
+function widened(args: GemmArgs): GemmArgs {
+  const values = (m: GemmArgs['a']): GemmArgs['a'] => ({ ...m, data: bf16ToF32(m.data as Uint16Array) });
+  return { ...args, a: values(args.a), b: values(args.b) };
+}
+
+for (const g of gemmCases)
+  kernelCase(
+    `${gemmName(g)}, bf16 operands`,
+    1e-6 + 2e-6 * Math.sqrt(g.k),
+    (rng) => asBf16(makeGemm(g, rng)),
+    (k, args) => {
+      k.gemm(args);
+      return { c: args.c.data };
+    },
+    (args) => ({ c: ref.refGemm(widened(args)) }),
   );
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -138,10 +138,16 @@ describe('the estimate', () => {
     assert.equal(part(base, 'KL reference'), 0);
     assert.equal(part({ ...base, reference: true }, 'KL reference'), 4 * params);
     assert.equal(part({ ...base, reference: true, precision: 'bf16' }, 'KL reference'), 2 * params + 2 * vectors);
-    // bf16 makes no inference copies; its products widen their operands into a scratch instead.
+    // bf16 makes bfloat16 inference copies of trainable weights only; its products round their operands into a scratch
+    // of bfloat16 bits:
+    // trainable weights are rounded (the largest, the head, included), a frozen base is multiplied as stored.
     assert.equal(part(lora, 'inference weight copies'), 0);
     assert.ok(part(base, 'inference weight copies') > 0);
-    assert.ok(part(lora, 'bf16 operand scratch') >= 4 * 151_936 * 896, 'at least the widened head');
+    assert.equal(part({ ...base, precision: 'bf16' }, 'inference weight copies'), part(base, 'inference weight copies') / 2);
+    const head = 2 * 151_936 * 896;
+    const full = part({ ...base, precision: 'bf16' }, 'bf16 operand scratch');
+    assert.ok(full >= head, 'at least the rounded head');
+    assert.equal(part(lora, 'bf16 operand scratch'), full - head);
     assert.equal(part(base, 'bf16 operand scratch'), 0);
   });
 

@@ -3,6 +3,7 @@ import {
   KERNEL_ARGS,
   type ArgSpec,
   type AttentionShape,
+  type BF16,
   type Dims,
   type F32,
   type GemmArgs,
@@ -29,11 +30,26 @@ function dims(op: string, named: Record<string, number>): void {
     if (!Number.isInteger(v) || v < 0) fail(op, `${name} must be a non-negative integer, got ${v}`);
 }
 
-/** Requires `arr` to be a Float32Array/Int32Array holding at least `count` elements; `shape()` explains the count. */
-function need(op: string, name: string, arr: unknown, count: number, shape: () => string, int = false): void {
-  const ok = int ? arr instanceof Int32Array : arr instanceof Float32Array;
-  if (!ok) fail(op, `${name} must be a ${int ? 'Int32Array' : 'Float32Array'}`);
-  const len = (arr as F32 | I32).length;
+/**
+ * Requires `arr` to be a Float32Array (an Int32Array when `int`, a Uint16Array of bfloat16 bits when `bf16`) holding
+ * at least `count` elements; `shape()` explains the count.
+ */
+function need(
+  op: string,
+  name: string,
+  arr: unknown,
+  count: number,
+  shape: () => string,
+  int = false,
+  bf16 = false,
+): void {
+  const [type, kind] = int
+    ? [Int32Array, 'Int32Array']
+    : bf16
+      ? [Uint16Array, 'Uint16Array']
+      : [Float32Array, 'Float32Array'];
+  if (!(arr instanceof type)) fail(op, `${name} must be a ${kind}`);
+  const len = (arr as F32 | I32 | BF16).length;
   if (len < count) fail(op, `${name} has ${len} elements but ${shape()} needs ${count}`);
 }
 
@@ -76,13 +92,16 @@ function gemmCheck(args: GemmArgs): void {
   if (g.lda < Math.max(1, aCols)) fail(op, `lda ${g.lda} < stored width ${aCols} of A for ${shape()}`);
   if (g.ldb < Math.max(1, bCols)) fail(op, `ldb ${g.ldb} < stored width ${bCols} of B for ${shape()}`);
   if (g.ldc < Math.max(1, g.n)) fail(op, `ldc ${g.ldc} < width ${g.n} of C for ${shape()}`);
+  if (g.a instanceof Uint16Array !== g.b instanceof Uint16Array)
+    fail(op, 'a and b must both be Float32Arrays or both Uint16Arrays of bfloat16 bits (a bf16 product)');
   if (g.batch === 0) return;
   const extent = (r: number, c: number, ld: number): number => (r === 0 || c === 0 ? 0 : (r - 1) * ld + c);
   if (g.batch > 1 && g.strideC < extent(g.m, g.n, g.ldc))
     fail(op, `strideC ${g.strideC} makes the ${g.batch} products of the batch overlap in C (${shape()})`);
   const last = g.batch - 1;
-  need(op, 'a', g.a, g.aOff + last * g.strideA + extent(aRows, aCols, g.lda), shape);
-  need(op, 'b', g.b, g.bOff + last * g.strideB + extent(bRows, bCols, g.ldb), shape);
+  const bf16 = g.a instanceof Uint16Array;
+  need(op, 'a', g.a, g.aOff + last * g.strideA + extent(aRows, aCols, g.lda), shape, false, bf16);
+  need(op, 'b', g.b, g.bOff + last * g.strideB + extent(bRows, bCols, g.ldb), shape, false, bf16);
   need(op, 'c', g.c, g.cOff + last * g.strideC + extent(g.m, g.n, g.ldc), shape);
 }
 
@@ -203,6 +222,10 @@ class CheckedKernels {
 
   get blas(): string {
     return this.backend.blas;
+  }
+
+  get bf16(): string {
+    return this.backend.bf16;
   }
 }
 

@@ -1,4 +1,4 @@
-import type { GemmArgs } from './kernels.js';
+import type { BF16, GemmArgs } from './kernels.js';
 
 /** GemmArgs with every default filled in: the form both backends compute from. */
 export interface ResolvedGemm {
@@ -9,10 +9,10 @@ export interface ResolvedGemm {
   k: number;
   alpha: number;
   beta: number;
-  a: Float32Array;
+  a: Float32Array | BF16;
   aOff: number;
   lda: number;
-  b: Float32Array;
+  b: Float32Array | BF16;
   bOff: number;
   ldb: number;
   c: Float32Array;

@@ -12,18 +12,24 @@
 export type F32 = Float32Array;
 /** Token ids, positions and per-row offsets. */
 export type I32 = Int32Array;
+/** bfloat16 values as raw bits (the top half of a float32): the operands of bf16 products. */
+export type BF16 = Uint16Array;
 
 /** A matrix operand of sgemm: a typed array, the element offset of its first element and its leading dimension. */
-export interface MatrixRef {
-  /** Backing storage. */
-  data: F32;
+export interface MatrixRef<D extends F32 | BF16 = F32 | BF16> {
+  /** Backing storage: float32, or bfloat16 bits for A and B of a bf16 product (both, never C). */
+  data: D;
   /** Index of element (0,0) in `data`; default 0. */
   offset?: number;
   /** Distance in elements between consecutive rows as stored (before any transpose); default: the stored width. */
   ld?: number;
 }
 
-/** Arguments of a (possibly batched, strided) matrix multiply: C = alpha·op(A)·op(B) + beta·C. */
+/**
+ * Arguments of a (possibly batched, strided) matrix multiply: C = alpha·op(A)·op(B) + beta·C. With A and B both
+ * bfloat16 bits it is a bf16 product accumulated in fp32 into the float32 C (oneDNN's bf16 kernel where the CPU has
+ * AMX or AVX512_BF16, else the fp32 product of the widened operands, exact up to the order of the sums).
+ */
 export interface GemmArgs {
   /** op(A) = Aᵀ when true; A is stored [k×m] then. Default false. */
   transA?: boolean;
@@ -41,7 +47,7 @@ export interface GemmArgs {
   beta?: number;
   a: MatrixRef;
   b: MatrixRef;
-  c: MatrixRef;
+  c: MatrixRef<F32>;
   /** Number of independent products; default 1. */
   batch?: number;
   /** Element distance between consecutive A / B / C matrices of a batch; default 0 (0 for A or B broadcasts it). */
@@ -70,6 +76,8 @@ export interface Kernels {
   readonly name: string;
   /** Human-readable description of the matrix-multiply library and kernel in use, e.g. "oneDNN 2.6.3 avx512_core". */
   readonly blas: string;
+  /** How products of bfloat16 operands run, e.g. "oneDNN bf16 kernel" or "emulated: fp32 products of widened bf16". */
+  readonly bf16: string;
 
   /** C = alpha·op(A)·op(B) + beta·C, batched and strided (see GemmArgs). */
   gemm(args: GemmArgs): void;
@@ -258,7 +266,7 @@ export interface Kernels {
 }
 
 /** A kernel's name: every method of Kernels. */
-export type KernelName = Exclude<keyof Kernels, 'name' | 'blas'>;
+export type KernelName = Exclude<keyof Kernels, 'name' | 'blas' | 'bf16'>;
 
 /**
  * Every kernel's arguments in call order (long ones in lines), with the sizes the checked engine requires (engine.ts) and the structured

@@ -90,8 +90,12 @@ function flatten(spec: ArgSpec, value: unknown): unknown[] {
  * Adapts the addon's positional exports to the Kernels contract: kernels that take a structured argument (KERNEL_ARGS)
  * get it flattened; the others are the addon's functions themselves.
  */
-function wrap(addon: Addon, blas: string): NativeKernels {
-  const k = Object.assign(Object.create(null) as object, addon, { name: 'native', blas }) as unknown as NativeKernels;
+function wrap(addon: Addon, blas: string, bf16: string): NativeKernels {
+  const k = Object.assign(Object.create(null) as object, addon, {
+    name: 'native',
+    blas,
+    bf16,
+  }) as unknown as NativeKernels;
   for (const [name, specs] of Object.entries(KERNEL_ARGS) as [KernelName, ArgSpec[]][]) {
     if (!specs.some((spec) => spec.kind === 'gemm' || spec.kind === 'attention')) continue;
     const raw = addon[exportName(name)]!;
@@ -172,7 +176,10 @@ export function loadNative(): { kernels: NativeKernels } | { error: string } {
       return {
         error: `${path} is older than the code (no ${missing.join(', ')}); rebuild with \`npm run build:native\``,
       };
-    return { kernels: wrap(addon, addon.init() as string) };
+    const bf16 = addon.bf16Native?.()
+      ? 'oneDNN bf16 kernel (AMX or AVX512_BF16), fp32 accumulation'
+      : 'emulated: fp32 products of the widened bf16 operands (no oneDNN bf16 kernel on this CPU)';
+    return { kernels: wrap(addon, addon.init() as string, bf16) };
   } catch (e) {
     return { error: (e as Error).message };
   }

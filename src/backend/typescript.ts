@@ -58,6 +58,9 @@ const tile = new Float64Array(MR * NR);
 const gemm: Kernels['gemm'] = (args) => {
   const g = resolveGemm(args);
   if (g.m <= 0 || g.n <= 0) return;
+  // bf16 operands: their exact float32 values, so the fp32 product below is the bf16 product with fp32 accumulation.
+  if (g.a instanceof Uint16Array) g.a = widenBf16(g.a);
+  if (g.b instanceof Uint16Array) g.b = widenBf16(g.b);
   for (let t = 0; t < g.batch; t++) {
     const c: Strided = { data: g.c, off: g.cOff + t * g.strideC, rs: g.ldc, cs: 1 };
     scaleMatrix(c, g.m, g.n, g.beta);
@@ -68,6 +71,13 @@ const gemm: Kernels['gemm'] = (args) => {
     else gemmPacked(a, b, c, g);
   }
 };
+
+/** bfloat16 bits as float32, exactly (the top half of a float32; tensor/half.ts has the model-side conversions). */
+function widenBf16(bits: Uint16Array): F32 {
+  const out = new Uint32Array(bits.length);
+  for (let i = 0; i < bits.length; i++) out[i] = bits[i]! << 16;
+  return new Float32Array(out.buffer);
+}
 
 /** The view of op(X) for X stored with leading dimension ld. */
 function operand(data: F32, off: number, ld: number, trans: boolean): Strided {
@@ -643,6 +653,7 @@ const embeddingBackward: Kernels['embeddingBackward'] = (dOut, ids, dTable, rows
 export const typescriptKernels: Kernels = {
   name: 'typescript',
   blas: 'pure TypeScript (no BLAS)',
+  bf16: 'pure TypeScript: fp32 products of the widened bf16 operands',
   gemm,
   rmsNorm,
   rmsNormBackward,

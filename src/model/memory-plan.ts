@@ -23,6 +23,8 @@ import { hfWeightNames, outerNames } from './weight-names.js';
 export const PROCESS_BASELINE_BYTES = 160 * 2 ** 20;
 
 const F32 = 4;
+/** Bytes of a bfloat16 value. */
+const BF16_BYTES = 2;
 
 /** What one agent's estimate needs: its architecture and the sizes of its share of a step. */
 export interface AgentMemoryInput {
@@ -41,8 +43,9 @@ export interface AgentMemoryInput {
   sharesWeightsWith?: string;
   /**
    * Precision of its products (tensor/bf16.ts); default fp32. At bf16 a frozen base (LoRA) and the KL reference keep
-   * their matrices as bfloat16 (2 bytes), trainable weights stay fp32 masters, no inference copies are made, and each
-   * product widens its operands into a kept fp32 scratch. Gradients, optimizer and activations stay fp32.
+   * their matrices as bfloat16 (2 bytes), trainable weights stay fp32 masters (rounded to bfloat16 copies for
+   * sampling), and products round their operands into a kept scratch of bfloat16 bits. Gradients, optimizer and
+   * activations stay fp32.
    */
   precision?: Precision;
   /** Whether this process samples and trains it; false: only its weights are loaded (for its tokenizer); default true. */
@@ -167,20 +170,24 @@ function frozenWeightBytes(cfg: TransformerConfig, precision: Precision): number
   let n = 0;
   for (const w of hfWeightNames(cfg)) {
     const size = w.shape.reduce((a, b) => a * b, 1);
-    n += size * (w.shape.length === 2 && precision === 'bf16' ? 2 : F32);
+    n += size * (w.shape.length === 2 && precision === 'bf16' ? BF16_BYTES : F32);
   }
   return n;
 }
 
 /**
- * Bytes of the scratch bf16 products widen their operands into, kept once grown (tensor/bf16.ts productOperand): the
- * largest weight and the widest input over `rows` rows, both fp32.
+ * Bytes of the scratch bf16 products round their operands into, kept once grown (tensor/bf16.ts productOperand), as
+ * bfloat16 bits: the widest input and output gradient over `rows` rows (the head's gradient a chunk of logits), and
+ * the largest weight when the weights are trainable fp32 masters (a frozen base is stored as bfloat16 and read as is).
  */
-function bf16OperandBytes(cfg: TransformerConfig, rows: number): number {
+function bf16OperandBytes(cfg: TransformerConfig, rows: number, frozenBase: boolean): number {
   let largest = 0;
-  for (const w of hfWeightNames(cfg)) if (w.shape.length === 2) largest = Math.max(largest, w.shape[0]! * w.shape[1]!);
-  const widest = Math.max(cfg.hidden, cfg.intermediate, cfg.heads * cfg.headDim);
-  return (largest + rows * widest) * F32;
+  if (!frozenBase)
+    for (const w of hfWeightNames(cfg))
+      if (w.shape.length === 2) largest = Math.max(largest, w.shape[0]! * w.shape[1]!);
+  const widest = rows * Math.max(cfg.hidden, cfg.intermediate, cfg.heads * cfg.headDim);
+  const headGradient = Math.min(headChunkRows(cfg.vocabSize), rows) * cfg.vocabSize;
+  return (largest + widest + Math.max(widest, headGradient)) * BF16_BYTES;
 }
 
 /** Bytes of the [in, out] copies withInferenceWeights makes: every matrix but the lookup-only embedding tables. */
@@ -256,7 +263,9 @@ export function agentMemory(a: AgentMemoryInput): AgentMemoryPlan {
     const prefillRows = batch * a.promptTokens;
     const prefill =
       forwardFloats(cfg, prefillRows, { outputsOnly: true, fusedQkv: true }) + oneBlock(cfg, prefillRows, true);
-    if (!bf16) parts.push({ name: 'inference weight copies', held: 'sampling', bytes: inferenceCopyBytes(cfg) });
+    // At bf16 the copies are bfloat16 roundings of the fp32 matrices (none for a frozen base, held as bfloat16).
+    const copies = bf16 ? (trainable < total ? 0 : (inferenceCopyBytes(cfg) / F32) * BF16_BYTES) : inferenceCopyBytes(cfg);
+    if (copies > 0) parts.push({ name: 'inference weight copies', held: 'sampling', bytes: copies });
     parts.push(
       { name: 'KV cache', held: 'sampling', bytes: 2 * layers * batch * kvHeads * length * headDim * F32 },
       { name: 'prefill activations and logits', held: 'sampling', bytes: (prefill + 2 * batch * vocabSize) * F32 },
@@ -298,7 +307,7 @@ export function agentMemory(a: AgentMemoryInput): AgentMemoryPlan {
       parts.push({
         name: 'bf16 operand scratch',
         held: 'run',
-        bytes: bf16OperandBytes(cfg, Math.max(prefillRows, scoreRows, rows)),
+        bytes: bf16OperandBytes(cfg, Math.max(prefillRows, scoreRows, rows), trainable < total),
       });
   }
   const resident = parts.filter((p) => p.held === 'run').reduce((n, p) => n + p.bytes, 0);

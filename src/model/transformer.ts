@@ -21,6 +21,7 @@ import {
   splitColumns,
 } from '../tensor/ops.js';
 import { productOperand, type Precision } from '../tensor/bf16.js';
+import { f32ToBf16 } from '../tensor/half.js';
 import type { Ctx } from '../tensor/tape.js';
 import { Tensor } from '../tensor/tensor.js';
 import type { TransformerConfig } from './hf-config.js';
@@ -71,6 +72,11 @@ export class Transformer {
   private rotary: { cos: Float32Array; sin: Float32Array; maxPos: number } | null = null;
   /** [in, out] copies of the weights (q/k/v and gate/up fused) while withInferenceWeights runs; null otherwise. */
   private inference: InferenceWeights | null = null;
+  /**
+   * At bf16, the matrices inference passes multiply by, rounded to bfloat16 once while withInferenceWeights runs (a
+   * trainable fp32 master would otherwise be rounded at every decode step); null otherwise.
+   */
+  private rounded: Map<string, Tensor> | null = null;
 
   /** LoRA adapters on some projections (the params then stay frozen), or null for a plain model. */
   readonly adapters: LoraAdapters | null;
@@ -146,7 +152,8 @@ export class Transformer {
 
   private lin(ctx: Ctx, x: Tensor, name: string): Tensor {
     const wT = ctx.tape === null ? this.inference?.transposed.get(`${name}.weight`) : undefined;
-    const y = linear(ctx, x, this.p(`${name}.weight`), this.optional(`${name}.bias`), wT, this.precision);
+    const w = this.weight(ctx.tape === null, `${name}.weight`);
+    const y = linear(ctx, x, w, this.optional(`${name}.bias`), wT, this.precision);
     // Inference copies hold the adapters merged in (buildInference).
     return this.adapters && !wT ? this.adapters.apply(ctx, x, name, y) : y;
   }
@@ -168,21 +175,36 @@ export class Transformer {
     return { qkv: this.inference.qkv.get(i), gateUp: this.inference.gateUp.get(i) };
   }
 
+  /** Weight `name` as a product reads it: in an inference pass at bf16 its rounded copy, else the parameter. */
+  private weight(inference: boolean, name: string): Tensor {
+    return (inference && this.rounded?.get(name)) || this.p(name);
+  }
+
+  /** bfloat16 copies of the matrices products read that are held as fp32 (a frozen bf16 base needs none). */
+  private buildRounded(): Map<string, Tensor> {
+    const lookupOnly = new Set([outerNames(this.cfg).positions, outerNames(this.cfg).embed]);
+    lookupOnly.delete(outerNames(this.cfg).head);
+    const out = new Map<string, Tensor>();
+    for (const [name, t] of this.params)
+      if (t.shape.length === 2 && !t.bf16 && !lookupOnly.has(name))
+        out.set(name, new Tensor(f32ToBf16(t.data), t.shape));
+    return out;
+  }
+
   /**
    * Runs `fn` with [in, out] copies of every matrix the forward pass multiplies by (the head included), which
    * inference passes use instead of the [out, in] originals: for decode-sized inputs the plain product is 2–4× faster
    * than the transposed one (bench:model), and q/k/v and gate/up become one product each. The copies are made once
    * per call (weights must not change inside `fn`) and dropped afterwards; meanwhile they cost one more copy of those
-   * weights in memory. A bf16 model makes none: its products widen their operands per use anyway (bf16.ts), so a
-   * layout copy would buy no speed, and merged adapters rounded to bf16 would lose small updates in sampling.
+   * weights in memory. A bf16 model makes no layout copies but rounds its fp32 matrices to bfloat16 copies once
+   * (half the bytes of one more copy); its adapters stay apart (merged ones rounded to bf16 would lose small updates).
    */
   withInferenceWeights<T>(fn: () => T): T {
-    if (this.inference || this.precision === 'bf16') return fn();
-    this.inference = this.buildInference();
+    const release = this.holdInferenceWeights();
     try {
       return fn();
     } finally {
-      this.inference = null;
+      release();
     }
   }
 
@@ -192,11 +214,12 @@ export class Transformer {
    * must not change meanwhile.
    */
   holdInferenceWeights(): () => void {
-    if (this.inference || this.precision === 'bf16') return () => {};
-    this.inference = this.buildInference();
+    if (this.inference || this.rounded) return () => {};
+    if (this.precision === 'bf16') this.rounded = this.buildRounded();
+    else this.inference = this.buildInference();
     let held = true;
     return () => {
-      if (held) this.inference = null;
+      if (held) [this.inference, this.rounded] = [null, null];
       held = false;
     };
   }
@@ -318,7 +341,7 @@ export class Transformer {
         n: vocab,
         k: dim,
         a: { data: productOperand(hidden, this.precision, 'input') },
-        b: { data: productOperand(this.head, this.precision, 'weight') },
+        b: { data: productOperand(this.weight(true, outerNames(this.cfg).head), this.precision, 'weight') },
         c: { data: out },
       });
     return out;

@@ -5,7 +5,7 @@
 import type { AttentionShape, F32, I32 } from '../backend/kernels.js';
 import { Arena, Tape, type Ctx } from './tape.js';
 import { giveBack, takeZeroed } from './grad-pool.js';
-import { productOperand, type Precision } from './bf16.js';
+import { productOperand, type Precision, type ProductData } from './bf16.js';
 import { bf16ToF32 } from './half.js';
 import { Tensor } from './tensor.js';
 
@@ -88,12 +88,13 @@ export function linear(
     ctx.tape!.record(() => {
       const dy = out.grad;
       if (!dy) return;
+      const g = productOperand(dy, precision, 'grad');
       if (x.requiresGrad)
         ctx.k.gemm({
           m: rows,
           n: inF,
           k: outF,
-          a: { data: dy },
+          a: { data: g },
           b: { data: productOperand(w, precision, 'weight') },
           c: { data: x.ensureGrad() },
           beta: 1,
@@ -104,7 +105,7 @@ export function linear(
           m: outF,
           n: inF,
           k: rows,
-          a: { data: dy },
+          a: { data: g },
           b: { data: productOperand(x, precision, 'input') },
           c: { data: w.ensureGrad() },
           beta: 1,
@@ -384,11 +385,11 @@ export function lmHeadLogProbs(
   const logits = outBuffer(ctx, track, (keep ? rows : Math.min(chunk, rows)) * vocab);
   const precision = options.precision ?? 'fp32';
   // The operands of one pass over the chunks (at bf16 the slots' scratch: nothing else is widened during the pass).
-  const operands = (): { h: F32; w: F32 } => ({
+  const operands = (): { h: ProductData; w: ProductData } => ({
     h: productOperand(hidden, precision, 'input'),
     w: productOperand(weight, precision, 'weight'),
   });
-  const chunkLogits = (r0: number, n: number, op: { h: F32; w: F32 }): F32 => {
+  const chunkLogits = (r0: number, n: number, op: { h: ProductData; w: ProductData }): F32 => {
     const view = logits.subarray(keep ? r0 * vocab : 0, (keep ? r0 + n : n) * vocab);
     ctx.k.gemm({
       transB: true,
@@ -448,12 +449,13 @@ export function lmHeadLogProbs(
             n,
             vocab,
           );
+        const g = productOperand(z, precision, 'grad');
         if (dHidden)
           ctx.k.gemm({
             m: n,
             n: dim,
             k: vocab,
-            a: { data: z },
+            a: { data: g },
             b: { data: op.w },
             c: { data: dHidden, offset: r0 * dim },
             beta: 1,
@@ -464,7 +466,7 @@ export function lmHeadLogProbs(
             m: vocab,
             n: dim,
             k: n,
-            a: { data: z },
+            a: { data: g },
             b: { data: op.h, offset: r0 * dim },
             c: { data: dWeight },
             beta: 1,

@@ -17,8 +17,8 @@ ADAPTER_DIR, a PEFT LoRA folder (adapter_config.json, adapter_model.safetensors)
 it names, written from PEFT's LoRA semantics (no dropout); the gradients then include those of every lora_A/lora_B
 tensor under its PEFT name.
 --precision=bf16 rounds both operands of every projection and of the head to bfloat16 (round to nearest even, as
-torch's .bfloat16() does) and multiplies in float32, the rounding passing gradients straight through (hacrl's
-precision bf16, src/tensor/bf16.ts); the adapters' products stay float32. --precision=autocast runs the forward under
+torch's .bfloat16() does) and multiplies in float32; the backward rounds each product's incoming gradient the same
+way (hacrl's precision bf16, src/tensor/bf16.ts); the adapters' products stay float32. --precision=autocast runs the forward under
 torch.autocast("cpu", dtype=torch.bfloat16) instead (PyTorch's mixed precision: bf16 outputs, attention products in
 bf16 too) and writes only the logits, as float32.
 """
@@ -167,22 +167,39 @@ NO_LORA = type("NoLora", (), {"delta": staticmethod(lambda x, module: 0), "tenso
 PRECISION = "fp32"
 
 
-def operand(x):
-    """x as a product reads it: under --precision=bf16 rounded to bfloat16 (gradient straight through), else x."""
-    if PRECISION != "bf16":
-        return x
-    return x + (x.bfloat16().float() - x).detach()
+class Bf16Product(torch.autograd.Function):
+    """x @ w with both operands rounded to bfloat16 and the product in float32; the backward rounds the incoming
+    gradient to bfloat16 too and multiplies it by the rounded operands (hacrl's precision bf16, whose backward
+    products are bf16 as autocast's are)."""
+
+    @staticmethod
+    def forward(ctx, x, w):
+        xr, wr = x.bfloat16().float(), w.bfloat16().float()
+        ctx.save_for_backward(xr, wr)
+        return xr @ wr
+
+    @staticmethod
+    def backward(ctx, grad):
+        xr, wr = ctx.saved_tensors
+        g = grad.bfloat16().float()
+        dw = xr.reshape(-1, xr.shape[-1]).t() @ g.reshape(-1, g.shape[-1])
+        return g @ wr.t(), dw
+
+
+def product(x, w):
+    """x @ w as a projection computes it: under --precision=bf16 a Bf16Product, else in float32."""
+    return Bf16Product.apply(x, w) if PRECISION == "bf16" else x @ w
 
 
 def linear(x, w, b=None):
     """nn.Linear: x @ W^T + b with W [out, in]."""
-    y = operand(x) @ operand(w).t()
+    y = product(x, w.t())
     return y if b is None else y + b
 
 
 def conv1d(x, w, b):
     """GPT-2's Conv1D: x @ W + b with W [in, out]."""
-    return operand(x) @ operand(w) + b
+    return product(x, w) + b
 
 
 def rms_norm(x, w, eps):
