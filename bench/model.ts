@@ -641,7 +641,8 @@ async function benchShape(name: string, k: Kernels, threads: number): Promise<vo
   const runs: ShapeRun[] = [];
   for (const precision of shapePrecisions) {
     // The same weights: at bf16 fp32 masters whose products round them (full fine-tuning at bf16).
-    const model = precision === 'fp32' ? fp32 : new Transformer(cfg, fp32.params as Map<string, Tensor>, null, precision);
+    const model =
+      precision === 'fp32' ? fp32 : new Transformer(cfg, fp32.params as Map<string, Tensor>, null, precision);
     const rng = new Rng(SEED + 1);
     const items = Array.from({ length: TRAIN.batch }, () => {
       const ids = randomIds(rng, TRAIN.seqLen, cfg.vocabSize);
@@ -670,7 +671,10 @@ async function benchShape(name: string, k: Kernels, threads: number): Promise<vo
   const [a, b] = [runs.find((r) => r.precision === 'fp32'), runs.find((r) => r.precision === 'bf16')];
   const ratios =
     a && b
-      ? { train: round(b.train.tokens_per_s / a.train.tokens_per_s, 2), decode: round(b.decode.tokens_per_s / a.decode.tokens_per_s, 2) }
+      ? {
+          train: round(b.train.tokens_per_s / a.train.tokens_per_s, 2),
+          decode: round(b.decode.tokens_per_s / a.decode.tokens_per_s, 2),
+        }
       : null;
   if (ratios) log(`  bf16 / fp32, same run: training ${ratios.train}×, decoding ${ratios.decode}×`);
   const peakRss = round(process.resourceUsage().maxRSS / 1024);

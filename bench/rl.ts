@@ -142,7 +142,9 @@ function shapeAgent(shape: string): Agent {
   // As loadModel holds a frozen base at bf16: its matrices as bfloat16 bits; trainable weights stay fp32 masters.
   const params =
     PRECISION === 'bf16' && LORA
-      ? new Map([...init.params].map(([n, t]) => [n, t.shape.length === 2 ? new Tensor(f32ToBf16(t.data), t.shape) : t]))
+      ? new Map(
+          [...init.params].map(([n, t]) => [n, t.shape.length === 2 ? new Tensor(f32ToBf16(t.data), t.shape) : t]),
+        )
       : (init.params as Map<string, Tensor>);
   const plain = new Transformer(init.cfg, params, null, PRECISION);
   const model = LORA ? adapt(plain, LoraAdapters.init(plain.cfg, LORA, 'random weights', 1)) : plain;

@@ -143,7 +143,10 @@ describe('the estimate', () => {
     // trainable weights are rounded (the largest, the head, included), a frozen base is multiplied as stored.
     assert.equal(part(lora, 'inference weight copies'), 0);
     assert.ok(part(base, 'inference weight copies') > 0);
-    assert.equal(part({ ...base, precision: 'bf16' }, 'inference weight copies'), part(base, 'inference weight copies') / 2);
+    assert.equal(
+      part({ ...base, precision: 'bf16' }, 'inference weight copies'),
+      part(base, 'inference weight copies') / 2,
+    );
     const head = 2 * 151_936 * 896;
     const full = part({ ...base, precision: 'bf16' }, 'bf16 operand scratch');
     assert.ok(full >= head, 'at least the rounded head');

@@ -264,7 +264,11 @@ export function agentMemory(a: AgentMemoryInput): AgentMemoryPlan {
     const prefill =
       forwardFloats(cfg, prefillRows, { outputsOnly: true, fusedQkv: true }) + oneBlock(cfg, prefillRows, true);
     // At bf16 the copies are bfloat16 roundings of the fp32 matrices (none for a frozen base, held as bfloat16).
-    const copies = bf16 ? (trainable < total ? 0 : (inferenceCopyBytes(cfg) / F32) * BF16_BYTES) : inferenceCopyBytes(cfg);
+    const copies = bf16
+      ? trainable < total
+        ? 0
+        : (inferenceCopyBytes(cfg) / F32) * BF16_BYTES
+      : inferenceCopyBytes(cfg);
     if (copies > 0) parts.push({ name: 'inference weight copies', held: 'sampling', bytes: copies });
     parts.push(
       { name: 'KV cache', held: 'sampling', bytes: 2 * layers * batch * kvHeads * length * headDim * F32 },
