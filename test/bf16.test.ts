@@ -33,6 +33,7 @@ import { adapt } from '../src/model/peft.js';
 import { readSafetensors } from '../src/model/safetensors.js';
 import { Transformer } from '../src/model/transformer.js';
 import { loadModel, saveModel, tensorsForCheckpoint } from '../src/model/weights.js';
+import { outerNames } from '../src/model/weight-names.js';
 import { AdamW } from '../src/optim/adamw.js';
 import { productOperand } from '../src/tensor/bf16.js';
 import { bf16ToF32, f32ToBf16 } from '../src/tensor/half.js';
@@ -180,6 +181,24 @@ describe('bf16 products against PyTorch (operands rounded to bf16, fp32 accumula
         assert.ok(medianLogitDiff(plain.logits, want.bf16.logits) > 100 * MEDIAN_TOL);
       });
     }
+  }
+});
+
+describe("a frozen copy of an fp32 checkpoint (a whole-model agent's KL reference)", () => {
+  for (const [i, [family, json]] of Object.entries(CONFIGS).entries()) {
+    test(`${family}: matrices rounded to bfloat16, embedding tables kept fp32: the same logits as the bf16 policy`, async () => {
+      const dir = join(root, `fp32-frozen-${family}`);
+      await saveModel(dir, testModel(json, 80 + i));
+      const reference = await loadModel(dir, { precision: 'bf16', frozen: true });
+      const policy = await loadModel(dir, { precision: 'bf16' });
+      const outer = outerNames(reference.cfg);
+      for (const [name, t] of reference.params)
+        if (name === outer.embed || name === outer.positions) assert.equal(t.bf16, null, `${name} is a lookup: fp32`);
+        else if (t.shape.length === 2) assert.ok(t.bf16 instanceof Uint16Array, `${name} is stored as bfloat16`);
+      const k = new Engine(testedBackends(`fp32 frozen ${family}`)[0]!);
+      const inputs = makeInputs(700 + i);
+      assert.deepEqual(run(reference, k, inputs).logits, run(policy, k, inputs).logits, 'bit for bit');
+    });
   }
 });
 

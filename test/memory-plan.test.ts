@@ -125,32 +125,37 @@ describe('the estimate', () => {
     assert.equal(part(base, 'AdamW m and v'), 8 * params);
     // Gradients come from the pool's size classes: at most 1/8 over the parameters.
     assert.ok(part(base, 'gradients') >= 4 * params && part(base, 'gradients') <= 4.5 * params);
-    // At bf16 a frozen base and the KL reference store matrices in 2 bytes, the norms' and biases' vectors in 4;
-    // trainable weights stay fp32 masters.
+    // At bf16 a frozen base and the KL reference store matrices in 2 bytes, the norms' and biases' vectors in 4, and
+    // the embedding table in 4 (as an fp32 checkpoint's is kept); trainable weights stay fp32 masters.
+    const table = 151_936 * 896;
     const vectors = hfWeightNames(base.cfg)
       .filter((w) => w.shape.length === 1)
       .reduce((n, w) => n + w.shape[0]!, 0);
     const lora = { ...base, trainableParameters: 8_798_208, precision: 'bf16' as const };
-    assert.equal(part(lora, 'weights'), 2 * params + 2 * vectors);
+    assert.equal(part(lora, 'weights'), 2 * params + 2 * vectors + 2 * table);
     assert.equal(part({ ...lora, trainableParameters: undefined }, 'weights'), 4 * params);
     assert.equal(part(lora, 'gradients'), 4 * 8_798_208);
     assert.equal(part(lora, 'AdamW m and v'), 8 * 8_798_208);
     assert.equal(part(base, 'KL reference'), 0);
     assert.equal(part({ ...base, reference: true }, 'KL reference'), 4 * params);
-    assert.equal(part({ ...base, reference: true, precision: 'bf16' }, 'KL reference'), 2 * params + 2 * vectors);
+    assert.equal(
+      part({ ...base, reference: true, precision: 'bf16' }, 'KL reference'),
+      2 * params + 2 * vectors + 2 * table,
+    );
     // bf16 makes bfloat16 inference copies of trainable weights only; its products round their operands into a scratch
-    // of bfloat16 bits:
-    // trainable weights are rounded (the largest, the head, included), a frozen base is multiplied as stored.
+    // of bfloat16 bits: trainable weights are rounded (the largest, the head, included), a frozen base is multiplied
+    // as stored, except a head tied to an fp32 embedding table (this shape ties them), rounded like a master.
     assert.equal(part(lora, 'inference weight copies'), 0);
     assert.ok(part(base, 'inference weight copies') > 0);
     assert.equal(
       part({ ...base, precision: 'bf16' }, 'inference weight copies'),
       part(base, 'inference weight copies') / 2,
     );
-    const head = 2 * 151_936 * 896;
     const full = part({ ...base, precision: 'bf16' }, 'bf16 operand scratch');
-    assert.ok(full >= head, 'at least the rounded head');
-    assert.equal(part(lora, 'bf16 operand scratch'), full - head);
+    assert.ok(full >= 2 * table, 'at least the rounded head');
+    assert.equal(part(lora, 'bf16 operand scratch'), full);
+    const untied = { ...lora, cfg: { ...lora.cfg, tiedEmbeddings: false } };
+    assert.equal(part(untied, 'bf16 operand scratch'), full - 2 * table);
     assert.equal(part(base, 'bf16 operand scratch'), 0);
   });
 

@@ -165,12 +165,23 @@ function headFloats(cfg: TransformerConfig, rows: number, training: boolean): nu
   return (keep ? rows : Math.min(headChunkRows(vocab), rows)) * vocab + 3 * rows;
 }
 
-/** Bytes of a frozen copy of the weights: at bf16 its matrices are bfloat16 (weights.ts loadModel), vectors fp32. */
+/** The embedding tables of `cfg` (token and learned positions): what a frozen bf16 copy may keep fp32. */
+function lookupTables(cfg: TransformerConfig): Set<string> {
+  const outer = outerNames(cfg);
+  return new Set([outer.embed, outer.positions].flatMap((n) => (n === undefined ? [] : [n])));
+}
+
+/**
+ * Bytes of a frozen copy of the weights: at bf16 its matrices are bfloat16 (weights.ts loadModel), vectors fp32, and
+ * embedding tables counted fp32, as a checkpoint stored in another dtype than BF16 keeps them (the plan does not see
+ * the dtype: for a BF16 checkpoint this counts half of each table too much).
+ */
 function frozenWeightBytes(cfg: TransformerConfig, precision: Precision): number {
+  const lookups = lookupTables(cfg);
   let n = 0;
   for (const w of hfWeightNames(cfg)) {
     const size = w.shape.reduce((a, b) => a * b, 1);
-    n += size * (w.shape.length === 2 && precision === 'bf16' ? BF16_BYTES : F32);
+    n += size * (w.shape.length === 2 && precision === 'bf16' && !lookups.has(w.name) ? BF16_BYTES : F32);
   }
   return n;
 }
@@ -178,13 +189,16 @@ function frozenWeightBytes(cfg: TransformerConfig, precision: Precision): number
 /**
  * Bytes of the scratch bf16 products round their operands into, kept once grown (tensor/bf16.ts productOperand), as
  * bfloat16 bits: the widest input and output gradient over `rows` rows (the head's gradient a chunk of logits), and
- * the largest weight when the weights are trainable fp32 masters (a frozen base is stored as bfloat16 and read as is).
+ * the largest weight when the weights are trainable fp32 masters (a frozen base is stored as bfloat16 and read as is,
+ * but for a head tied to an fp32 embedding table).
  */
 function bf16OperandBytes(cfg: TransformerConfig, rows: number, frozenBase: boolean): number {
+  // A frozen base rounds only an fp32 table that is also its head (tied embeddings of a non-BF16 checkpoint).
+  const tiedHead = lookupTables(cfg).has(outerNames(cfg).head);
   let largest = 0;
-  if (!frozenBase)
-    for (const w of hfWeightNames(cfg))
-      if (w.shape.length === 2) largest = Math.max(largest, w.shape[0]! * w.shape[1]!);
+  for (const w of hfWeightNames(cfg))
+    if (w.shape.length === 2 && (!frozenBase || (tiedHead && w.name === outerNames(cfg).head)))
+      largest = Math.max(largest, w.shape[0]! * w.shape[1]!);
   const widest = rows * Math.max(cfg.hidden, cfg.intermediate, cfg.heads * cfg.headDim);
   const headGradient = Math.min(headChunkRows(cfg.vocabSize), rows) * cfg.vocabSize;
   return (largest + widest + Math.max(widest, headGradient)) * BF16_BYTES;

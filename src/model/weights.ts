@@ -9,7 +9,7 @@ import { Tensor } from '../tensor/tensor.js';
 import { replaceDir } from '../util/replace-dir.js';
 import { Rng } from '../util/rng.js';
 import { Transformer } from './transformer.js';
-import { hfWeightNames } from './weight-names.js';
+import { hfWeightNames, outerNames } from './weight-names.js';
 
 /** [rows, cols] → [cols, rows]. */
 function transpose<T extends Float32Array | Uint16Array>(data: T, rows: number, cols: number): T {
@@ -72,8 +72,10 @@ export interface LoadOptions {
   precision?: Precision;
   /**
    * A frozen model (a LoRA agent's base, a KL reference): at bf16 its matrices stay bfloat16 bits in memory (a BF16
-   * checkpoint's as stored, never widened; other dtypes rounded), its 1-D weights float32. Default false: float32
-   * weights (the master copies training updates).
+   * checkpoint's as stored, never widened; other dtypes rounded), its 1-D weights float32, and so do embedding tables
+   * stored in another dtype: a lookup reads a table without a product's rounding, so a whole-model agent's fp32
+   * lookups and its frozen KL reference's would otherwise differ. Default false: float32 weights (the master copies
+   * training updates).
    */
   frozen?: boolean;
 }
@@ -89,7 +91,8 @@ export async function loadModel(dir: string, options: LoadOptions = {}): Promise
   const cfg = await readHfConfig(dir);
   const reader = await CheckpointReader.open(dir);
   try {
-    const found = hfWeightNames(cfg).map((w) => {
+    const wanted = hfWeightNames(cfg);
+    const found = wanted.map((w) => {
       const name = [w.name, ...w.aliases].find((n) => reader.has(n));
       if (name === undefined) throw new Error(`${dir}: missing tensor "${w.name}" (shape [${w.shape.join(', ')}])`);
       const shape = reader.info(name).shape;
@@ -101,9 +104,12 @@ export async function loadModel(dir: string, options: LoadOptions = {}): Promise
       return name;
     });
     const tensors = new Map<string, { shape: number[]; data: Float32Array | Uint16Array }>();
-    for (const name of found) {
-      const t =
-        bits && reader.info(name).shape.length === 2 ? await reader.readBf16(name) : await reader.readFloat32(name);
+    const outer = outerNames(cfg);
+    const lookups = new Set([outer.embed, outer.positions].flatMap((n) => (n === undefined ? [] : [n])));
+    for (const [i, name] of found.entries()) {
+      const { shape, dtype } = reader.info(name);
+      const asBits = bits && shape.length === 2 && (dtype === 'BF16' || !lookups.has(wanted[i]!.name));
+      const t = asBits ? await reader.readBf16(name) : await reader.readFloat32(name);
       checkFinite(name, t.data, dir);
       tensors.set(name, t);
     }
