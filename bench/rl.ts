@@ -53,7 +53,6 @@ import { adapterMemory, planMemory } from '../src/model/memory-plan.js';
 import { ALL_LINEAR, LoraAdapters, type LoraSettings } from '../src/model/lora.js';
 import { Transformer } from '../src/model/transformer.js';
 import { PRECISIONS, type Precision } from '../src/tensor/bf16.js';
-import { f32ToBf16 } from '../src/tensor/half.js';
 import { Tensor } from '../src/tensor/tensor.js';
 import { adapt } from '../src/model/peft.js';
 import { Rng } from '../src/util/rng.js';
@@ -138,15 +137,11 @@ function makeAgent(name: string, spec: Record<string, unknown>): Agent {
  */
 function shapeAgent(shape: string): Agent {
   const base = buildTokenizer(AgentSpecSchema.parse({}), corpus);
-  const init = initModel(shapeConfig(shape), 1);
-  // As loadModel holds a frozen base at bf16: its matrices as bfloat16 bits; trainable weights stay fp32 masters.
-  const params =
-    PRECISION === 'bf16' && LORA
-      ? new Map(
-          [...init.params].map(([n, t]) => [n, t.shape.length === 2 ? new Tensor(f32ToBf16(t.data), t.shape) : t]),
-        )
-      : (init.params as Map<string, Tensor>);
-  const plain = new Transformer(init.cfg, params, null, PRECISION);
+  // As loadModel holds a frozen base at bf16: its matrices as bfloat16 bits (drawn straight into them, so no fp32 copy
+  // of the base inflates the measured peak); trainable weights stay fp32 masters.
+  const frozenBits = PRECISION === 'bf16' && LORA !== null;
+  const init = initModel(shapeConfig(shape), 1, undefined, frozenBits);
+  const plain = frozenBits ? init : new Transformer(init.cfg, init.params as Map<string, Tensor>, null, PRECISION);
   const model = LORA ? adapt(plain, LoraAdapters.init(plain.cfg, LORA, 'random weights', 1)) : plain;
   const specials = 2; // EOS and PAD come first in the alphabet
   const fold = (id: number): number =>

@@ -32,7 +32,7 @@ import { LoraAdapters } from '../src/model/lora.js';
 import { adapt } from '../src/model/peft.js';
 import { readSafetensors } from '../src/model/safetensors.js';
 import { Transformer } from '../src/model/transformer.js';
-import { loadModel, saveModel, tensorsForCheckpoint } from '../src/model/weights.js';
+import { initModel, loadModel, saveModel, tensorsForCheckpoint } from '../src/model/weights.js';
 import { outerNames } from '../src/model/weight-names.js';
 import { AdamW } from '../src/optim/adamw.js';
 import { productOperand } from '../src/tensor/bf16.js';
@@ -199,6 +199,18 @@ describe("a frozen copy of an fp32 checkpoint (a whole-model agent's KL referenc
       const inputs = makeInputs(700 + i);
       assert.deepEqual(run(reference, k, inputs).logits, run(policy, k, inputs).logits, 'bit for bit');
     });
+  }
+});
+
+test('initModel with frozenBf16 draws the same weights as fp32 and holds the matrices as their bfloat16 bits', () => {
+  const cfg = testModel(CONFIGS.qwen2!, 5).cfg;
+  const fp32 = initModel(cfg, 9);
+  const bits = initModel(cfg, 9, undefined, true);
+  assert.equal(bits.precision, 'bf16');
+  for (const [name, t] of fp32.params) {
+    const b = bits.p(name);
+    if (t.shape.length === 2) assert.deepEqual(b.bf16, f32ToBf16(t.data), name);
+    else assert.deepEqual(b.data, t.data, name);
   }
 });
 

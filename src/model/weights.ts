@@ -10,6 +10,7 @@ import { replaceDir } from '../util/replace-dir.js';
 import { Rng } from '../util/rng.js';
 import { Transformer } from './transformer.js';
 import { hfWeightNames, outerNames } from './weight-names.js';
+import { f32ToBf16 } from '../tensor/half.js';
 
 /** [rows, cols] → [cols, rows]. */
 function transpose<T extends Float32Array | Uint16Array>(data: T, rows: number, cols: number): T {
@@ -150,9 +151,11 @@ export async function saveModel(
 
 /**
  * Fresh weights, GPT-2 style: linear and embedding weights N(0, 0.02²), output projections of each residual branch
- * scaled by 1/sqrt(2·layers) so the residual stream keeps its scale with depth, biases 0, norm scales 1.
+ * scaled by 1/sqrt(2·layers) so the residual stream keeps its scale with depth, biases 0, norm scales 1. `frozenBf16`
+ * (default false) makes a frozen bf16 model, as loadModel holds a BF16 checkpoint frozen: each matrix rounded to
+ * bfloat16 bits as soon as it is drawn (never a whole fp32 copy in memory), the same values an fp32 init rounds to.
  */
-export function initModel(cfg: TransformerConfig, seed: number, std = 0.02): Transformer {
+export function initModel(cfg: TransformerConfig, seed: number, std = 0.02, frozenBf16 = false): Transformer {
   const rng = new Rng(seed);
   const params = new Map<string, Tensor>();
   const residualOut = /(o_proj|attn\.c_proj|down_proj|mlp\.c_proj)\.weight$/;
@@ -164,7 +167,10 @@ export function initModel(cfg: TransformerConfig, seed: number, std = 0.02): Tra
       const s = residualOut.test(w.name) ? std / Math.sqrt(2 * cfg.layers) : std;
       for (let i = 0; i < data.length; i++) data[i] = rng.normal() * s;
     }
-    params.set(w.name, new Tensor(data, shape, true));
+    params.set(
+      w.name,
+      frozenBf16 && shape.length === 2 ? new Tensor(f32ToBf16(data), shape) : new Tensor(data, shape, !frozenBf16),
+    );
   }
-  return new Transformer(cfg, params);
+  return new Transformer(cfg, params, null, frozenBf16 ? 'bf16' : 'fp32');
 }
