@@ -8,7 +8,7 @@ import { splitColumns, swiglu } from '../tensor/ops.js';
 import type { Ctx } from '../tensor/tape.js';
 import { Tensor } from '../tensor/tensor.js';
 import type { TransformerConfig } from './hf-config.js';
-import { blockNames, outerNames } from './weight-names.js';
+import { blockNames, lookupOnlyTables } from './weight-names.js';
 
 /** q, k and v of one block as one [in, q+k+v] matrix, with their biases side by side when they have them. */
 export interface FusedQkv {
@@ -98,7 +98,6 @@ export function concatBiases(biases: readonly (Tensor | undefined)[]): Float32Ar
 /** Builds the [in, out] copies of a model's parameters, fusing each block's q/k/v and gate/up where it has them. */
 export function buildInferenceWeights(cfg: TransformerConfig, params: ReadonlyMap<string, Tensor>): InferenceWeights {
   const p = (name: string): Tensor => params.get(name)!;
-  const outer = outerNames(cfg);
   const fusedNames = new Set<string>();
   const qkv = new Map<number, FusedQkv>();
   const gateUp = new Map<number, FusedGateUp>();
@@ -126,9 +125,9 @@ export function buildInferenceWeights(cfg: TransformerConfig, params: ReadonlyMa
     }
   }
   const copies = new Map<string, Float32Array>();
+  const lookupOnly = lookupOnlyTables(cfg);
   for (const [name, t] of params) {
-    const lookupOnly = name === outer.positions || (name === outer.embed && name !== outer.head);
-    if (t.shape.length !== 2 || lookupOnly || fusedNames.has(name)) continue;
+    if (t.shape.length !== 2 || lookupOnly.has(name) || fusedNames.has(name)) continue;
     copies.set(name, transposed(t));
   }
   return { transposed: copies, qkv, gateUp };

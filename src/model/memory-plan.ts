@@ -17,7 +17,7 @@ import type { Precision } from '../tensor/bf16.js';
 import type { TransformerConfig } from './hf-config.js';
 import { adaptedModules, type LoraSettings } from './lora.js';
 import { SCORE_BATCH_SIZE } from './response-log-probs.js';
-import { hfWeightNames, outerNames } from './weight-names.js';
+import { embeddingTables, hfWeightNames, lookupOnlyTables, outerNames } from './weight-names.js';
 
 /** Resident memory of the process before any model (Node, the native addon and its BLAS threads), bytes. */
 export const PROCESS_BASELINE_BYTES = 160 * 2 ** 20;
@@ -165,19 +165,13 @@ function headFloats(cfg: TransformerConfig, rows: number, training: boolean): nu
   return (keep ? rows : Math.min(headChunkRows(vocab), rows)) * vocab + 3 * rows;
 }
 
-/** The embedding tables of `cfg` (token and learned positions): what a frozen bf16 copy may keep fp32. */
-function lookupTables(cfg: TransformerConfig): Set<string> {
-  const outer = outerNames(cfg);
-  return new Set([outer.embed, outer.positions].flatMap((n) => (n === undefined ? [] : [n])));
-}
-
 /**
  * Bytes of a frozen copy of the weights: at bf16 its matrices are bfloat16 (weights.ts loadModel), vectors fp32, and
  * embedding tables counted fp32, as a checkpoint stored in another dtype than BF16 keeps them (the plan does not see
  * the dtype: for a BF16 checkpoint this counts half of each table too much).
  */
 function frozenWeightBytes(cfg: TransformerConfig, precision: Precision): number {
-  const lookups = lookupTables(cfg);
+  const lookups = embeddingTables(cfg);
   let n = 0;
   for (const w of hfWeightNames(cfg)) {
     const size = w.shape.reduce((a, b) => a * b, 1);
@@ -194,7 +188,7 @@ function frozenWeightBytes(cfg: TransformerConfig, precision: Precision): number
  */
 function bf16OperandBytes(cfg: TransformerConfig, rows: number, frozenBase: boolean): number {
   // A frozen base rounds only an fp32 table that is also its head (tied embeddings of a non-BF16 checkpoint).
-  const tiedHead = lookupTables(cfg).has(outerNames(cfg).head);
+  const tiedHead = embeddingTables(cfg).has(outerNames(cfg).head);
   let largest = 0;
   for (const w of hfWeightNames(cfg))
     if (w.shape.length === 2 && (!frozenBase || (tiedHead && w.name === outerNames(cfg).head)))
@@ -206,12 +200,10 @@ function bf16OperandBytes(cfg: TransformerConfig, rows: number, frozenBase: bool
 
 /** Bytes of the [in, out] copies withInferenceWeights makes: every matrix but the lookup-only embedding tables. */
 function inferenceCopyBytes(cfg: TransformerConfig): number {
-  const outer = outerNames(cfg);
+  const lookupOnly = lookupOnlyTables(cfg);
   let n = 0;
-  for (const w of hfWeightNames(cfg)) {
-    const lookupOnly = w.name === outer.positions || (w.name === outer.embed && w.name !== outer.head);
-    if (w.shape.length === 2 && !lookupOnly) n += w.shape[0]! * w.shape[1]!;
-  }
+  for (const w of hfWeightNames(cfg))
+    if (w.shape.length === 2 && !lookupOnly.has(w.name)) n += w.shape[0]! * w.shape[1]!;
   return n * F32;
 }
 

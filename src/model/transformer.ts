@@ -38,7 +38,7 @@ import {
 import { ropeTables } from './rope.js';
 import type { KVCache } from './kv-cache.js';
 import type { LoraAdapters } from './lora.js';
-import { blockNames, hfWeightNames, outerNames } from './weight-names.js';
+import { blockNames, hfWeightNames, lookupOnlyTables, outerNames } from './weight-names.js';
 
 /** Every parameter's name and shape in our layout: Hugging Face's, with GPT-2's Conv1D weights as [out, in]. */
 export function parameterShapes(cfg: TransformerConfig): Map<string, number[]> {
@@ -182,8 +182,7 @@ export class Transformer {
 
   /** bfloat16 copies of the matrices products read that are held as fp32 (a frozen bf16 base needs none). */
   private buildRounded(): Map<string, Tensor> {
-    const lookupOnly = new Set([outerNames(this.cfg).positions, outerNames(this.cfg).embed]);
-    lookupOnly.delete(outerNames(this.cfg).head);
+    const lookupOnly = lookupOnlyTables(this.cfg);
     const out = new Map<string, Tensor>();
     for (const [name, t] of this.params)
       if (t.shape.length === 2 && !t.bf16 && !lookupOnly.has(name))

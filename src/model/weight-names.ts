@@ -79,6 +79,19 @@ export function blockNames(cfg: TransformerConfig, i: number): BlockNames {
   };
 }
 
+/** The embedding tables of `cfg` (token and learned positions), read by lookup (the token table also by a tied head). */
+export function embeddingTables(cfg: TransformerConfig): Set<string> {
+  const outer = outerNames(cfg);
+  return new Set([outer.embed, outer.positions].flatMap((n) => (n === undefined ? [] : [n])));
+}
+
+/** The embedding tables no product reads (a tied head's table is multiplied): what copies for products leave out. */
+export function lookupOnlyTables(cfg: TransformerConfig): Set<string> {
+  const tables = embeddingTables(cfg);
+  tables.delete(outerNames(cfg).head);
+  return tables;
+}
+
 /** Names of the parameters outside the blocks. */
 export function outerNames(cfg: TransformerConfig): {
   embed: string;

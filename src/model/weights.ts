@@ -9,7 +9,7 @@ import { Tensor } from '../tensor/tensor.js';
 import { replaceDir } from '../util/replace-dir.js';
 import { Rng } from '../util/rng.js';
 import { Transformer } from './transformer.js';
-import { hfWeightNames, outerNames } from './weight-names.js';
+import { embeddingTables, hfWeightNames } from './weight-names.js';
 import { f32ToBf16 } from '../tensor/half.js';
 
 /** [rows, cols] → [cols, rows]. */
@@ -105,8 +105,7 @@ export async function loadModel(dir: string, options: LoadOptions = {}): Promise
       return name;
     });
     const tensors = new Map<string, { shape: number[]; data: Float32Array | Uint16Array }>();
-    const outer = outerNames(cfg);
-    const lookups = new Set([outer.embed, outer.positions].flatMap((n) => (n === undefined ? [] : [n])));
+    const lookups = embeddingTables(cfg);
     for (const [i, name] of found.entries()) {
       const { shape, dtype } = reader.info(name);
       const asBits = bits && shape.length === 2 && (dtype === 'BF16' || !lookups.has(wanted[i]!.name));
