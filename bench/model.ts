@@ -10,13 +10,23 @@
  * node-llama-cpp's prebuilt CPU build on the same weights exported to GGUF f32, same prompts, threads and batch).
  * With --json the last line is one JSON object.
  *
- * `--shape NAME` (smollm2-135m, qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b; src/model/shapes.ts) times hacrl alone on that
- * public checkpoint's shape with random weights made here, on every thread: SFT training tokens/s (1 warm-up step,
- * then --steps=N timed, default 1), greedy decode tokens/s at batch 16 (--quick: 16 new tokens) and the process's peak
- * memory. `--precision=fp32,bf16` times each listed precision on the same weights in the same run (bf16: fp32
- * masters rounded at each product, the products on oneDNN's bf16 kernel where the CPU has one) and prints the bf16 /
- * fp32 ratios. No PyTorch or llama.cpp column: a second copy of a 0.5–1B model does not fit beside it on a small
- * machine.
+ * `--shape NAME` (smollm2-135m, qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b; src/model/shapes.ts) times hacrl on that public
+ * checkpoint's shape with random weights made here, on every thread: greedy decode tokens/s at batch 16 (32-token
+ * prompts, 64 new tokens, --quick: 16; after an untimed 2-token run), then SFT training tokens/s (B=8 × T=256 with
+ * 32-token prompts, --quick: 4 × 128 and 16; 1 warm-up step, then --steps=N timed, default 1) and the process's peak
+ * memory. `--precision=fp32,bf16` (default fp32) times each listed precision on the same weights in the same run (bf16:
+ * fp32 masters rounded at each product, the products on oneDNN's bf16 kernel where the CPU has one) and prints the bf16
+ * / fp32 ratios; every precision's decoding comes before any training. `--torch` (default off: it about doubles the
+ * run's time) adds PyTorch's column for each precision, with the ratios hacrl / torch: the weights saved once to a
+ * temporary folder, the same train ids and decode prompts, the same thread count; fp32 is plain PyTorch on its fastest
+ * OpenBLAS kernel (probed as above, or --torch-openblas-core), bf16 is PyTorch's mixed precision, torch.autocast("cpu",
+ * bfloat16) around training's forward and loss and around decoding (fp32 master weights and AdamW, its bf16 products on
+ * oneDNN). Each torch process (one per precision) decodes, then trains, and ends before hacrl's runs begin, so its
+ * training state never shares memory with hacrl's (this process holds only the weights meanwhile); its peak memory is
+ * printed apart. Both sides decode the initial weights at every precision, and their greedy tokens are compared (at
+ * bf16 printed, not expected to agree). Each torch process trains the initial weights, hacrl's later precisions the
+ * weights its earlier ones left (one copy of the model), so only the first precision's first losses are compared. No
+ * llama.cpp column under --shape.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -78,6 +88,8 @@ const shapePrecisions = ((): Precision[] => {
       throw new Error(`--precision=${list.join(',')}: each must be one of ${PRECISIONS.join(', ')}`);
   return list as Precision[];
 })();
+/** --torch: under --shape, PyTorch's figures beside hacrl's (off by default: it doubles the run's time). */
+const shapeTorch = args.has('--torch');
 /** Timed training steps under --shape (after one warm-up step); default 1. */
 const shapeSteps = Number(process.argv.find((a) => a.startsWith('--steps='))?.split('=')[1] ?? 1);
 if (!Number.isInteger(shapeSteps) || shapeSteps < 1) throw new Error(`--steps=N needs a whole number ≥ 1`);
@@ -249,6 +261,8 @@ function decodeLoop(k: Kernels, model: Transformer, prompts: number[][], newToke
 interface TorchResult {
   torch: string;
   blas: string;
+  /** "fp32", or "bf16": under torch.autocast. */
+  precision: string;
   /** The torch process's peak resident memory, MiB. */
   peak_rss_mb: number;
   runs: {
@@ -622,12 +636,77 @@ async function generateCheck(k: Kernels, threads: number): Promise<GenerateCheck
   };
 }
 
-/** What `--shape` measures: hacrl alone on a public checkpoint's shape with random weights. */
 /** One precision's figures at a --shape. */
 interface ShapeRun {
   precision: Precision;
-  train: { step_s: number[]; tokens_per_s: number };
+  train: { step_s: number[]; tokens_per_s: number; first_loss: number };
   decode: { prefill_s: number; tokens_per_s: number };
+  /** PyTorch on the same weights, ids and threads (--torch), else null. */
+  torch: {
+    train: { step_s: number[]; tokens_per_s: number; first_loss: number };
+    decode: { prefill_s: number; tokens_per_s: number };
+    peak_rss_mb: number;
+    /** Sequences whose greedy tokens equal hacrl's over the first `steps` new tokens, and over all of them. */
+    same_greedy_tokens: { steps: number; first_steps: number; all: number; of: number };
+  } | null;
+  hacrl_over_torch: { train: number; decode: number } | null;
+}
+
+/** New tokens over which --shape --torch counts sequences whose greedy tokens agree with PyTorch's. */
+const AGREE_STEPS = 4;
+
+/** PyTorch's side of --shape --torch: its kernel choice and one run per precision. */
+interface TorchShape {
+  torch: string;
+  blas: string;
+  /** OPENBLAS_CORETYPE it ran with ('' = unset). */
+  core: string;
+  probes: TorchConfig[];
+  runs: Map<Precision, TorchResult>;
+}
+
+/**
+ * PyTorch on `model`'s weights (saved once to a temporary folder), the same train ids and decode prompts and
+ * `threads`, one process per precision, each waited for: run before hacrl's own runs, its model never shares the
+ * machine with hacrl's gradients, optimizer state and inference copies (this process holds only the weights).
+ */
+async function torchShapeRuns(
+  model: Transformer,
+  trainIds: number[][],
+  prompts: number[][],
+  threads: number,
+): Promise<TorchShape> {
+  const dir = await mkdtemp(join(tmpdir(), 'hacrl-bench-shape-'));
+  try {
+    await saveModel(dir, model);
+    const probes = forcedCore === undefined ? probeTorchCores([threads]) : [];
+    const core = forcedCore ?? probes[0]!.requested;
+    const runs = new Map<Precision, TorchResult>();
+    for (const precision of shapePrecisions) {
+      const input = join(dir, `bench-input-${precision}.json`);
+      await writeFile(
+        input,
+        JSON.stringify({
+          checkpoint: dir,
+          threads: [threads],
+          precision,
+          train: {
+            ids: trainIds,
+            prompt_len: TRAIN.promptLen,
+            warmup: 1,
+            steps: shapeSteps,
+            adamw: { ...ADAMW, weight_decay: ADAMW.weightDecay },
+          },
+          decode: { prompts, batches: [prompts.length], new_tokens: DECODE.newTokens, repeats: 1 },
+        }),
+      );
+      runs.set(precision, runTorch(input, core));
+    }
+    const first = runs.get(shapePrecisions[0]!)!;
+    return { torch: first.torch, blas: first.blas, core, probes, runs };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 }
 
 async function benchShape(name: string, k: Kernels, threads: number): Promise<void> {
@@ -638,35 +717,100 @@ async function benchShape(name: string, k: Kernels, threads: number): Promise<vo
     `${name}: ${fp32.numParameters.toLocaleString('en-US')} parameters (${n.toLocaleString('en-US')} in matmuls), ` +
       `random weights, ${threads} threads, precision ${shapePrecisions.join(' and ')} (bf16: ${k.bf16})`,
   );
+  // One draw of ids for every precision and for PyTorch, so that all see the same work.
+  const rng = new Rng(SEED + 1);
+  const trainIds = Array.from({ length: TRAIN.batch }, () => randomIds(rng, TRAIN.seqLen, cfg.vocabSize));
+  const items = trainIds.map((ids) => ({
+    prompt: ids.slice(0, TRAIN.promptLen),
+    response: ids.slice(TRAIN.promptLen),
+  }));
+  const batch = HEADLINE.decodeBatch;
+  const prompts = Array.from({ length: batch }, () => randomIds(rng, DECODE.promptLen, cfg.vocabSize));
+  const beforeTorch = cpuTicks();
+  const torch = shapeTorch ? await torchShapeRuns(fp32, trainIds, prompts, threads) : null;
+  const beforeHacrl = cpuTicks();
+  if (torch)
+    log(
+      `torch ${torch.torch}, same weights, ids and threads (torch.set_num_threads and openblas_set_num_threads ` +
+        `${threads}, OMP_WAIT_POLICY=PASSIVE); fp32 on ${torch.blas}, OPENBLAS_CORETYPE=${torch.core || 'unset'}` +
+        (forcedCore === undefined
+          ? ` (its fastest: ${torch.probes.map((p) => `${p.core}${p.requested ? '' : ' (auto)'} ${p.probe_s} s`).join(', ')})`
+          : ', as asked') +
+        '; bf16: torch.autocast("cpu", bfloat16) on oneDNN, fp32 masters and AdamW, fp32 loss, bf16 KV cache',
+    );
+  // The same weights at every precision: at bf16 fp32 masters whose products round them (full fine-tuning at bf16).
+  const models = new Map(
+    shapePrecisions.map((p) => [
+      p,
+      p === 'fp32' ? fp32 : new Transformer(cfg, fp32.params as Map<string, Tensor>, null, p),
+    ]),
+  );
+  // Every decode run before any training, as each PyTorch process decodes its checkpoint before training it: the
+  // greedy tokens of both sides, at every precision, come from the initial weights.
+  const decodes = new Map<Precision, DecodeTiming>();
+  for (const precision of shapePrecisions) {
+    const model = models.get(precision)!;
+    const decode = model.withInferenceWeights(() => {
+      // An untimed short run first, as PyTorch's side has: the BLAS prepares its kernels for each new shape.
+      decodeLoop(k, model, prompts, 2);
+      return decodeLoop(k, model, prompts, DECODE.newTokens);
+    });
+    decodes.set(precision, decode);
+    log(
+      `  ${precision} decode: batch ${batch}, prompt ${DECODE.promptLen}, ${DECODE.newTokens} new tokens: prefill ` +
+        `${round(decode.prefillS, 2)} s, ${fmt((batch * decode.stepS.length) / sum(decode.stepS))} tokens/s`,
+    );
+  }
   const runs: ShapeRun[] = [];
   for (const precision of shapePrecisions) {
-    // The same weights: at bf16 fp32 masters whose products round them (full fine-tuning at bf16).
-    const model =
-      precision === 'fp32' ? fp32 : new Transformer(cfg, fp32.params as Map<string, Tensor>, null, precision);
-    const rng = new Rng(SEED + 1);
-    const items = Array.from({ length: TRAIN.batch }, () => {
-      const ids = randomIds(rng, TRAIN.seqLen, cfg.vocabSize);
-      return { prompt: ids.slice(0, TRAIN.promptLen), response: ids.slice(TRAIN.promptLen) };
-    });
-    const train = hacrlTrain(k, model, items, shapeSteps);
+    const decode = decodes.get(precision)!;
+    const decodeTps = (batch * decode.stepS.length) / sum(decode.stepS);
+    const train = hacrlTrain(k, models.get(precision)!, items, shapeSteps);
     const trainTps = (TRAIN.batch * TRAIN.seqLen) / median(train.stepS);
     log(
       `  ${precision} train: B=${TRAIN.batch} × T=${TRAIN.seqLen}, ${round(median(train.stepS), 2)} s per step ` +
         `(median of ${shapeSteps}), ${fmt(trainTps)} tokens/s`,
     );
-    const batch = HEADLINE.decodeBatch;
-    const prompts = Array.from({ length: batch }, () => randomIds(rng, DECODE.promptLen, cfg.vocabSize));
-    const decode = hacrlDecode(k, model, prompts, DECODE.newTokens);
-    const decodeTps = (batch * decode.stepS.length) / sum(decode.stepS);
-    log(
-      `  ${precision} decode: batch ${batch}, prompt ${DECODE.promptLen}, ${DECODE.newTokens} new tokens: prefill ` +
-        `${round(decode.prefillS, 2)} s, ${fmt(decodeTps)} tokens/s`,
-    );
-    runs.push({
+    const run: ShapeRun = {
       precision,
-      train: { step_s: train.stepS, tokens_per_s: round(trainTps) },
+      train: { step_s: train.stepS, tokens_per_s: round(trainTps), first_loss: round(train.firstLoss, 5) },
       decode: { prefill_s: decode.prefillS, tokens_per_s: round(decodeTps) },
-    });
+      torch: null,
+      hacrl_over_torch: null,
+    };
+    const t = torch?.runs.get(precision)?.runs[0];
+    if (t?.train && t.decode) {
+      const td = t.decode[0]!;
+      const tTrain = t.train.tokens / median(t.train.step_s);
+      const tDecode = (batch * td.step_s.length) / sum(td.step_s);
+      const steps = Math.min(AGREE_STEPS, DECODE.newTokens);
+      const agree = (upTo: number): number =>
+        decode.tokens.filter((seq, b) => seq.slice(0, upTo).every((tok, j) => tok === td.tokens[b]![j])).length;
+      run.torch = {
+        train: { step_s: t.train.step_s, tokens_per_s: round(tTrain), first_loss: round(t.train.first_loss, 5) },
+        decode: { prefill_s: td.prefill_s, tokens_per_s: round(tDecode) },
+        peak_rss_mb: round(torch!.runs.get(precision)!.peak_rss_mb),
+        same_greedy_tokens: { steps, first_steps: agree(steps), all: agree(DECODE.newTokens), of: batch },
+      };
+      run.hacrl_over_torch = { train: ratio(trainTps, tTrain), decode: ratio(decodeTps, tDecode) };
+      const same = run.torch.same_greedy_tokens;
+      // Each torch process trains the initial weights; hacrl's later precisions train what the earlier ones left.
+      const loss =
+        precision === shapePrecisions[0]
+          ? `first loss ${run.torch.train.first_loss}, hacrl ${run.train.first_loss}`
+          : `first loss ${run.torch.train.first_loss} on the initial weights`;
+      log(
+        `  ${precision} torch train ${fmt(tTrain)} tokens/s (${loss}), decode ${fmt(tDecode)} tokens/s (prefill ` +
+          `${round(td.prefill_s, 2)} s); peak resident memory ${fmt(run.torch.peak_rss_mb)} MiB; greedy tokens equal ` +
+          `to hacrl's in ${same.first_steps}/${batch} sequences over the first ${steps}, ${same.all}/${batch} over ` +
+          `all ${DECODE.newTokens}${precision === 'fp32' ? '' : ' (need not agree: the roundings differ)'}`,
+      );
+      log(
+        `  ${precision} hacrl / torch: training ${run.hacrl_over_torch.train}×, decoding ` +
+          `${run.hacrl_over_torch.decode}×`,
+      );
+    }
+    runs.push(run);
   }
   const [a, b] = [runs.find((r) => r.precision === 'fp32'), runs.find((r) => r.precision === 'bf16')];
   const ratios =
@@ -676,9 +820,27 @@ async function benchShape(name: string, k: Kernels, threads: number): Promise<vo
           decode: round(b.decode.tokens_per_s / a.decode.tokens_per_s, 2),
         }
       : null;
+  const torchRatios =
+    a?.torch && b?.torch
+      ? {
+          train: round(b.torch.train.tokens_per_s / a.torch.train.tokens_per_s, 2),
+          decode: round(b.torch.decode.tokens_per_s / a.torch.decode.tokens_per_s, 2),
+        }
+      : null;
+  // Cores other processes kept busy while each side ran: on a shared 2-core machine they move every figure.
+  const background = {
+    hacrl: backgroundCores(beforeHacrl, cpuTicks()),
+    torch: torch ? backgroundCores(beforeTorch, beforeHacrl) : null,
+  };
   if (ratios) log(`  bf16 / fp32, same run: training ${ratios.train}×, decoding ${ratios.decode}×`);
+  if (torchRatios) log(`  torch bf16 / fp32: training ${torchRatios.train}×, decoding ${torchRatios.decode}×`);
   const peakRss = round(process.resourceUsage().maxRSS / 1024);
   log(`  peak resident memory ${fmt(peakRss)} MiB`);
+  if (Math.max(background.hacrl ?? 0, background.torch ?? 0) > 0.1)
+    log(
+      `  WARNING: other processes kept ${background.hacrl} (hacrl part) / ${background.torch} (torch part) cores ` +
+        'busy: these numbers are not trustworthy, rerun on an idle machine',
+    );
   if (json)
     console.log(
       JSON.stringify({
@@ -687,10 +849,24 @@ async function benchShape(name: string, k: Kernels, threads: number): Promise<vo
         bf16: k.bf16,
         parameters: fp32.numParameters,
         matmul_parameters: n,
-        train: { batch: TRAIN.batch, seq_len: TRAIN.seqLen },
-        decode: { batch: HEADLINE.decodeBatch, new_tokens: DECODE.newTokens },
+        train: { batch: TRAIN.batch, seq_len: TRAIN.seqLen, prompt_len: TRAIN.promptLen },
+        decode: { batch: HEADLINE.decodeBatch, prompt_len: DECODE.promptLen, new_tokens: DECODE.newTokens },
         runs,
         bf16_over_fp32: ratios,
+        background_cores: background,
+        torch: torch
+          ? {
+              version: torch.torch,
+              blas: torch.blas,
+              openblas_coretype: torch.core || null,
+              core_choice:
+                forcedCore === undefined ? 'fastest of the probed kernels' : 'forced by --torch-openblas-core',
+              core_probes: torch.probes,
+              threading: 'torch.set_num_threads(n), openblas_set_num_threads(n), OMP_WAIT_POLICY=PASSIVE',
+              bf16: 'torch.autocast("cpu", dtype=torch.bfloat16): forward and loss of training, all of decoding',
+              bf16_over_fp32: torchRatios,
+            }
+          : null,
         peak_rss_mb: peakRss,
       }),
     );

@@ -19,7 +19,11 @@
  * peer: the split, tokens/s and peak memory of the step the issue's targets name. --prompts=B and --group=G change
  * the step's prompts and responses per prompt, --checkpointing trains with activation checkpointing, --lora=R trains
  * LoRA adapters of rank R (alpha 2R) on every linear projection of the frozen random base, --precision=bf16 computes
- * the agent's products in bf16 (its frozen LoRA base held as bfloat16 bits).
+ * the agent's products in bf16 (its frozen LoRA base held as bfloat16 bits). `--pair=NAME2` (under --shape) times a
+ * HACPO pair instead of the one agent: the --shape agent on the character tokenizer and an agent of shape NAME2 on a
+ * byte-level BPE tokenizer (two tokenizers: each learns from the other's responses re-tokenized), HACPO's recipe, the
+ * same LoRA, precision and checkpointing for both — the pair of the memory target, with its plan beside its measured
+ * peak.
  *
  * After the single agent's steps it prints the memory plan's estimate of that setting (src/model/memory-plan.ts)
  * beside the process's measured peak (VmHWM) and their ratio.
@@ -71,6 +75,12 @@ const option = (name: string): string | undefined => {
 /** A public checkpoint's shape (src/model/shapes.ts) for the one agent, checked before any work. */
 const SHAPE = option('shape');
 if (SHAPE !== undefined) shapeConfig(SHAPE);
+/** --pair=NAME2: under --shape, a HACPO pair of the --shape agent and a NAME2 agent instead of the one agent. */
+const PAIR_SHAPE = option('pair');
+if (PAIR_SHAPE !== undefined) {
+  if (SHAPE === undefined) throw new Error('--pair=NAME2 needs --shape=NAME (the pair is NAME and NAME2)');
+  shapeConfig(PAIR_SHAPE);
+}
 const singleOnly = argv.includes('--single') || SHAPE !== undefined;
 const withTorch = !argv.includes('--no-torch') && !singleOnly;
 /** A whole number ≥ 1 from `--NAME=N`, or `fallback`. */
@@ -132,18 +142,19 @@ function makeAgent(name: string, spec: Record<string, unknown>): Agent {
 }
 
 /**
- * An agent of `shape` with random weights and the character tokenizer, widened to the shape's vocabulary: random
- * weights sample any id, and an id past the alphabet reads as an alphabet character (the text only feeds the reward).
+ * An agent of `shape` with random weights and a tokenizer fitted to the task's text (`kind`: character or
+ * byte-level BPE), widened to the shape's vocabulary: random weights sample any id, and an id past the tokenizer's
+ * reads as one of its own (the text only feeds the reward).
  */
-function shapeAgent(shape: string): Agent {
-  const base = buildTokenizer(AgentSpecSchema.parse({}), corpus);
+function shapeAgent(shape: string, name = shape, kind: 'char' | 'bpe' = 'char'): Agent {
+  const base = buildTokenizer(AgentSpecSchema.parse({ tokenizer: kind }), corpus);
   // As loadModel holds a frozen base at bf16: its matrices as bfloat16 bits (drawn straight into them, so no fp32 copy
   // of the base inflates the measured peak); trainable weights stay fp32 masters.
   const frozenBits = PRECISION === 'bf16' && LORA !== null;
   const init = initModel(shapeConfig(shape), 1, undefined, frozenBits);
   const plain = frozenBits ? init : new Transformer(init.cfg, init.params as Map<string, Tensor>, null, PRECISION);
   const model = LORA ? adapt(plain, LoraAdapters.init(plain.cfg, LORA, 'random weights', 1)) : plain;
-  const specials = 2; // EOS and PAD come first in the alphabet
+  const specials = 2; // EOS and PAD come first in either vocabulary
   const fold = (id: number): number =>
     id < base.vocabSize ? id : specials + ((id - specials) % (base.vocabSize - specials));
   const tokenizer: Tokenizer = Object.create(base, {
@@ -152,7 +163,7 @@ function shapeAgent(shape: string): Agent {
       value: (ids: readonly number[], o?: Parameters<Tokenizer['decode']>[1]) => base.decode(ids.map(fold), o),
     },
   });
-  return { name: shape, model, tokenizer };
+  return { name, model, tokenizer };
 }
 
 /** An algorithm's published recipe as one step's update settings, with this benchmark's mini-batches. */
@@ -398,15 +409,19 @@ function print(title: string, s: PartSplit, peak: number): void {
 }
 
 /**
- * The memory plan of the single-agent setting (one GRPO learner, B·G sequences, its longest prompt) beside the
- * process's peak resident memory so far, and their ratio.
+ * The memory plan of the setting just run (each agent samples B·G sequences and trains on its own, plus the other's
+ * when `shared`; its longest prompt) beside the process's peak resident memory so far, and their ratio.
  */
-function planVsMeasured(agent: Agent): { estimate_mib: number; measured_mib: number; ratio: number } {
-  const promptTokens = Math.max(
-    ...problems.map((p) => agent.tokenizer.encode(renderPrompt(agent.tokenizer, p.prompt, rollout.prompt)).length),
-  );
-  const plan = planMemory([
-    {
+function planVsMeasured(
+  agents: readonly Agent[],
+  shared: boolean,
+): { estimate_mib: number; measured_mib: number; ratio: number } {
+  const promptTokens = (agent: Agent): number =>
+    Math.max(
+      ...problems.map((p) => agent.tokenizer.encode(renderPrompt(agent.tokenizer, p.prompt, rollout.prompt)).length),
+    );
+  const plan = planMemory(
+    agents.map((agent) => ({
       name: agent.name,
       cfg: agent.model.cfg,
       ...(LORA ? { adapters: adapterMemory(agent.model.cfg, LORA) } : {}),
@@ -414,20 +429,20 @@ function planVsMeasured(agent: Agent): { estimate_mib: number; measured_mib: num
       reference: false,
       sequences: B * G,
       generationBatch: rollout.generationBatch,
-      promptTokens,
+      promptTokens: promptTokens(agent),
       maxNewTokens: MAX_NEW,
-      trainSequences: B * G,
+      trainSequences: (shared ? agents.length : 1) * B * G,
       miniBatches: MINI_BATCHES,
       checkpointing: CHECKPOINTING,
-    },
-  ]);
+    })),
+  );
   const mib = (bytes: number): number => round(bytes / 2 ** 20, 1);
   const measured = peakResidentBytes();
-  const a = plan.agents[0]!;
-  log(
-    `\nmemory plan (prompts up to ${promptTokens} tokens): ${a.parts.map((p) => `${p.name} ${mib(p.bytes)}`).join(', ')} MiB; ` +
-      `largest phase ${a.phase.name}`,
-  );
+  for (const a of plan.agents)
+    log(
+      `\nmemory plan of ${a.name}: ${a.parts.map((p) => `${p.name} ${mib(p.bytes)}`).join(', ')} MiB; ` +
+        `largest phase ${a.phase.name}`,
+    );
   log(
     `  estimated peak ${mib(plan.total)} MiB, measured peak (VmHWM) ${mib(measured)} MiB: ` +
       `estimate/measured ${round(plan.total / measured, 3)}`,
@@ -435,12 +450,11 @@ function planVsMeasured(agent: Agent): { estimate_mib: number; measured_mib: num
   return { estimate_mib: mib(plan.total), measured_mib: mib(measured), ratio: round(plan.total / measured, 3) };
 }
 
-/** The HACPO pair's setting: the single agent with a 0.6M Llama-style agent on a BPE tokenizer, HACPO's recipe. */
-function hacpoPair(peak: number) {
-  const pairAgents = [
-    makeAgent('qwen3-char', {}),
-    makeAgent('llama-bpe', { arch: 'llama', tokenizer: 'bpe', hidden: 128, layers: 3, heads: 4, seed: 1 }),
-  ];
+/**
+ * The HACPO pair's setting, HACPO's recipe: by default the single agent with a 0.6M Llama-style agent on a BPE
+ * tokenizer; under --pair, the two shapes' agents.
+ */
+function hacpoPair(peak: number, pairAgents = defaultPair()) {
   const hacpo = benchRecipe(ALGORITHM_RECIPES.hacpo);
   return benchSetting(
     pairAgents,
@@ -450,6 +464,13 @@ function hacpoPair(peak: number) {
   );
 }
 
+function defaultPair(): Agent[] {
+  return [
+    makeAgent('qwen3-char', {}),
+    makeAgent('llama-bpe', { arch: 'llama', tokenizer: 'bpe', hidden: 128, layers: 3, heads: 4, seed: 1 }),
+  ];
+}
+
 async function main(): Promise<void> {
   const native = nativeBackend();
   const threads = native?.maxThreads() ?? 1;
@@ -457,7 +478,11 @@ async function main(): Promise<void> {
   const peak = round(peakProbe ? peakProbe.gflops[threads]! : NaN, 1);
   log(
     `hacrl RL step benchmark — B=${B}, G=${G}, ≤ ${MAX_NEW} new tokens, ${MINI_BATCHES} mini-batches, ${threads} threads` +
-      (SHAPE === undefined ? '' : `, shape ${SHAPE} (random weights)`) +
+      (SHAPE === undefined
+        ? ''
+        : PAIR_SHAPE === undefined
+          ? `, shape ${SHAPE} (random weights)`
+          : `, HACPO pair of shapes ${SHAPE} (character tokenizer) and ${PAIR_SHAPE} (BPE tokenizer), random weights`) +
       (CHECKPOINTING ? ', activation checkpointing' : '') +
       (LORA ? `, LoRA rank ${LORA.rank} on every linear projection` : '') +
       `, precision ${PRECISION}` +
@@ -469,6 +494,23 @@ async function main(): Promise<void> {
   if (peakProbe) log(peakLine(peakProbe));
   const dir = await mkdtemp(join(tmpdir(), 'hacrl-bench-rl-'));
   try {
+    if (SHAPE !== undefined && PAIR_SHAPE !== undefined) {
+      const names = SHAPE === PAIR_SHAPE ? [`${SHAPE}-a`, `${SHAPE}-b`] : [SHAPE, PAIR_SHAPE];
+      const agents = [shapeAgent(SHAPE, names[0]), shapeAgent(PAIR_SHAPE, names[1], 'bpe')];
+      const pair = await hacpoPair(peak, agents);
+      print(
+        'HACPO pair (RolloutSource + learnerStep per agent): both sample, both learn from all responses',
+        pair,
+        peak,
+      );
+      const memoryPlan = planVsMeasured(agents, true);
+      await closeDefaultPool();
+      if (json)
+        console.log(
+          JSON.stringify({ blas: k.blas, threads, peak_gflops: peak, hacpo_pair: pair, memory_plan: memoryPlan }),
+        );
+      return;
+    }
     const grpo = benchRecipe(ALGORITHM_RECIPES.grpo);
     const single = SHAPE === undefined ? makeAgent('qwen3-char', {}) : shapeAgent(SHAPE);
     if (withTorch) await saveModel(dir, single.model); // the torch peer starts from these weights
@@ -479,7 +521,7 @@ async function main(): Promise<void> {
       peak,
     );
     print('single agent, GRPO (RolloutSource + learnerStep, no sharing)', solo, peak);
-    const memoryPlan = planVsMeasured(single);
+    const memoryPlan = planVsMeasured([single], false);
     const pair = singleOnly ? null : await hacpoPair(peak);
     if (pair)
       print(

@@ -6,10 +6,20 @@ Usage: torch_model_bench.py INPUT_JSON  — prints one JSON object on stdout.
        kernel this process loaded and prints {"core", "blas", "probe_s": {threads: seconds}}: bench/model.ts runs it
        once per OPENBLAS_CORETYPE to find PyTorch's fastest configuration on this machine.
 
-INPUT_JSON: {"checkpoint": dir, "threads": [1, 2], "train": {"ids": [B][T], "prompt_len": P, "warmup": n,
-"steps": n, "adamw": {"lr", "beta1", "beta2", "eps", "weight_decay"}}, "decode": {"prompts": [B][P],
+INPUT_JSON: {"checkpoint": dir, "threads": [1, 2], "precision": "fp32", "train": {"ids": [B][T], "prompt_len": P,
+"warmup": n, "steps": n, "adamw": {"lr", "beta1", "beta2", "eps", "weight_decay"}}, "decode": {"prompts": [B][P],
 "batches": [1, 16, 64], "new_tokens": N, "repeats": R}}. Either of "train" and "decode" may be missing. Each decode
-case runs R times (default 1) and the fastest run (least decode-step time) is reported, as on hacrl's side.
+case runs R times (default 1) and the fastest run (least decode-step time) is reported, as on hacrl's side. The
+checkpoint is a Llama-, Qwen2- or Qwen3-style one (tied or untied embeddings, grouped-query attention).
+
+"precision" (default "fp32"): "bf16" runs the training forward and loss, and all of decoding, under
+torch.autocast("cpu", dtype=torch.bfloat16), PyTorch's mixed precision as its users run it: fp32 master weights and
+AdamW state, the products cast to bfloat16 on oneDNN's bf16 kernels (AVX512_BF16 or AMX where the CPU has them), the
+loss in fp32; the decoder's KV cache is then bfloat16 too.
+
+Per thread count, decoding runs first, on the checkpoint's weights, then training, which changes them in place: a
+copy is trained while another thread count still needs the original weights, the checkpoint itself for the last one
+(no second copy of a 0.5B model beside its gradients and AdamW state).
 
 Training is test/torch/reference_model.py's eager forward (transformers' eager attention with repeat_kv) with the
 masked-mean SFT loss, backward and torch.optim.AdamW. Decoding is a greedy loop over a preallocated KV cache written
@@ -63,13 +73,42 @@ def openblas_core():
     return OPENBLAS.openblas_get_corename().decode() if OPENBLAS is not None else None
 
 
-def load_qwen3(folder, user):
-    """The config and tensors of the Qwen3-style checkpoint in folder; `user` names the caller in the error."""
+# The families the trainer and the decoder here build (ref.llama_like_logits's); GPT-2 is not one of them.
+LLAMA_LIKE = ("llama", "qwen2", "qwen3")
+
+
+def load_model(folder, user):
+    """The family, config and tensors of the Llama-, Qwen2- or Qwen3-style checkpoint in folder; `user` names the
+    caller in the error."""
     with open(os.path.join(folder, "config.json")) as f:
         cfg = json.load(f)
-    if ref.family_of(cfg) != "qwen3":
+    family = ref.family_of(cfg)
+    if family not in LLAMA_LIKE:
+        raise ValueError(f"{user} builds {', '.join(LLAMA_LIKE)} models, not {family}")
+    return family, cfg, ref.read_checkpoint(folder)
+
+
+def load_qwen3(folder, user):
+    """The config and tensors of the Qwen3-style checkpoint in folder; `user` names the caller in the error."""
+    family, cfg, tensors = load_model(folder, user)
+    if family != "qwen3":
         raise ValueError(f"{user} builds Qwen3-style models only")
-    return cfg, ref.read_checkpoint(folder)
+    return cfg, tensors
+
+
+def params_of(tensors):
+    """A ref.Params looking up `tensors` themselves: its constructor clones every tensor, a second copy of the model
+    (2 GiB at 0.5B) where the caller needs no original."""
+    p = ref.Params({})
+    p.tensors = dict(tensors)
+    return p
+
+
+def autocast(precision):
+    """PyTorch's mixed precision for `precision` ("fp32": none)."""
+    if precision not in ("fp32", "bf16"):
+        raise ValueError(f"precision must be fp32 or bf16, got {precision!r}")
+    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16")
 
 
 def read_input(argv, usage):
@@ -91,8 +130,9 @@ def set_threads(n):
         OPENBLAS.openblas_set_num_threads(n)
 
 
-def train(cfg, tensors, spec):
-    """Seconds per SFT step (forward, backward, AdamW) after warm-up, and the loss of the first step."""
+def train(family, cfg, p, spec, precision="fp32"):
+    """Seconds per SFT step (forward, backward, AdamW) of the Params p after warm-up, and the loss of the first step;
+    p's tensors are trained in place."""
     ids = torch.tensor(spec["ids"], dtype=torch.int64)
     b, t = ids.shape
     prompt = spec["prompt_len"]
@@ -102,7 +142,6 @@ def train(cfg, tensors, spec):
     tokens = valid.sum()
     positions = torch.arange(t).view(1, t).expand(b, t)
     mask = ref.attention_mask(b, t, [0] * b)
-    p = ref.Params(tensors)
     a = spec["adamw"]
     params = list(p.tensors.values())
     # The same split as hacrl's AdamW default: matrices decay, norm scales do not.
@@ -113,9 +152,12 @@ def train(cfg, tensors, spec):
     opt = torch.optim.AdamW(groups, lr=a["lr"], betas=(a["beta1"], a["beta2"]), eps=a["eps"])
 
     def step():
-        logits = ref.llama_like_logits("qwen3", cfg, p, ids, positions, mask, ref.NO_LORA)
-        logp = torch.log_softmax(logits, dim=-1).gather(-1, targets.clamp(min=0).unsqueeze(-1)).squeeze(-1)
-        loss = -(logp * valid).sum() / tokens
+        with autocast(precision):
+            logits = ref.llama_like_logits(family, cfg, p, ids, positions, mask, ref.NO_LORA)
+            # The loss from fp32 logits, as autocast users take it: bf16 keeps 3 digits of a log-prob over 50–150k.
+            logp = torch.log_softmax(logits.float(), dim=-1)
+            logp = logp.gather(-1, targets.clamp(min=0).unsqueeze(-1)).squeeze(-1)
+            loss = -(logp * valid).sum() / tokens
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
@@ -133,30 +175,63 @@ def train(cfg, tensors, spec):
 
 
 class Decoder:
-    """A Qwen3-style model reading and writing a preallocated KV cache [B, Hkv, capacity, D] per layer."""
+    """A Llama-, Qwen2- or Qwen3-style model reading and writing a preallocated KV cache [B, Hkv, capacity, D] per
+    layer, multiplying by the given tensors themselves (no copies).
 
-    def __init__(self, cfg, tensors, capacity):
+    The checkpoint says what each layer has, as ref.llama_like_logits reads it: a projection has a bias when the
+    checkpoint holds one (Qwen2's q/k/v), Qwen3 normalizes q and k per head, and head_dim is the q projection's rows
+    per head (Qwen3-0.6B: 128 with 16 heads, wider than hidden / heads). Every product is F.linear on the weight
+    itself, as nn.Linear calls it: under autocast that casts each weight that is a leaf requiring grad to bfloat16 once
+    per autocast region and reuses the cast, where a product with a view such as w.t() would cast it again every
+    step. The cache holds `cache_dtype` (bfloat16 under autocast: its products read it without a cast per step)."""
+
+    def __init__(self, cfg, tensors, capacity, cache_dtype=torch.float32):
+        family = ref.family_of(cfg)
+        if family not in LLAMA_LIKE:
+            raise ValueError(f"the decoder builds {', '.join(LLAMA_LIKE)} models, not {family}")
+        p = params_of(tensors)
+        h = cfg["hidden_size"]
+        inter = cfg["intermediate_size"]
         self.heads = cfg["num_attention_heads"]
         self.kv_heads = cfg.get("num_key_value_heads") or self.heads
-        self.head_dim = cfg["head_dim"]
+        self.head_dim = d = tensors["model.layers.0.self_attn.q_proj.weight"].shape[0] // self.heads
         self.eps = cfg.get("rms_norm_eps", 1e-6)
         self.capacity = capacity
-        w = {k: v.detach() for k, v in tensors.items()}
-        self.embed = w["model.embed_tokens.weight"]
-        self.head = self.embed if cfg.get("tie_word_embeddings", False) else w["lm_head.weight"]
-        self.norm = w["model.norm.weight"]
+        self.cache_dtype = cache_dtype
+        vocab = cfg["vocab_size"]
+        self.embed = p("model.embed_tokens.weight", (vocab, h))
+        tied = cfg.get("tie_word_embeddings", False)
+        self.head = self.embed if tied else p("lm_head.weight", (vocab, h))
+        self.norm = p("model.norm.weight", (h,))
         self.layers = []
         for i in range(cfg["num_hidden_layers"]):
             pre = f"model.layers.{i}."
-            names = ["input_layernorm", "post_attention_layernorm", "self_attn.q_norm", "self_attn.k_norm"]
-            names += [f"self_attn.{n}_proj" for n in "qkvo"] + [f"mlp.{n}_proj" for n in ("gate", "up", "down")]
-            self.layers.append({n.split(".")[-1]: w[f"{pre}{n}.weight"] for n in names})
+
+            def proj(name, out_dim, in_dim):
+                bias = f"{pre}{name}.bias"
+                return p(f"{pre}{name}.weight", (out_dim, in_dim)), p.optional(bias, (out_dim,), bias in tensors)
+
+            self.layers.append(
+                {
+                    "input_layernorm": p(f"{pre}input_layernorm.weight", (h,)),
+                    "post_attention_layernorm": p(f"{pre}post_attention_layernorm.weight", (h,)),
+                    "q_norm": p.optional(f"{pre}self_attn.q_norm.weight", (d,), family == "qwen3"),
+                    "k_norm": p.optional(f"{pre}self_attn.k_norm.weight", (d,), family == "qwen3"),
+                    "q": proj("self_attn.q_proj", self.heads * d, h),
+                    "k": proj("self_attn.k_proj", self.kv_heads * d, h),
+                    "v": proj("self_attn.v_proj", self.kv_heads * d, h),
+                    "o": proj("self_attn.o_proj", h, self.heads * d),
+                    "gate": proj("mlp.gate_proj", inter, h),
+                    "up": proj("mlp.up_proj", inter, h),
+                    "down": proj("mlp.down_proj", h, inter),
+                }
+            )
         positions = torch.arange(capacity).view(1, capacity)
-        self.cos, self.sin = ref.rope_cos_sin(ref.rope_inv_freq(cfg, self.head_dim), positions)
+        self.cos, self.sin = ref.rope_cos_sin(ref.rope_inv_freq(cfg, d), positions)
 
     def new_cache(self, batch):
         shape = (batch, self.kv_heads, self.capacity, self.head_dim)
-        return [(torch.zeros(shape), torch.zeros(shape)) for _ in self.layers]
+        return [tuple(torch.zeros(shape, dtype=self.cache_dtype) for _ in "kv") for _ in self.layers]
 
     # [B] tensor: each sequence's first real position (left padding before it is masked); None: no padding.
     key_start = None
@@ -189,21 +264,25 @@ class Decoder:
         x = F.embedding(ids, self.embed)
         for layer, (kc, vc) in zip(self.layers, cache):
             a = ref.rms_norm(x, layer["input_layernorm"], self.eps)
-            q = ref.rms_norm(ref.linear(a, layer["q_proj"]).view(b, s, self.heads, d), layer["q_norm"], self.eps)
-            k = ref.rms_norm(ref.linear(a, layer["k_proj"]).view(b, s, self.kv_heads, d), layer["k_norm"], self.eps)
-            v = ref.linear(a, layer["v_proj"]).view(b, s, self.kv_heads, d)
+            q = F.linear(a, *layer["q"]).view(b, s, self.heads, d)
+            k = F.linear(a, *layer["k"]).view(b, s, self.kv_heads, d)
+            v = F.linear(a, *layer["v"]).view(b, s, self.kv_heads, d)
+            if layer["q_norm"] is not None:
+                q = ref.rms_norm(q, layer["q_norm"], self.eps)
+                k = ref.rms_norm(k, layer["k_norm"], self.eps)
             q, k = (z.transpose(1, 2) for z in (q, k))
             kc[:, :, start : start + s] = k * cos + ref.rotate_half(k) * sin
             vc[:, :, start : start + s] = v.transpose(1, 2)
-            x = x + ref.linear(self.attend(q * cos + ref.rotate_half(q) * sin, kc, vc, start), layer["o_proj"])
+            x = x + F.linear(self.attend(q * cos + ref.rotate_half(q) * sin, kc, vc, start), *layer["o"])
             m = ref.rms_norm(x, layer["post_attention_layernorm"], self.eps)
-            act = F.silu(ref.linear(m, layer["gate_proj"])) * ref.linear(m, layer["up_proj"])
-            x = x + ref.linear(act, layer["down_proj"])
+            act = F.silu(F.linear(m, *layer["gate"])) * F.linear(m, *layer["up"])
+            x = x + F.linear(act, *layer["down"])
         return ref.rms_norm(x, self.norm, self.eps)
 
     def pick(self, hidden):
         """Greedy next tokens [B] of the last hidden rows [B, hidden], and their log-probs (what generate() keeps)."""
-        logits = hidden @ self.head.t()
+        # fp32 logits under autocast too, as generate loops take them: the log-prob over 50–150k bf16 logits is coarse.
+        logits = F.linear(hidden, self.head).float()
         token = logits.argmax(dim=-1)
         log_prob = logits.gather(-1, token.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
         return token, log_prob
@@ -256,6 +335,26 @@ def probe(threads):
     return {"core": openblas_core(), "blas": blas_description(), "probe_s": out}
 
 
+def decode_runs(cfg, tensors, spec, precision):
+    """The fastest of spec["repeats"] timed runs per batch of spec["batches"], after an untimed short run each."""
+    decoder = Decoder(
+        cfg,
+        tensors,
+        len(spec["prompts"][0]) + spec["new_tokens"],
+        torch.bfloat16 if precision == "bf16" else torch.float32,
+    )
+    out = []
+    # One autocast region for all the runs, as a user generating under it: each weight is cast to bf16 once, in the
+    # first prefill (hacrl rounds its bf16 copies before its timed runs too), not again in every run's prefill.
+    with autocast(precision):
+        for b in spec["batches"]:
+            # A short untimed pass first, as on hacrl's side: first-call allocations and thread start-up.
+            decode(decoder, spec["prompts"][:b], 2)
+            runs = [decode(decoder, spec["prompts"][:b], spec["new_tokens"]) for _ in range(spec.get("repeats", 1))]
+            out.append(min(runs, key=lambda r: sum(r["step_s"])))
+    return out
+
+
 def main(argv):
     if len(argv) == 3 and argv[1] == "--probe":
         print(json.dumps(probe([int(n) for n in argv[2].split(",")])))
@@ -263,23 +362,24 @@ def main(argv):
     spec = read_input(argv, __doc__)
     if spec is None:
         return 2
-    folder = spec["checkpoint"]
-    cfg, tensors = load_qwen3(folder, "the model benchmark")
-    result = {"torch": torch.__version__, "blas": blas_description(), "runs": []}
-    for threads in spec["threads"]:
+    precision = spec.get("precision", "fp32")
+    autocast(precision)  # an unknown precision fails before the checkpoint is read
+    family, cfg, tensors = load_model(spec["checkpoint"], "the model benchmark")
+    # Leaves requiring grad, as a model's parameters are: autocast caches its bf16 casts of such tensors only.
+    tensors = {k: v.requires_grad_(True) for k, v in tensors.items()}
+    result = {"torch": torch.__version__, "blas": blas_description(), "precision": precision, "runs": []}
+    for i, threads in enumerate(spec["threads"]):
         set_threads(threads)
         run = {"threads": threads, "torch_threads": torch.get_num_threads()}
-        if "train" in spec:
-            run["train"] = train(cfg, tensors, spec["train"])
+        # Training changes the weights in place: a copy while a later thread count still needs the original ones
+        # (of detached tensors: Params clones, and a clone of a leaf requiring grad is no leaf for AdamW).
+        last = i == len(spec["threads"]) - 1
+        p = params_of(tensors) if last else ref.Params({k: v.detach() for k, v in tensors.items()})
         if "decode" in spec:
-            d = spec["decode"]
-            decoder = Decoder(cfg, tensors, len(d["prompts"][0]) + d["new_tokens"])
-            run["decode"] = []
-            for b in d["batches"]:
-                # A short untimed pass first, as on hacrl's side: first-call allocations and thread start-up.
-                decode(decoder, d["prompts"][:b], 2)
-                runs = [decode(decoder, d["prompts"][:b], d["new_tokens"]) for _ in range(d.get("repeats", 1))]
-                run["decode"].append(min(runs, key=lambda r: sum(r["step_s"])))
+            run["decode"] = decode_runs(cfg, p.tensors, spec["decode"], precision)
+        if "train" in spec:
+            run["train"] = train(family, cfg, p, spec["train"], precision)
+        del p
         result["runs"].append(run)
     result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps(result))

@@ -1,4 +1,5 @@
 #include "blas.h"
+#include "bf16_skinny.h"
 #include "threads.h"
 #include <dlfcn.h>
 #include <stdint.h>
@@ -205,6 +206,9 @@ typedef struct {
 
 static dnnl_gemm_bf16_fn bf16_kernel = NULL;
 static int bf16_probed = 0;
+/* Whether bf16 products of few rows by an [out, in] operand go to bf16_skinny.c rather than oneDNN (set with the
+ * probe below, before any product runs). */
+static int skinny_bf16 = 0;
 
 /* oneDNN's bf16 GEMM where it runs on this CPU's instructions: oneDNN 2.x computes it on avx512_core and newer (AMX
  * and AVX512_BF16 natively) and answers "unimplemented" on older CPUs, so one 1×1×1 product decides, once. */
@@ -217,6 +221,7 @@ static dnnl_gemm_bf16_fn bf16_hardware(void) {
   uint16_t one = 0x3f80; /* 1.0 */
   float c = 0.0f;
   if (f && f('N', 'N', 1, 1, 1, 1.0f, &one, 1, &one, 1, 0.0f, &c, 1) == 0 && c == 1.0f) bf16_kernel = f;
+  skinny_bf16 = bf16_kernel && hx_bf16_skinny_ok();
   return bf16_kernel;
 }
 
@@ -236,7 +241,9 @@ static void product_threads(const product *p, int nt) {
 /* `p` through its library on the calling thread's settings (see run_product for the threads). */
 static void call_library(const product *p) {
   char ta = p->ta ? 'T' : 'N', tb = p->tb ? 'T' : 'N';
-  if (p->bf16)
+  if (p->bf16 && skinny_bf16 && !p->ta && p->tb && p->m <= HX_BF16_SKINNY_ROWS)
+    hx_bf16_skinny_nt(p->m, p->n, p->k, p->alpha, p->a, p->lda, p->b, p->ldb, p->beta, p->c, p->ldc);
+  else if (p->bf16)
     bf16_kernel(ta, tb, p->m, p->n, p->k, p->alpha, p->a, p->lda, p->b, p->ldb, p->beta, p->c, p->ldc);
   else if (active->dnnl)
     active->dnnl(ta, tb, p->m, p->n, p->k, p->alpha, p->a, p->lda, p->b, p->ldb, p->beta, p->c, p->ldc);

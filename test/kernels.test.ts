@@ -144,6 +144,10 @@ const gemmCases: GemmCase[] = [
   { m: 16, n: 1000, k: 600, offsets: [1, 2, 3], pad: 3, beta: 1 },
   { m: 16, n: 1000, k: 600, transB: true, alpha: 0.5 },
   { m: 4, n: 600, k: 500, batch: 2, gap: 3 },
+  // Decode-sized products by an [out, in] weight, which bf16 products on AVX512_BF16 compute in bf16_skinny.c: rows
+  // and columns that are not whole tiles, k not a whole number of 32-value steps, strides, C of NaN with beta 0.
+  { m: 13, n: 71, k: 77, transB: true, offsets: [2, 3, 1], pad: 3, nanC: true },
+  { m: 16, n: 36, k: 64, transB: true, alpha: -0.5, beta: 1 },
 ];
 
 for (const g of gemmCases)

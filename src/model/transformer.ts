@@ -22,7 +22,7 @@ import {
 } from '../tensor/ops.js';
 import { productOperand, type Precision } from '../tensor/bf16.js';
 import { f32ToBf16 } from '../tensor/half.js';
-import type { Ctx } from '../tensor/tape.js';
+import { Arena, type Ctx } from '../tensor/tape.js';
 import { Tensor } from '../tensor/tensor.js';
 import type { TransformerConfig } from './hf-config.js';
 import { fusedDecodeApplies, fusedDecodeStep } from './decode.js';
@@ -348,19 +348,21 @@ export class Transformer {
 
   /**
    * One decoding step: each sequence's next token `ids[b]` at the cache's current length; appends its keys and
-   * values to the cache and returns the final hidden states [B, hidden] (on the fused path one of the cache's work
-   * buffers, overwritten by the next step). No gradients.
+   * values to the cache and returns the final hidden states [B, hidden] in one of the cache's work buffers,
+   * overwritten by the next step. No gradients.
    */
   decodeStep(k: Kernels, ids: Int32Array, cache: KVCache): Float32Array {
     if (this.inference && fusedDecodeApplies(this.cfg, this.inference))
       return fusedDecodeStep(this, this.inference, k, ids, cache);
-    const ctx: Ctx = { k, tape: null };
+    // Pooled buffers, as the fused step's work buffers: a step of a 0.5B model otherwise allocates some 170 arrays.
+    const arena = new Arena();
+    const ctx: Ctx = { k, tape: null, arena };
     const t = cache.length;
     const positions = Int32Array.from(ids, (_, b) => t - (cache.keyStart?.[b] ?? 0));
     const { heads, kvHeads, headDim } = this.cfg;
     const x = this.hiddenStates(ctx, ids, positions, (_, layer, q, kk, v) => {
       cache.writeStep(k, layer, kk.data, v.data);
-      const out = new Float32Array(q.size);
+      const out = cache.buffer('att', q.size);
       k.attentionDecode(
         q.data,
         cache.k[layer]!,
@@ -378,7 +380,10 @@ export class Transformer {
       return new Tensor(out, q.shape);
     });
     cache.advance();
-    return x.data;
+    const out = cache.buffer('out', x.size);
+    out.set(x.data);
+    arena.release();
+    return out;
   }
 }
 
