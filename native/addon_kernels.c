@@ -376,6 +376,15 @@ static void do_scale(call_t *c) {
   if (ok(c)) hx_scale(x, (float)alpha, n);
 }
 
+static void do_round_bf16(call_t *c) {
+  int64_t n = size_at(c, 2, "n");
+  float *x = f32_at(c, 0, "x", n);
+  uint16_t *out = NULL;
+  size_t len = 0;
+  if (ok(c)) check(c, hx_u16(c->env, c->argv[1], c->op, "out", &out, &len) || hx_need(c->env, c->op, "out", len, n));
+  if (ok(c)) hx_round_bf16(x, out, n);
+}
+
 static const char *const x_only[] = {"x"};
 
 static void do_sum_squares(call_t *c) {
@@ -453,6 +462,7 @@ static void do_embedding_backward(call_t *c) {
   X("axpy", do_axpy, 4, 4)                                                                                             \
   X("mul", do_mul, 4, 4)                                                                                               \
   X("scale", do_scale, 3, 3)                                                                                           \
+  X("roundBf16", do_round_bf16, 3, 3)                                                                                  \
   X("sumSquares", do_sum_squares, 2, 2)                                                                                \
   X("allFinite", do_all_finite, 2, 2)                                                                                  \
   X("copyRows", do_copy_rows, 8, 8)                                                                                    \

@@ -777,6 +777,19 @@ void hx_mul(const float *a, const float *b, float *out, int64_t n) {
   for (int64_t i = 0; i < n; i++) out[i] = a[i] * b[i];
 }
 
+/* In integer arithmetic, not VCVTNEPS2BF16, which flushes subnormal inputs to zero: the bits must equal the
+ * TypeScript backend's and PyTorch's. The loop vectorises. */
+void hx_round_bf16(const float *x, uint16_t *out, int64_t n) {
+  int nt = team(COST_STREAM * n);
+  const uint32_t *bits = (const uint32_t *)x;
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int64_t i = 0; i < n; i++) {
+    uint32_t b = bits[i];
+    uint32_t nan = (b & 0x7f800000u) == 0x7f800000u && (b & 0x7fffffu) != 0;
+    out[i] = nan ? (uint16_t)((b >> 16) | 0x40) : (uint16_t)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+  }
+}
+
 void hx_scale(float *x, float alpha, int64_t n) {
   int nt = team(COST_STREAM * n);
 #pragma omp parallel for num_threads(nt) schedule(static)

@@ -66,6 +66,8 @@ void hx_axpy(float alpha, const float *x, float *y, int64_t n);
 /* out may be a or b. */
 void hx_mul(const float *a, const float *b, float *out, int64_t n);
 void hx_scale(float *x, float alpha, int64_t n);
+/* out[i] = x[i] rounded to bfloat16 bits, to nearest even (subnormals kept, NaN quiet): TypeScript's f32ToBf16. */
+void hx_round_bf16(const float *x, uint16_t *out, int64_t n);
 double hx_sum_squares(const float *x, int64_t n);
 int hx_all_finite(const float *x, int64_t n);
 /* dst[r·dst_ld + c] = src[r·src_ld + c] for r < rows, c < cols; the two must not overlap. */

@@ -445,12 +445,25 @@ describe('config', () => {
     );
   });
 
-  test('at fp32 a product reads the values themselves (no copy, no rounding): the fp32 path is untouched', () => {
-    const values = uniform(64, mulberry32(3), -2, 2);
-    assert.equal(productOperand(values, 'fp32', 'input'), values);
-    const rounded = productOperand(values, 'bf16', 'input');
-    assert.deepEqual(rounded, f32ToBf16(values));
-    const long = uniform(10_000, mulberry32(4), -3, 3);
-    assert.deepEqual(productOperand(long, 'bf16', 'weight'), f32ToBf16(long));
-  });
+  for (const backend of testedBackends('productOperand'))
+    test(`at fp32 a product reads the values themselves (no copy, no rounding); at bf16 ${backend.name}'s roundBf16 gives f32ToBf16's bits`, () => {
+      const k = new Engine(backend);
+      const values = uniform(64, mulberry32(3), -2, 2);
+      assert.equal(productOperand(k, values, 'fp32', 'input'), values);
+      const rounded = productOperand(k, values, 'bf16', 'input');
+      assert.deepEqual(rounded, f32ToBf16(values));
+      // Ties to even both ways, the largest finite float (rounds to infinity), infinities, subnormals (kept, where
+      // the AVX512_BF16 conversion instruction would flush them), signed zeros and NaNs (quiet, sign kept).
+      const special = new Uint32Array([
+        0x3f808000, 0x3f818000, 0x3f807fff, 0x7f7fffff, 0x7f800000, 0xff800000, 0x00000001, 0x0000c000, 0x807f8000,
+        0x00000000, 0x80000000, 0x7fc00001, 0xff800001, 0x7f800001,
+      ]);
+      const long = uniform(100_000, mulberry32(4), -3, 3);
+      long.set(new Float32Array(special.buffer), 500);
+      assert.deepEqual(productOperand(k, long, 'bf16', 'weight'), f32ToBf16(long));
+      assert.deepEqual(
+        Array.from(f32ToBf16(new Float32Array(special.buffer)), (b) => b.toString(16)),
+        ['3f80', '3f82', '3f80', '7f80', '7f80', 'ff80', '0', '1', '8080', '0', '8000', '7fc0', 'ffc0', '7fc0'],
+      );
+    });
 });

@@ -200,9 +200,10 @@ function checkCall(op: KernelName, specs: readonly ArgSpec[], values: readonly u
   for (const [name, x] of Object.entries(reals)) finite(op, name, x);
   const d: Dims = { ...integers, ...reals };
   for (const spec of specs) {
-    if (spec.kind !== 'f32' && spec.kind !== 'i32') continue;
+    if (spec.kind !== 'f32' && spec.kind !== 'i32' && spec.kind !== 'u16') continue;
     if (spec.optional && a[spec.name] === undefined) continue;
-    need(op, spec.name, a[spec.name], spec.size(d), () => shapeLabel(op, d, integers), spec.kind === 'i32');
+    const label = (): string => shapeLabel(op, d, integers);
+    need(op, spec.name, a[spec.name], spec.size(d), label, spec.kind === 'i32', spec.kind === 'u16');
   }
   VALUE_RULES[op]?.(op, a, d, backend);
 }

@@ -240,6 +240,11 @@ export interface Kernels {
   mul(a: F32, b: F32, out: F32, n: number): void;
   /** x[i] *= alpha for i < n. */
   scale(x: F32, alpha: number, n: number): void;
+  /**
+   * out[i] = x[i] rounded to bfloat16 bits for i < n, to nearest with ties to even (tensor/half.ts f32ToBf16, bit for
+   * bit: subnormals kept, NaN a quiet NaN): the operands of every bf16 product pass through it.
+   */
+  roundBf16(x: F32, out: BF16, n: number): void;
   /** Σ x[i]² over i < n, accumulated in float64. */
   sumSquares(x: F32, n: number): number;
   /** True when no element of x[0..n) is NaN or ±Infinity. */
@@ -271,7 +276,7 @@ export type KernelName = Exclude<keyof Kernels, 'name' | 'blas' | 'bf16'>;
 /**
  * Every kernel's arguments in call order (long ones in lines), with the sizes the checked engine requires (engine.ts) and the structured
  * ones the native adapter flattens (native.ts). `x[rows*dim]`: a Float32Array of at least rows·dim elements (`[]`:
- * sized by the engine's own rules); `:i32[…]` an Int32Array; a `?` after the name: may be undefined; a bare name: a
+ * sized by the engine's own rules); `:i32[…]` an Int32Array, `:u16[…]` a Uint16Array (bfloat16 bits); a `?` after the name: may be undefined; a bare name: a
  * dimension (non-negative integer); `:real` a finite number; `:flag` a boolean; `:gemm` GemmArgs; `:attention` an
  * AttentionShape, whose fields (batch, seqLen, queryHeads, kvHeads, headDim) sizes may use.
  */
@@ -314,6 +319,7 @@ const KERNEL_SIGNATURES = {
   axpy: 'alpha:real x[n] y[n] n',
   mul: 'a[n] b[n] out[n] n',
   scale: 'x[n] alpha:real n',
+  roundBf16: 'x[n] out:u16[n] n',
   sumSquares: 'x[n] n',
   allFinite: 'x[n] n',
   copyRows: 'src[] srcOffset srcLd dst[] dstOffset dstLd rows cols',
@@ -341,7 +347,7 @@ export type Dims = Record<string, number>;
 
 /** One argument of a kernel, parsed from its signature. */
 export type ArgSpec =
-  | { name: string; kind: 'f32' | 'i32'; optional: boolean; size: (d: Dims) => number }
+  | { name: string; kind: 'f32' | 'i32' | 'u16'; optional: boolean; size: (d: Dims) => number }
   | { name: string; kind: 'dim' | 'real' | 'flag' | 'gemm' | 'attention' };
 
 /** `a*b*c` or `a/2`: a product of dimensions and whole numbers, divided by a whole number. */
@@ -358,7 +364,12 @@ function parseArg(word: string): ArgSpec {
   if (!m) throw new Error(`kernel signature: cannot read "${word}"`);
   const [, name, optional, type, size] = m as unknown as [string, string, string?, string?, string?];
   if (size !== undefined)
-    return { name, kind: type === 'i32' ? 'i32' : 'f32', optional: optional === '?', size: sizeOf(size) };
+    return {
+      name,
+      kind: type === 'i32' || type === 'u16' ? type : 'f32',
+      optional: optional === '?',
+      size: sizeOf(size),
+    };
   return { name, kind: (type ?? 'dim') as 'dim' | 'real' | 'flag' | 'gemm' | 'attention' };
 }
 

@@ -5,6 +5,7 @@
  * fine since every kernel is synchronous.
  */
 import { resolveGemm, type ResolvedGemm } from './gemm-args.js';
+import { bf16ToF32, f32ToBf16 } from './bf16-bits.js';
 import type { AttentionShape, F32, I32, Kernels } from './kernels.js';
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -59,8 +60,8 @@ const gemm: Kernels['gemm'] = (args) => {
   const g = resolveGemm(args);
   if (g.m <= 0 || g.n <= 0) return;
   // bf16 operands: their exact float32 values, so the fp32 product below is the bf16 product with fp32 accumulation.
-  if (g.a instanceof Uint16Array) g.a = widenBf16(g.a);
-  if (g.b instanceof Uint16Array) g.b = widenBf16(g.b);
+  if (g.a instanceof Uint16Array) g.a = bf16ToF32(g.a);
+  if (g.b instanceof Uint16Array) g.b = bf16ToF32(g.b);
   for (let t = 0; t < g.batch; t++) {
     const c: Strided = { data: g.c, off: g.cOff + t * g.strideC, rs: g.ldc, cs: 1 };
     scaleMatrix(c, g.m, g.n, g.beta);
@@ -71,13 +72,6 @@ const gemm: Kernels['gemm'] = (args) => {
     else gemmPacked(a, b, c, g);
   }
 };
-
-/** bfloat16 bits as float32, exactly (the top half of a float32; tensor/half.ts has the model-side conversions). */
-function widenBf16(bits: Uint16Array): F32 {
-  const out = new Uint32Array(bits.length);
-  for (let i = 0; i < bits.length; i++) out[i] = bits[i]! << 16;
-  return new Float32Array(out.buffer);
-}
 
 /** The view of op(X) for X stored with leading dimension ld. */
 function operand(data: F32, off: number, ld: number, trans: boolean): Strided {
@@ -620,6 +614,10 @@ const scale: Kernels['scale'] = (x, alpha, n) => {
   for (let i = 0; i < n; i++) x[i] *= alpha;
 };
 
+const roundBf16: Kernels['roundBf16'] = (x, out, n) => {
+  f32ToBf16(x.subarray(0, n), out.subarray(0, n));
+};
+
 const sumSquares: Kernels['sumSquares'] = (x, n) => {
   let s = 0;
   for (let i = 0; i < n; i++) s += x[i] * x[i];
@@ -679,6 +677,7 @@ export const typescriptKernels: Kernels = {
   axpy,
   mul,
   scale,
+  roundBf16,
   sumSquares,
   allFinite,
   copyRows,

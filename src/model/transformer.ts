@@ -339,8 +339,8 @@ export class Transformer {
         m: rows,
         n: vocab,
         k: dim,
-        a: { data: productOperand(hidden, this.precision, 'input') },
-        b: { data: productOperand(this.weight(true, outerNames(this.cfg).head), this.precision, 'weight') },
+        a: { data: productOperand(k, hidden, this.precision, 'input') },
+        b: { data: productOperand(k, this.weight(true, outerNames(this.cfg).head), this.precision, 'weight') },
         c: { data: out },
       });
     return out;

@@ -8,7 +8,7 @@
  * product of the widened operands, which is exact (8 + 8 significant bits fit in 24) and so equal up to the order of
  * the sums. A frozen weight may be stored as bfloat16 bits (Tensor.bf16) and is then multiplied as stored.
  */
-import { f32ToBf16 } from './half.js';
+import type { Kernels } from '../backend/kernels.js';
 import type { Tensor } from './tensor.js';
 
 /** The precisions of a model's products. */
@@ -36,14 +36,21 @@ const scratch: Record<OperandSlot, Uint16Array> = {
  * What a product at `precision` multiplies by: at fp32 the float32 values themselves (no copy); at bf16 the bits of a
  * tensor stored as bfloat16 (no copy), or every value rounded to bfloat16 in the scratch of `slot` — valid until the
  * next bf16 operand of that slot, so one product reads one operand of each slot. Float32 values are read from `values`
- * or a tensor's data.
+ * or a tensor's data, and rounded by `k` (kernels roundBf16).
  */
-export function productOperand(values: Tensor | Float32Array, precision: Precision, slot: OperandSlot): ProductData {
+export function productOperand(
+  k: Pick<Kernels, 'roundBf16'>,
+  values: Tensor | Float32Array,
+  precision: Precision,
+  slot: OperandSlot,
+): ProductData {
   const stored = values instanceof Float32Array ? null : values.bf16;
   if (stored && precision !== 'bf16') throw new Error('a weight stored as bfloat16 needs precision bf16');
   if (precision !== 'bf16') return values instanceof Float32Array ? values : values.data;
   if (stored) return stored;
   const data = values instanceof Float32Array ? values : values.data.subarray(0, values.size);
   if (scratch[slot].length < data.length) scratch[slot] = new Uint16Array(data.length);
-  return f32ToBf16(data, scratch[slot].subarray(0, data.length));
+  const out = scratch[slot].subarray(0, data.length);
+  k.roundBf16(data, out, data.length);
+  return out;
 }
