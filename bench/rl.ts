@@ -15,7 +15,7 @@
  *
  * `--shape NAME` (smollm2-135m, qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b; src/model/shapes.ts) times one GRPO agent of
  * that public checkpoint's shape with random weights made here — B=8 prompts × G=4 responses of 256 new tokens
- * (--new-tokens=N changes the length), 1 timed step after the warm-up unless --steps=N — with no pair and no PyTorch
+ * (--new-tokens=N changes the length), 1 timed step after the warm-up unless --steps=N (0: the warm-up step itself) — with no pair and no PyTorch
  * peer: the split, tokens/s and peak memory of the step the issue's targets name. --prompts=B and --group=G change
  * the step's prompts and responses per prompt, --checkpointing trains with activation checkpointing, --lora=R trains
  * LoRA adapters of rank R (alpha 2R) on every linear projection of the frozen random base, --precision=bf16 computes
@@ -83,14 +83,18 @@ if (PAIR_SHAPE !== undefined) {
 }
 const singleOnly = argv.includes('--single') || SHAPE !== undefined;
 const withTorch = !argv.includes('--no-torch') && !singleOnly;
-/** A whole number ≥ 1 from `--NAME=N`, or `fallback`. */
-const count = (name: string, fallback: number): number => {
+/** A whole number ≥ `least` (default 1) from `--NAME=N`, or `fallback`. */
+const count = (name: string, fallback: number, least = 1): number => {
   const v = Number(option(name) ?? fallback);
-  if (!Number.isInteger(v) || v < 1) throw new Error(`--${name}=N needs a whole number ≥ 1, got ${option(name)}`);
+  if (!Number.isInteger(v) || v < least)
+    throw new Error(`--${name}=N needs a whole number ≥ ${least}, got ${option(name)}`);
   return v;
 };
-/** Timed steps per setting after the warm-up step; default 3 (1 under --shape). */
-const STEPS = count('steps', SHAPE === undefined ? 3 : 1);
+/**
+ * Timed steps per setting after the warm-up step; default 3 (1 under --shape). 0 reports the warm-up step itself
+ * (its time includes first-call costs; its peak memory is the step's): half the wall time at the largest shapes.
+ */
+const STEPS = count('steps', SHAPE === undefined ? 3 : 1, 0);
 const log = (s: string): void => {
   if (!json) console.log(s);
 };
@@ -320,7 +324,7 @@ async function benchSetting(agents: Agent[], recipe: UpdateRecipe, knobs: Learne
     const memory = memoryMetrics();
     rss.push(memory['mem/rss_mib']);
     peakRss.push(memory['mem/peak_rss_mib']);
-    if (step === 0) continue;
+    if (step === 0 && STEPS > 0) continue;
     const sumOf = (key: string): number => agents.reduce((a, p) => a + sampled.get(p.name)![key]!, 0);
     const f = stepFlops(agents, table, shared);
     samples.push({
