@@ -1,4 +1,5 @@
-/* bf16 products of a few activation rows by an [out, in] weight (decode steps), on AVX512_BF16 (bf16_skinny.c). */
+/* bf16 products of a few activation rows by an [out, in] weight (decode steps), on AVX512_BF16 CPUs whose oneDNN
+ * has no AMX (bf16_skinny.c; blas.c decides). */
 #ifndef HACRL_BF16_SKINNY_H
 #define HACRL_BF16_SKINNY_H
 #include <stdint.h>

@@ -221,7 +221,10 @@ static dnnl_gemm_bf16_fn bf16_hardware(void) {
   uint16_t one = 0x3f80; /* 1.0 */
   float c = 0.0f;
   if (f && f('N', 'N', 1, 1, 1, 1.0f, &one, 1, &one, 1, 0.0f, &c, 1) == 0 && c == 1.0f) bf16_kernel = f;
-  skinny_bf16 = bf16_kernel && hx_bf16_skinny_ok();
+  /* Only where oneDNN has no AMX: the kernel was measured against oneDNN's AVX512_BF16 path, and AMX tiles multiply
+   * 16 rows at a time, so there oneDNN's is likely the faster (not measured). */
+  int (*isa)(void) = (int (*)(void))dlsym(l->handle, "dnnl_get_effective_cpu_isa");
+  skinny_bf16 = bf16_kernel && hx_bf16_skinny_ok() && !(isa && strcmp(dnnl_isa_name(isa()), "avx512_core_amx") == 0);
   return bf16_kernel;
 }
 
