@@ -15,8 +15,8 @@
  *
  * `--shape NAME` (smollm2-135m, qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b; src/model/shapes.ts) times one GRPO agent of
  * that public checkpoint's shape with random weights made here — B=8 prompts × G=4 responses of 256 new tokens
- * (--new-tokens=N changes the length), 1 timed step after the warm-up unless --steps=N (0: the warm-up step itself) — with no pair and no PyTorch
- * peer: the split, tokens/s and peak memory of the step the issue's targets name. --prompts=B and --group=G change
+ * (--new-tokens=N changes the length), 1 timed step after the warm-up unless --steps=N (0: the warm-up step
+ * itself) — with no pair and no PyTorch peer: the split, tokens/s and peak memory of the step the issue's targets name. --prompts=B and --group=G change
  * the step's prompts and responses per prompt, --checkpointing trains with activation checkpointing, --lora=R trains
  * LoRA adapters of rank R (alpha 2R) on every linear projection of the frozen random base, --precision=bf16 computes
  * the agent's products in bf16 (its frozen LoRA base held as bfloat16 bits). `--pair=NAME2` (under --shape) times a

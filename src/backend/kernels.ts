@@ -241,8 +241,8 @@ export interface Kernels {
   /** x[i] *= alpha for i < n. */
   scale(x: F32, alpha: number, n: number): void;
   /**
-   * out[i] = x[i] rounded to bfloat16 bits for i < n, to nearest with ties to even (tensor/half.ts f32ToBf16, bit for
-   * bit: subnormals kept, NaN a quiet NaN): the operands of every bf16 product pass through it.
+   * out[i] = x[i] rounded to bfloat16 bits for i < n, to nearest with ties to even (backend/bf16-bits.ts f32ToBf16,
+   * bit for bit: subnormals kept, NaN a quiet NaN): the operands of every bf16 product pass through it.
    */
   roundBf16(x: F32, out: BF16, n: number): void;
   /** Σ x[i]² over i < n, accumulated in float64. */
@@ -274,11 +274,12 @@ export interface Kernels {
 export type KernelName = Exclude<keyof Kernels, 'name' | 'blas' | 'bf16'>;
 
 /**
- * Every kernel's arguments in call order (long ones in lines), with the sizes the checked engine requires (engine.ts) and the structured
- * ones the native adapter flattens (native.ts). `x[rows*dim]`: a Float32Array of at least rows·dim elements (`[]`:
- * sized by the engine's own rules); `:i32[…]` an Int32Array, `:u16[…]` a Uint16Array (bfloat16 bits); a `?` after the name: may be undefined; a bare name: a
- * dimension (non-negative integer); `:real` a finite number; `:flag` a boolean; `:gemm` GemmArgs; `:attention` an
- * AttentionShape, whose fields (batch, seqLen, queryHeads, kvHeads, headDim) sizes may use.
+ * Every kernel's arguments in call order (long ones in lines), with the sizes the checked engine requires (engine.ts)
+ * and the structured ones the native adapter flattens (native.ts). `x[rows*dim]`: a Float32Array of at least rows·dim
+ * elements (`[]`: sized by the engine's own rules); `:i32[…]` an Int32Array, `:u16[…]` a Uint16Array (bfloat16 bits);
+ * a `?` after the name: may be undefined; a bare name: a dimension (non-negative integer); `:real` a finite number;
+ * `:flag` a boolean; `:gemm` GemmArgs; `:attention` an AttentionShape, whose fields (batch, seqLen, queryHeads,
+ * kvHeads, headDim) sizes may use.
  */
 const KERNEL_SIGNATURES = {
   gemm: 'args:gemm',
