@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Engine } from '../src/backend/engine.js';
 import * as ops from '../src/tensor/ops.js';
-import { giveBack, takeZeroed } from '../src/tensor/grad-pool.js';
+import { giveBack, MIN_POOL_CAP, poolCap, recycle, takeZeroed } from '../src/tensor/grad-pool.js';
 import { Tape, type Ctx } from '../src/tensor/tape.js';
 import { Tensor } from '../src/tensor/tensor.js';
 import { testedBackends } from './backends.js';
@@ -302,3 +302,21 @@ for (const backend of testedBackends('autograd')) {
     });
   });
 }
+
+describe('the buffer pool', () => {
+  test('keeps every buffer of a pass larger than its initial cap, so the next pass takes none fresh', () => {
+    // 3 × 2^26 floats (768 MiB) exceed MIN_POOL_CAP (2^27 floats): a fixed cap dropped the third buffer.
+    const n = 2 ** 26;
+    const first = [takeZeroed(n), takeZeroed(n), takeZeroed(n)];
+    recycle(first);
+    assert.ok(poolCap() >= 3 * n, `cap ${poolCap()} floats`);
+    const second = [takeZeroed(n), takeZeroed(n), takeZeroed(n)];
+    for (const b of second)
+      assert.ok(
+        first.some((f) => f.buffer === b.buffer),
+        'a buffer of the first pass',
+      );
+    recycle(second);
+    assert.ok(MIN_POOL_CAP < 3 * n);
+  });
+});

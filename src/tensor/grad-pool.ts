@@ -3,16 +3,21 @@
  * as many gradient floats as activation floats, hundreds of MiB per step, all dead when the backward pass ends; as
  * fresh typed arrays they made V8 run a full mark-compact for about every 64 MiB (a fifth of an RL step's CPU time in
  * a profile) and took fresh zeroed pages from the kernel. The tape hands them back here instead (Tape.backward).
+ * The pool keeps as much as the largest pass handed back at once (`recycle`), at least MIN_POOL_CAP: under a fixed
+ * 512 MiB cap a 0.5B model's pass (about 8 GiB of buffers at 8 × 256 tokens) took most of them fresh every step,
+ * and the kernel's page faults on them cost a fifth of the step (sys time, measured).
  */
 
 /** Below this many floats a buffer is allocated plainly (pooling it would save nothing). */
 export const MIN_POOLED = 4096;
-/** Most floats kept for reuse (512 MiB); buffers handed back beyond it are left to the garbage collector. */
-export const MAX_POOLED = 1 << 27;
+/** Floats the pool may keep before any pass has handed back more at once (512 MiB). */
+export const MIN_POOL_CAP = 1 << 27;
 
 /** Free buffers by capacity. */
 const free = new Map<number, Float32Array[]>();
 let pooled = 0;
+/** Most floats kept: the largest batch `recycle` was handed, at least MIN_POOL_CAP; beyond it, to the GC. */
+let cap = MIN_POOL_CAP;
 
 /** The capacity class of n floats: n rounded up to 1/8 of its power of two, so reuse across sizes wastes ≤ 12.5%. */
 export function capacityOf(n: number): number {
@@ -45,11 +50,33 @@ export function takeZeroed(n: number): Float32Array {
 
 /** Hands back a buffer from takeZeroed that nothing will read or write again. */
 export function giveBack(view: Float32Array): void {
-  const cap = view.buffer.byteLength / 4;
-  if (view.length < MIN_POOLED || view.byteOffset !== 0 || cap !== capacityOf(cap)) return;
-  if (pooled + cap > MAX_POOLED) return;
-  let list = free.get(cap);
-  if (!list) free.set(cap, (list = []));
+  const size = view.buffer.byteLength / 4;
+  if (view.length < MIN_POOLED || view.byteOffset !== 0 || size !== capacityOf(size)) return;
+  if (pooled + size > cap) return;
+  let list = free.get(size);
+  if (!list) free.set(size, (list = []));
   list.push(new Float32Array(view.buffer));
-  pooled += cap;
+  pooled += size;
+}
+
+/**
+ * Hands back every buffer of a pass that has ended, keeping them all for the next pass: the cap grows to their
+ * total when that is larger, and free buffers of earlier passes make room for them (the next pass most likely has
+ * the same shapes). The pool never holds more than the largest such pass had out at once.
+ */
+export function recycle(views: readonly Float32Array[]): void {
+  let total = 0;
+  for (const v of views) if (v.length >= MIN_POOLED) total += v.buffer.byteLength / 4;
+  cap = Math.max(cap, total);
+  for (const [size, list] of free)
+    while (pooled + total > cap && list.length) {
+      list.pop();
+      pooled -= size;
+    }
+  for (const v of views) giveBack(v);
+}
+
+/** Most floats the pool may keep now (MIN_POOL_CAP until a larger pass was recycled). */
+export function poolCap(): number {
+  return cap;
 }

@@ -559,7 +559,7 @@ export function checkpoint(ctx: Ctx, x: Tensor, fn: (ctx: Ctx, x: Tensor) => Ten
     const dx = input.grad;
     if (!x.requiresGrad || dx === null) return;
     accumulate(ctx, x, (d) => d.set(dx));
-    input.recycleGrad();
+    giveBack(input.detachGrad() ?? dx);
   }, out);
   return out;
 }

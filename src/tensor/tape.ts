@@ -1,5 +1,5 @@
 import type { Kernels } from '../backend/kernels.js';
-import { giveBack, takeZeroed } from './grad-pool.js';
+import { recycle, takeZeroed } from './grad-pool.js';
 import type { Tensor } from './tensor.js';
 
 /**
@@ -18,8 +18,12 @@ export class Arena {
 
   /** Gives every buffer back to the pool: nothing may read or write them after this. */
   release(): void {
-    for (const b of this.owned) giveBack(b);
-    this.owned.length = 0;
+    recycle(this.detach());
+  }
+
+  /** Every buffer handed out so far, forgotten here: the caller gives them back (nothing may use them after). */
+  detach(): Float32Array[] {
+    return this.owned.splice(0);
   }
 }
 
@@ -69,9 +73,14 @@ export class Tape {
       g.set(seed);
     } else g.fill(1);
     while (this.steps.length > 0) this.steps.pop()!();
-    for (const t of this.outputs) t.recycleGrad();
+    // The pass's buffers go back together, so that the pool keeps all of them for the next pass (grad-pool.ts).
+    const done = this.arena.detach();
+    for (const t of this.outputs) {
+      const g = t.detachGrad();
+      if (g) done.push(g);
+    }
     this.outputs.length = 0;
-    this.arena.release();
+    recycle(done);
   }
 
   /** Drops every recorded op without running it (an inference pass that recorded by mistake, or an aborted step). */

@@ -1,4 +1,4 @@
-import { giveBack, takeZeroed } from './grad-pool.js';
+import { takeZeroed } from './grad-pool.js';
 
 /**
  * A dense float32 tensor: data in row-major order, a shape, and (for values that need gradients) a gradient buffer
@@ -75,11 +75,15 @@ export class Tensor {
     if (!this.base) this.ownGrad = null;
   }
 
-  /** Drops the gradient buffer and hands it back for reuse: nothing may hold it any more (see Tape.backward). */
-  recycleGrad(): void {
-    if (this.base || !this.ownGrad) return;
-    giveBack(this.ownGrad);
+  /**
+   * Drops the gradient buffer and returns it (null for a view, or when there is none) for the pool: nothing may hold
+   * it any more (see Tape.backward).
+   */
+  detachGrad(): Float32Array | null {
+    if (this.base || !this.ownGrad) return null;
+    const g = this.ownGrad;
     this.ownGrad = null;
+    return g;
   }
 
   /** The same elements under another shape (same order); shares data and gradient. */
