@@ -3,7 +3,7 @@
  * Qwen3-style models (about 1M, 10M and 50M parameters) against PyTorch on the same checkpoint, batch, thread count
  * and machine, in one run: SFT training tokens/s (forward, backward, AdamW) and greedy decode tokens/s with a KV cache
  * at batch 1, 16 and 64, with the ratios hacrl/torch (> 1: hacrl faster) and model FLOPs utilisation against the FMA
- * peak measured here. The torch side is bench/torch_model_bench.py run by Debian's /usr/bin/python3, in its fastest
+ * peak measured here. The torch side is bench/torch_model_bench.py run by Debian's /usr/bin/python3 ($HACRL_TORCH_PYTHON), in its fastest
  * configuration on this machine: each OpenBLAS kernel it accepts (OPENBLAS_CORETYPE) is timed on the benchmark's
  * matrix products first and the fastest is used for the headline ratios; the environment's own setting, when it
  * differs, is run as well and shown as a second column. Decoding is also timed in llama.cpp (bench/llama-cpp.ts:
@@ -61,6 +61,7 @@ import {
   writeBenchGguf,
   type LlamaDecodeTiming,
 } from './llama-cpp.js';
+import { TORCH_PYTHON } from './torch-python.js';
 
 const args = new Set(process.argv.slice(2));
 /**
@@ -97,7 +98,6 @@ const log = (s: string): void => {
   if (!json) console.log(s);
 };
 
-const PYTHON = '/usr/bin/python3';
 const TORCH_SCRIPT = fileURLToPath(new URL('../../bench/torch_model_bench.py', import.meta.url));
 const SEED = 1234;
 /** Headline ratios: this model, the most threads measured, and this decode batch. */
@@ -286,9 +286,13 @@ function torchEnv(core: string): NodeJS.ProcessEnv {
 }
 
 function runPython(args: string[], core: string): string {
-  const r = spawnSync(PYTHON, [TORCH_SCRIPT, ...args], { encoding: 'utf8', maxBuffer: 1 << 28, env: torchEnv(core) });
+  const r = spawnSync(TORCH_PYTHON, [TORCH_SCRIPT, ...args], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 28,
+    env: torchEnv(core),
+  });
   if (r.status !== 0)
-    throw new Error(`${TORCH_SCRIPT} failed (needs ${PYTHON} with torch): ${r.error?.message ?? r.stderr}`);
+    throw new Error(`${TORCH_SCRIPT} failed (needs ${TORCH_PYTHON} with torch): ${r.error?.message ?? r.stderr}`);
   const lines = r.stdout.trim().split('\n');
   return lines[lines.length - 1]!;
 }

@@ -64,6 +64,7 @@ import { mean } from '../src/util/stats.js';
 import { matmulParams } from './flops.js';
 import { machinePeak, peakLine } from './peak.js';
 import { openmpWaitPolicy } from '../src/backend/native.js';
+import { TORCH_PYTHON } from './torch-python.js';
 
 const argv = process.argv.slice(2);
 const json = argv.includes('--json');
@@ -98,7 +99,6 @@ const STEPS = count('steps', SHAPE === undefined ? 3 : 1, 0);
 const log = (s: string): void => {
   if (!json) console.log(s);
 };
-const PYTHON = '/usr/bin/python3';
 const TORCH_SCRIPT = fileURLToPath(new URL('../../bench/torch_rl_bench.py', import.meta.url));
 
 const k = engine();
@@ -386,7 +386,7 @@ async function torchPeer(weightsDir: string, threads: number, clip: number): Pro
   const env: NodeJS.ProcessEnv = { ...process.env, OMP_WAIT_POLICY: 'PASSIVE' };
   delete env.OPENBLAS_CORETYPE;
   if (process.env.TORCH_OPENBLAS_CORETYPE) env.OPENBLAS_CORETYPE = process.env.TORCH_OPENBLAS_CORETYPE;
-  const r = spawnSync(PYTHON, [TORCH_SCRIPT, input], { encoding: 'utf8', maxBuffer: 1 << 26, env });
+  const r = spawnSync(TORCH_PYTHON, [TORCH_SCRIPT, input], { encoding: 'utf8', maxBuffer: 1 << 26, env });
   if (r.status !== 0) throw new Error(`${TORCH_SCRIPT} failed: ${r.error?.message ?? r.stderr}`);
   const lines = r.stdout.trim().split('\n');
   return JSON.parse(lines[lines.length - 1]!) as TorchRl;

@@ -4,16 +4,16 @@ import { spawnSync } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { readSafetensors } from '../src/model/safetensors.js';
+import { TORCH_PYTHON } from '../bench/torch-python.js';
 
-const PYTHON = '/usr/bin/python3';
 const SCRIPT = fileURLToPath(new URL('../../test/torch/reference_model.py', import.meta.url));
 
-/** Fails, with how to fix it, when /usr/bin/python3 has no torch: CI installs it, and a skipped check proves nothing. */
+/** Fails, with how to fix it, when TORCH_PYTHON has no torch: CI installs it, and a skipped check proves nothing. */
 export function requireTorch(): void {
-  const r = spawnSync(PYTHON, ['-c', 'import torch, numpy'], { encoding: 'utf8' });
+  const r = spawnSync(TORCH_PYTHON, ['-c', 'import torch, numpy'], { encoding: 'utf8' });
   if (r.status !== 0)
     assert.fail(
-      `the PyTorch reference needs ${PYTHON} with torch and numpy: install the Debian package python3-torch ` +
+      `the PyTorch reference needs ${TORCH_PYTHON} with torch and numpy: install the Debian package python3-torch ` +
         `(apt-get install python3-torch). ${r.error?.message ?? r.stderr}`,
     );
 }
@@ -40,7 +40,7 @@ export async function runTorchReference(
     outputPath,
     ...(adapterDir ? [adapterDir] : []),
   ];
-  const r = spawnSync(PYTHON, args, { encoding: 'utf8' });
+  const r = spawnSync(TORCH_PYTHON, args, { encoding: 'utf8' });
   assert.equal(r.status, 0, `reference_model.py failed: ${r.error?.message ?? r.stderr}`);
   return (await readSafetensors(outputPath)).tensors;
 }
