@@ -2,10 +2,12 @@
 // float64 reference forward, on every backend.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { Engine } from '../src/backend/engine.js';
+import { Engine, engine } from '../src/backend/engine.js';
 import * as ops from '../src/tensor/ops.js';
-import { giveBack, MIN_POOL_CAP, poolCap, recycle, takeZeroed } from '../src/tensor/grad-pool.js';
+import { giveBack, MIN_POOL_CAP, poolCap, recycle, takeZeroed, trimPool } from '../src/tensor/grad-pool.js';
 import { Tape, type Ctx } from '../src/tensor/tape.js';
+import { generate } from '../src/model/generate.js';
+import { CONFIGS, testModel } from './tiny-models.js';
 import { Tensor } from '../src/tensor/tensor.js';
 import { testedBackends } from './backends.js';
 import { mulberry32, randn, relError } from './helpers.js';
@@ -318,5 +320,14 @@ describe('the buffer pool', () => {
       );
     recycle(second);
     assert.ok(MIN_POOL_CAP < 3 * n);
+    // Sampling trims it: at most MIN_POOL_CAP floats stay (other tests' buffers may take part of that), and the cap
+    // is back to MIN_POOL_CAP.
+    generate(testModel(CONFIGS.qwen3!, 1), engine(), [[1, 2, 3]], { maxNewTokens: 2, temperature: 0 });
+    assert.equal(poolCap(), MIN_POOL_CAP);
+    const third = [takeZeroed(n), takeZeroed(n), takeZeroed(n)];
+    const kept = third.filter((b) => first.some((f) => f.buffer === b.buffer)).length;
+    assert.ok(kept >= 1 && kept <= MIN_POOL_CAP / n, `${kept} buffers kept`);
+    recycle(third);
+    trimPool();
   });
 });

@@ -3,6 +3,7 @@
  * decoded one token per step for every sequence still running.
  */
 import type { Kernels } from '../backend/kernels.js';
+import { trimPool } from '../tensor/grad-pool.js';
 import { Arena } from '../tensor/tape.js';
 import { Rng } from '../util/rng.js';
 import { KVCache } from './kv-cache.js';
@@ -253,13 +254,17 @@ function validate(o: SamplingOptions): void {
   if (o.stopStrings?.length && !o.decode) bad('stopStrings need a decode function (a tokenizer)');
 }
 
-/** Continues every prompt (token ids) with sampled tokens; same seed, same prompts, same results. */
+/**
+ * Continues every prompt (token ids) with sampled tokens; same seed, same prompts, same results. The buffer pool is
+ * trimmed first: a training pass's buffers are not kept beside the inference copies and the KV cache.
+ */
 export function generate(
   model: Transformer,
   k: Kernels,
   prompts: readonly (readonly number[])[],
   options: SamplingOptions = {},
 ): Generation[] {
+  trimPool();
   return model.withInferenceWeights(() => generateWith(model, k, prompts, options));
 }
 

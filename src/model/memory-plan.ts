@@ -11,7 +11,7 @@
  * Agents sample, score and train one after the other, so a run's peak is the process baseline, plus every agent's
  * held parts, plus the largest phase of any agent: phases are maxed over, not summed.
  */
-import { capacityOf, MIN_POOLED } from '../tensor/grad-pool.js';
+import { capacityOf, MIN_POOL_CAP, MIN_POOLED } from '../tensor/grad-pool.js';
 import { headChunkRows, KEEP_LOGITS_LIMIT } from '../tensor/ops.js';
 import type { Precision } from '../tensor/bf16.js';
 import type { TransformerConfig } from './hf-config.js';
@@ -309,9 +309,8 @@ export function agentMemory(a: AgentMemoryInput): AgentMemoryPlan {
       F32;
     parts.push(
       { name: 'training activations', held: 'training', bytes: training },
-      // The pool keeps all of the training pass's buffers for the next (grad-pool.ts); sampling allocates its own
-      // beside them.
-      { name: 'pooled training buffers', held: 'sampling', bytes: training },
+      // Sampling starts by trimming the pool to MIN_POOL_CAP (grad-pool.ts) and allocates its own beside that.
+      { name: 'pooled training buffers', held: 'sampling', bytes: Math.min(training, MIN_POOL_CAP * F32) },
     );
     // Grown by the largest pass of any phase and kept; one per process, so with several bf16 agents an overestimate.
     if (bf16)

@@ -3,14 +3,16 @@
  * as many gradient floats as activation floats, hundreds of MiB per step, all dead when the backward pass ends; as
  * fresh typed arrays they made V8 run a full mark-compact for about every 64 MiB (a fifth of an RL step's CPU time in
  * a profile) and took fresh zeroed pages from the kernel. The tape hands them back here instead (Tape.backward).
- * The pool keeps as much as the largest pass handed back at once (`recycle`), at least MIN_POOL_CAP: under a fixed
- * 512 MiB cap a 0.5B model's pass (about 8 GiB of buffers at 8 × 256 tokens) took most of them fresh every step,
- * and the kernel's page faults on them cost a fifth of the step (sys time, measured).
+ * Between passes the pool keeps as much as the largest pass handed back at once (`recycle`), at least MIN_POOL_CAP:
+ * under a fixed 512 MiB cap a 0.5B model's pass (about 8 GiB of buffers at 8 × 256 tokens) took most of them fresh
+ * every step, and the kernel's page faults on them cost a fifth of the step (sys time, measured). Sampling begins
+ * with `trimPool` (generate.ts): while the inference copies and the KV cache are alive, the pool holds at most
+ * MIN_POOL_CAP, as the memory plan counts it.
  */
 
 /** Below this many floats a buffer is allocated plainly (pooling it would save nothing). */
 export const MIN_POOLED = 4096;
-/** Floats the pool may keep before any pass has handed back more at once (512 MiB). */
+/** Floats the pool may keep before any pass has handed back more at once, and after trimPool (512 MiB). */
 export const MIN_POOL_CAP = 1 << 27;
 
 /** Free buffers by capacity. */
@@ -79,4 +81,16 @@ export function recycle(views: readonly Float32Array[]): void {
 /** Most floats the pool may keep now (MIN_POOL_CAP until a larger pass was recycled). */
 export function poolCap(): number {
   return cap;
+}
+
+/** Keeps at most MIN_POOL_CAP floats of free buffers (the smallest) and lowers the cap to it until a larger pass. */
+export function trimPool(): void {
+  cap = MIN_POOL_CAP;
+  for (const size of [...free.keys()].sort((a, b) => b - a)) {
+    const list = free.get(size)!;
+    while (pooled > cap && list.length) {
+      list.pop();
+      pooled -= size;
+    }
+  }
 }
