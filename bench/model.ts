@@ -3,10 +3,10 @@
  * Qwen3-style models (about 1M, 10M and 50M parameters) against PyTorch on the same checkpoint, batch, thread count
  * and machine, in one run: SFT training tokens/s (forward, backward, AdamW) and greedy decode tokens/s with a KV cache
  * at batch 1, 16 and 64, with the ratios hacrl/torch (> 1: hacrl faster) and model FLOPs utilisation against the FMA
- * peak measured here. The torch side is bench/torch_model_bench.py run by Debian's /usr/bin/python3 ($HACRL_TORCH_PYTHON), in its fastest
- * configuration on this machine: each OpenBLAS kernel it accepts (OPENBLAS_CORETYPE) is timed on the benchmark's
- * matrix products first and the fastest is used for the headline ratios; the environment's own setting, when it
- * differs, is run as well and shown as a second column. Decoding is also timed in llama.cpp (bench/llama-cpp.ts:
+ * peak measured here. The torch side is bench/torch_model_bench.py run by Debian's /usr/bin/python3 (or
+ * $HACRL_TORCH_PYTHON), in its fastest configuration on this machine: each OpenBLAS kernel it accepts
+ * (OPENBLAS_CORETYPE) is timed on the benchmark's matrix products first and the fastest is used for the headline
+ * ratios; the environment's own setting, when it differs, is run as well and shown as a second column. Decoding is also timed in llama.cpp (bench/llama-cpp.ts:
  * node-llama-cpp's prebuilt CPU build on the same weights exported to GGUF f32, same prompts, threads and batch).
  * With --json the last line is one JSON object.
  *

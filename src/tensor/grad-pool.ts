@@ -70,12 +70,19 @@ export function recycle(views: readonly Float32Array[]): void {
   let total = 0;
   for (const v of views) if (v.length >= MIN_POOLED) total += v.buffer.byteLength / 4;
   cap = Math.max(cap, total);
-  for (const [size, list] of free)
-    while (pooled + total > cap && list.length) {
+  evictDownTo(cap - total);
+  for (const v of views) giveBack(v);
+}
+
+/** Drops free buffers, the largest first, until at most `limit` floats are pooled. */
+function evictDownTo(limit: number): void {
+  for (const size of [...free.keys()].sort((a, b) => b - a)) {
+    const list = free.get(size)!;
+    while (pooled > limit && list.length) {
       list.pop();
       pooled -= size;
     }
-  for (const v of views) giveBack(v);
+  }
 }
 
 /** Most floats the pool may keep now (MIN_POOL_CAP until a larger pass was recycled). */
@@ -86,11 +93,5 @@ export function poolCap(): number {
 /** Keeps at most MIN_POOL_CAP floats of free buffers (the smallest) and lowers the cap to it until a larger pass. */
 export function trimPool(): void {
   cap = MIN_POOL_CAP;
-  for (const size of [...free.keys()].sort((a, b) => b - a)) {
-    const list = free.get(size)!;
-    while (pooled > cap && list.length) {
-      list.pop();
-      pooled -= size;
-    }
-  }
+  evictDownTo(cap);
 }

@@ -559,7 +559,7 @@ export function checkpoint(ctx: Ctx, x: Tensor, fn: (ctx: Ctx, x: Tensor) => Ten
     const dx = input.grad;
     if (!x.requiresGrad || dx === null) return;
     accumulate(ctx, x, (d) => d.set(dx));
-    giveBack(input.detachGrad() ?? dx);
+    giveBack(input.detachGrad()!); // dx: input is no view, so its gradient is its own
   }, out);
   return out;
 }
