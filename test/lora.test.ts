@@ -359,6 +359,41 @@ describe('PEFT adapter folders', () => {
     assert.ok(relError(logits(mergeAdapters(model), x), want) < 1e-5);
   });
 
+  test("target_modules as full module names (PEFT saves 'all-linear' so) adapt exactly those modules", async () => {
+    const dir = join(root, 'full-names');
+    await saveTinyAgent(join(dir, 'base'), 'qwen3', 4);
+    const base = await loadPretrained(join(dir, 'base'));
+    const full = ['model.layers.0.self_attn.q_proj', 'model.layers.1.mlp.down_proj'];
+    // PEFT's rule: a module whose name is a target or ends with '.' + a target.
+    for (const [targets, want] of [
+      [full, full],
+      [['self_attn.q_proj'], ['model.layers.0.self_attn.q_proj', 'model.layers.1.self_attn.q_proj']],
+    ] as const) {
+      const adapters = LoraAdapters.init(base.model.cfg, { ...SETTINGS, targets }, join(dir, 'base'), 6);
+      assert.deepEqual(
+        adapters.modules.map((m) => m.module),
+        want,
+      );
+    }
+    const some = LoraAdapters.init(base.model.cfg, { ...SETTINGS, targets: full }, join(dir, 'base'), 6);
+    for (const t of some.params.values()) t.data.set(uniform(t.size, mulberry32(t.size + 2), -0.2, 0.2));
+    const model = adapt(base.model, some);
+    await savePretrained(join(dir, 'adapter'), { ...base, model });
+    // Short names would adapt both blocks: the saved config keeps the full names.
+    const config = JSON.parse(await readFile(join(dir, 'adapter', ADAPTER_CONFIG), 'utf8')) as Record<string, unknown>;
+    assert.deepEqual(config.target_modules, full);
+    const back = await loadPretrained(join(dir, 'adapter'));
+    assert.deepEqual([...back.model.trainable.keys()], [...some.params.keys()]);
+    const x = { ...inputs(72), ids: randInt(BATCH * SEQ, mulberry32(72), 0, 300) };
+    x.batch = { ids: x.ids, batch: BATCH, seqLen: SEQ };
+    assert.deepEqual(logits(back.model, x), logits(model, x));
+    assert.ok(relError(logits(base.model, x), logits(model, x)) > 1e-3, 'the adapters change the logits');
+    assert.throws(
+      () => LoraAdapters.init(base.model.cfg, { ...SETTINGS, targets: ['model.layers.2.self_attn.q_proj'] }, '', 0),
+      /model\.layers\.2\.self_attn\.q_proj are not projections of a qwen3 model: use q_proj, .*full module names/,
+    );
+  });
+
   test('adapter folders that do not fit are refused with the reason', async () => {
     const dir = join(root, 'bad');
     await saveTinyAgent(join(dir, 'base'), 'qwen3', 2);

@@ -54,34 +54,44 @@ export interface AdaptedModule {
 }
 
 /**
- * The modules the settings adapt in this model, in state_dict order. Throws saying what to change when a target is
- * not a projection of the family or the rank exceeds a projection's smaller width.
+ * Whether `target` names `module` by PEFT's rule for a list of target_modules: the module's full name, or a suffix of
+ * it after a dot (`q_proj`, `self_attn.q_proj`, `model.layers.0.self_attn.q_proj`). PEFT saves 'all-linear' as the
+ * full names of the modules it adapted, so an adapter folder written by PEFT names them that way.
+ */
+const names = (module: string, target: string): boolean => module === target || module.endsWith(`.${target}`);
+
+/**
+ * The modules the settings adapt in this model, in state_dict order. Throws saying what to change when a target names
+ * no projection of the family's blocks or the rank exceeds a projection's smaller width.
  */
 export function adaptedModules(cfg: TransformerConfig, s: LoraSettings): AdaptedModule[] {
-  const known = familyTargets(cfg.family);
-  const targets = s.targets === ALL_LINEAR || s.targets.includes(ALL_LINEAR) ? known : s.targets;
-  const wrong = targets.filter((t) => !known.includes(t));
+  const all = s.targets === ALL_LINEAR || s.targets.includes(ALL_LINEAR);
+  const projections: AdaptedModule[] = [];
+  for (const w of hfWeightNames(cfg)) {
+    if (w.layer === null || w.shape.length !== 2 || !w.name.endsWith('.weight')) continue;
+    const module = w.name.slice(0, -'.weight'.length);
+    if (!familyTargets(cfg.family).includes(module.slice(module.lastIndexOf('.') + 1))) continue;
+    const [outF, inF] = w.transposed ? [w.shape[1]!, w.shape[0]!] : [w.shape[0]!, w.shape[1]!];
+    projections.push({ module, inF, outF });
+  }
+  const targets = all ? [] : (s.targets as readonly string[]);
+  const wrong = targets.filter((t) => !projections.some((p) => names(p.module, t)));
   if (wrong.length > 0)
     throw new Error(
-      `lora.targets ${wrong.join(', ')} are not projections of a ${cfg.family} model: use ${known.join(', ')} ` +
+      `lora.targets ${wrong.join(', ')} are not projections of a ${cfg.family} model: use ` +
+        `${familyTargets(cfg.family).join(', ')}, full module names such as ${projections[0]?.module} ` +
         `(or '${ALL_LINEAR}')`,
     );
   if (!(Number.isInteger(s.rank) && s.rank >= 1))
     throw new Error(`lora.rank must be a whole number ≥ 1, got ${s.rank}`);
   if (!(s.dropout >= 0 && s.dropout < 1)) throw new Error(`lora.dropout must be in [0, 1), got ${s.dropout}`);
-  const out: AdaptedModule[] = [];
-  for (const w of hfWeightNames(cfg)) {
-    if (w.layer === null || w.shape.length !== 2 || !w.name.endsWith('.weight')) continue;
-    const module = w.name.slice(0, -'.weight'.length);
-    if (!targets.includes(module.slice(module.lastIndexOf('.') + 1))) continue;
-    const [outF, inF] = w.transposed ? [w.shape[1]!, w.shape[0]!] : [w.shape[0]!, w.shape[1]!];
+  const out = projections.filter((p) => all || targets.some((t) => names(p.module, t)));
+  for (const { module, inF, outF } of out)
     if (s.rank > Math.min(inF, outF))
       throw new Error(
         `lora.rank ${s.rank} exceeds the smaller width (${Math.min(inF, outF)}) of ${module} [out ${outF}, in ` +
           `${inF}]: choose a rank of at most ${Math.min(inF, outF)}`,
       );
-    out.push({ module, inF, outF });
-  }
   return out;
 }
 

@@ -60,12 +60,16 @@ export async function readAdapterConfig(dir: string): Promise<{ settings: LoraSe
 
 /**
  * Writes adapter_config.json and adapter_model.safetensors (float32) of `adapters` into `dir` (created if missing).
- * target_modules is the expanded list, as PEFT saves 'all-linear'.
+ * target_modules lists projection names (`q_proj`, …), or full module names when the adapters cover some blocks only.
  */
 export async function writeAdapterFiles(dir: string, adapters: LoraAdapters): Promise<void> {
   const s = adapters.settings;
   await mkdir(dir, { recursive: true });
-  const targets = [...new Set(adapters.modules.map((m) => m.module.slice(m.module.lastIndexOf('.') + 1)))].sort();
+  // Projection names when they pick exactly these modules, else the modules' full names (adapters read from a PEFT
+  // folder that adapted some blocks only).
+  const short = [...new Set(adapters.modules.map((m) => m.module.slice(m.module.lastIndexOf('.') + 1)))].sort();
+  const same = adaptedModules(adapters.cfg, { ...s, targets: short }).length === adapters.modules.length;
+  const targets = same ? short : adapters.modules.map((m) => m.module);
   await writeSafetensors(
     join(dir, ADAPTER_WEIGHTS),
     [...adapters.params].map(([name, t]) => [PREFIX + name, { shape: [...t.shape], data: t.data }] as const),
