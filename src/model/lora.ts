@@ -60,17 +60,21 @@ export interface AdaptedModule {
  */
 const names = (module: string, target: string): boolean => module === target || module.endsWith(`.${target}`);
 
+/** The projection name of a module path (`q_proj` of `model.layers.0.self_attn.q_proj`). */
+export const projectionName = (module: string): string => module.slice(module.lastIndexOf('.') + 1);
+
 /**
  * The modules the settings adapt in this model, in state_dict order. Throws saying what to change when a target names
  * no projection of the family's blocks or the rank exceeds a projection's smaller width.
  */
 export function adaptedModules(cfg: TransformerConfig, s: LoraSettings): AdaptedModule[] {
   const all = s.targets === ALL_LINEAR || s.targets.includes(ALL_LINEAR);
+  const known = familyTargets(cfg.family);
   const projections: AdaptedModule[] = [];
   for (const w of hfWeightNames(cfg)) {
     if (w.layer === null || w.shape.length !== 2 || !w.name.endsWith('.weight')) continue;
     const module = w.name.slice(0, -'.weight'.length);
-    if (!familyTargets(cfg.family).includes(module.slice(module.lastIndexOf('.') + 1))) continue;
+    if (!known.includes(projectionName(module))) continue;
     const [outF, inF] = w.transposed ? [w.shape[1]!, w.shape[0]!] : [w.shape[0]!, w.shape[1]!];
     projections.push({ module, inF, outF });
   }
@@ -79,7 +83,7 @@ export function adaptedModules(cfg: TransformerConfig, s: LoraSettings): Adapted
   if (wrong.length > 0)
     throw new Error(
       `lora.targets ${wrong.join(', ')} are not projections of a ${cfg.family} model: use ` +
-        `${familyTargets(cfg.family).join(', ')}, full module names such as ${projections[0]?.module} ` +
+        `${known.join(', ')}, full module names such as ${projections[0]?.module} ` +
         `(or '${ALL_LINEAR}')`,
     );
   if (!(Number.isInteger(s.rank) && s.rank >= 1))

@@ -12,7 +12,15 @@ import { Tensor } from '../tensor/tensor.js';
 import { writeJsonAtomic } from '../util/atomic-write.js';
 import { pathExists, readJsonWith } from '../util/json-file.js';
 import type { TransformerConfig } from './hf-config.js';
-import { adaptedModules, ALL_LINEAR, frozen, LoraAdapters, loraParamNames, type LoraSettings } from './lora.js';
+import {
+  adaptedModules,
+  ALL_LINEAR,
+  frozen,
+  LoraAdapters,
+  loraParamNames,
+  projectionName,
+  type LoraSettings,
+} from './lora.js';
 import { SafetensorsReader, writeSafetensors } from './safetensors.js';
 import { Transformer } from './transformer.js';
 
@@ -67,7 +75,7 @@ export async function writeAdapterFiles(dir: string, adapters: LoraAdapters): Pr
   await mkdir(dir, { recursive: true });
   // Projection names when they pick exactly these modules, else the modules' full names (adapters read from a PEFT
   // folder that adapted some blocks only).
-  const short = [...new Set(adapters.modules.map((m) => m.module.slice(m.module.lastIndexOf('.') + 1)))].sort();
+  const short = [...new Set(adapters.modules.map((m) => projectionName(m.module)))].sort();
   const same = adaptedModules(adapters.cfg, { ...s, targets: short }).length === adapters.modules.length;
   const targets = same ? short : adapters.modules.map((m) => m.module);
   await writeSafetensors(
