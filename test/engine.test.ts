@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { Engine, KernelInputError } from '../src/backend/engine.js';
+import { cpuFlags } from '../src/backend/cpu-features.js';
 import { nativeBackend } from '../src/backend/select.js';
 import { testedBackends } from './backends.js';
 
@@ -141,6 +142,24 @@ describe('backend selection', () => {
       /stale-addon\.cjs is older than the code \(no [^)]*rmsNorm[^)]*\); rebuild with `npm run build:native`/,
     );
     assert.equal((JSON.parse(r.stdout.trim().split('\n').pop()!) as { backend: string }).backend, 'typescript');
+  });
+  test("OpenBLAS's kernels: an OPENBLAS_CORETYPE that is set is kept; unset, an AVX-512 CPU gets AVX-512 kernels", (t) => {
+    /** The BLAS description of `hacrl smoke` on OpenBLAS with OPENBLAS_CORETYPE=`coreType` (unset when undefined). */
+    const openblas = (coreType?: string): string => {
+      const env: NodeJS.ProcessEnv = { ...process.env, HACRL_BLAS: 'openblas' };
+      delete env.OPENBLAS_CORETYPE;
+      if (coreType) env.OPENBLAS_CORETYPE = coreType;
+      const r = spawnSync(process.execPath, ['dist/src/cli/main.js', 'smoke', '--json'], { env, encoding: 'utf8' });
+      assert.equal(r.status, 0, r.stderr);
+      return (JSON.parse(r.stdout.trim().split('\n').pop()!) as { blas: string }).blas;
+    };
+    if (nativeBackend() === null) return t.skip('no native addon');
+    const unset = openblas();
+    if (!unset.startsWith('OpenBLAS')) return t.skip(`OpenBLAS does not load here (${unset})`);
+    assert.match(openblas('Haswell'), /kernel Haswell;/);
+    const flags = cpuFlags();
+    if (['avx512f', 'avx512dq', 'avx512bw', 'avx512vl'].every((f) => flags.has(f)))
+      assert.match(unset, flags.has('avx512_bf16') ? /kernel Cooperlake;/ : /kernel SkylakeX;/);
   });
   test('a bad HACRL_BACKEND value is refused with the allowed values', () => {
     const r = cli({ HACRL_BACKEND: 'gpu' });
