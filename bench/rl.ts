@@ -64,15 +64,11 @@ import { mean } from '../src/util/stats.js';
 import { matmulParams } from './flops.js';
 import { machinePeak, peakLine } from './peak.js';
 import { openmpWaitPolicy } from '../src/backend/native.js';
+import { count, option } from './cli-args.js';
 import { TORCH_PYTHON } from './torch-python.js';
 
 const argv = process.argv.slice(2);
 const json = argv.includes('--json');
-/** The value of `--NAME=VALUE` or `--NAME VALUE`. */
-const option = (name: string): string | undefined => {
-  const i = argv.indexOf(`--${name}`);
-  return i >= 0 ? argv[i + 1] : argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
-};
 /** A public checkpoint's shape (src/model/shapes.ts) for the one agent, checked before any work. */
 const SHAPE = option('shape');
 if (SHAPE !== undefined) shapeConfig(SHAPE);
@@ -84,13 +80,6 @@ if (PAIR_SHAPE !== undefined) {
 }
 const singleOnly = argv.includes('--single') || SHAPE !== undefined;
 const withTorch = !argv.includes('--no-torch') && !singleOnly;
-/** A whole number ≥ `least` (default 1) from `--NAME=N`, or `fallback`. */
-const count = (name: string, fallback: number, least = 1): number => {
-  const v = Number(option(name) ?? fallback);
-  if (!Number.isInteger(v) || v < least)
-    throw new Error(`--${name}=N needs a whole number ≥ ${least}, got ${option(name)}`);
-  return v;
-};
 /**
  * Timed steps per setting after the warm-up step; default 3 (1 under --shape). 0 reports the warm-up step itself
  * (its time includes first-call costs; its peak memory is the step's): half the wall time at the largest shapes.

@@ -16,26 +16,16 @@ import { AdamW } from '../src/optim/adamw.js';
 import { PRECISIONS, type Precision } from '../src/tensor/bf16.js';
 import { Tape } from '../src/tensor/tape.js';
 import { Rng } from '../src/util/rng.js';
+import { count, option } from './cli-args.js';
 
-const argv = process.argv.slice(2);
-/** `--name V` or `--name=V`. */
-const option = (name: string): string | undefined => {
-  const i = argv.indexOf(`--${name}`);
-  return i >= 0 ? argv[i + 1] : argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
-};
-/** A whole-number option of at least 1. */
-const count = (name: string, fallback: number): number => {
-  const v = Number(option(name) ?? fallback);
-  if (!Number.isInteger(v) || v < 1) throw new Error(`--${name} must be a whole number ≥ 1, got ${option(name)}`);
-  return v;
-};
 const SHAPE = option('shape') ?? 'qwen2.5-0.5b';
 const PRECISION = (option('precision') ?? 'fp32') as Precision;
 if (!(PRECISIONS as readonly string[]).includes(PRECISION))
   throw new Error(`--precision must be one of ${PRECISIONS.join(', ')}, got ${PRECISION}`);
 /** Sequences per step (default 4), tokens per sequence (default 256, the first 32 a prompt) and steps (default 2). */
 const BATCH = count('batch', 4);
-const SEQ = count('seq', 256);
+// At least 33: the first 32 tokens are the prompt, and a step needs response tokens.
+const SEQ = count('seq', 256, 33);
 const STEPS = count('steps', 2);
 
 const k = engine();

@@ -79,12 +79,16 @@ static void describe_openblas(blas_lib *l) {
            config ? config() : "");
 }
 
+/* AVX-512 with the subsets both libraries' AVX-512 kernels use (Skylake-X's: F, DQ, BW, VL). */
+static int avx512_core(void) {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+}
+
 /* BLIS 0.9 does not recognise Zen 5 and falls back to slow generic kernels; its AVX-512 "skx" kernels run at full
  * speed there. We only choose for the user when BLIS_ARCH_TYPE is unset: an explicit setting is always kept. */
 static void prepare_blis_env(void) {
-  if (getenv("BLIS_ARCH_TYPE") == NULL && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
-    setenv("BLIS_ARCH_TYPE", "skx", 0);
+  if (getenv("BLIS_ARCH_TYPE") == NULL && avx512_core()) setenv("BLIS_ARCH_TYPE", "skx", 0);
 }
 
 /* OpenBLAS 0.3.21 picks its kernels by CPU model, and on an AVX-512 CPU whose model it does not know (an Intel Xeon with
@@ -92,8 +96,7 @@ static void prepare_blis_env(void) {
  * sgemm at 28 GFLOP/s on 2 threads instead of 300. Chosen by the instructions instead, and only when
  * OPENBLAS_CORETYPE is unset: an explicit setting is always kept. Cooperlake is what it detects on an AVX512_BF16 EPYC. */
 static void prepare_openblas_env(void) {
-  if (getenv("OPENBLAS_CORETYPE") == NULL && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+  if (getenv("OPENBLAS_CORETYPE") == NULL && avx512_core())
     setenv("OPENBLAS_CORETYPE", __builtin_cpu_supports("avx512bf16") ? "Cooperlake" : "SkylakeX", 0);
 }
 
