@@ -83,8 +83,9 @@ describe('bench mas and its folders', () => {
     const math = benchAgent(o, 'math-tool');
     assert.deepEqual(
       [coding.warmStart.steps, coding.warmStart.rows, coding.warmStart.detour, coding.warmStart.detourLastTurn],
-      [1500, 24_000, 0.5, true],
+      [1500, 24_000, 0.5, undefined],
     );
+    assert.deepEqual(o.workflows[3]!['agents'], ['coder', 'tester'], 'the coder first');
     assert.deepEqual(
       [planPath.warmStart.steps, planPath.warmStart.rows, planPath.warmStart.detour],
       [3000, 48_000, 0.5],

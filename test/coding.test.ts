@@ -15,6 +15,7 @@ import {
   codingEnv,
   formatCases,
   knownOutputs,
+  mutantProgram,
   mutantSuite,
   parseTestCases,
   passRate,
@@ -385,6 +386,45 @@ describe('the coding workflow', () => {
       detoured.some((r) => r.turn === 1),
       'detours reach a second turn',
     );
+  });
+
+  test('coder first (agents coder, tester): a detoured first program is a mutant worked out without a run, revised in turn 2', async () => {
+    const wf = buildWorkflow({ name: 'coding', maxTurns: 2, agents: ['coder', 'tester'] });
+    assert.deepEqual(
+      wf.roles.map((r) => r.name),
+      ['coder', 'tester'],
+    );
+    const coder = wf.roles.find((r) => r.name === 'coder')!;
+    const st = startEpisode(wf, 400);
+    const task = (st.env as CodingState).task;
+    const wrong = coder.detour!(st, 7)!;
+    assert.equal(wrong, mutantProgram(task, 7));
+    const outputs = knownOutputs(
+      wrong,
+      task.hidden.map((c) => c.args),
+    );
+    assert.ok(outputs !== null, 'a canonical program: no sandbox run');
+    assert.ok(passRate(task.hidden, outputs) < 1, 'the mutant fails a hidden case');
+    const act = await coder.act(st, wrong);
+    assert.equal(act.success, false);
+    assert.equal(act.feedback, 'no tester cases', 'acting first, the coder has seen no case');
+    const rows = await warmStartRows(wf, { count: 30, seed: 400, detour: 1 });
+    // Detour 1: every first program is a mutant and every first suite a mutant's, so each episode is coder, tester,
+    // coder, and the second program (the solver's) is taught after the wrong ones.
+    assert.deepEqual(
+      rows.slice(0, 3).map((r) => [r.role, r.turn]),
+      [
+        ['coder', 0],
+        ['tester', 0],
+        ['coder', 1],
+      ],
+    );
+    for (const row of rows.filter((r) => r.role === 'coder' && r.turn === 1)) {
+      const seed = Number(row.instance.split(':')[1]);
+      const t = (startEpisode(wf, seed).env as CodingState).task;
+      assert.equal(row.response, t.reference);
+      assert.ok(row.prompt.includes(`turn 1 coder: ${mutantProgram(t, seed)}`), row.prompt);
+    }
   });
 
   test("detourLastTurn: in one turn the coder's rows see another task's cases and still teach this task's f", async () => {

@@ -548,6 +548,14 @@ export function readHarness(stdout: string, count: number, ran: boolean, outcome
 }
 
 /**
+ * The canonical program of mutant `index` (modulo their number) in the task's parameter names: a coder wrong about f
+ * (a warm-start detour: it defines f, runs without the sandbox, and fails a hidden case).
+ */
+export function mutantProgram(task: CodingTask, index: number): string {
+  return canonicalProgram(task.mutants[index % task.mutants.length]!, task.params);
+}
+
+/**
  * The outputs of `code` on `inputs` worked out without running it, when `code` is exactly the canonical program of
  * an operation whose parameters every input fits (the reference of this task or of another: warm starts apply tens of thousands
  * of them, and test/coding.test.ts checks them against sandboxed runs) and every input fits the domain; else null.

@@ -252,8 +252,9 @@ const kernelsKey = (k: Kernels) => ({
 /**
  * Per workflow (default 1): bumped whenever warm-start training or that workflow's solver rows change in a way that
  * changes the weights of an unchanged key. math-tool 2: its tool rows compute the answer instead of printing it.
+ * coding 2: a coder detoured before the last turn writes one of the task's mutants (was another task's reference).
  */
-const WARM_CACHE_FORMAT: Readonly<Record<string, number>> = { 'math-tool': 2 };
+const WARM_CACHE_FORMAT: Readonly<Record<string, number>> = { 'math-tool': 2, coding: 2 };
 
 /**
  * The warm start of `w` (built from workflow section `section`; `label` names its folder), from

@@ -1,7 +1,8 @@
 /**
  * The coding workflow (PettingLLMs' coder and tester, in miniature): each turn a tester writes test cases for the
- * task's function f, then a coder writes f, seeing the tester's cases. The coder's program runs in the sandbox on the
- * hidden cases and on the tester's; the episode is solved when it passes every hidden case.
+ * task's function f, then a coder writes f, seeing the tester's cases (or, with workflow.agents coder then tester,
+ * the coder answers first and revises after the tester's cases in the next turn). The coder's program runs in the
+ * sandbox on the hidden cases and on the tester's; the episode is solved when it passes every hidden case.
  * Rewards: coder 2·(hidden pass rate); tester ½·validity + ½·(mutants failed) of its cases, plus the coder's pass
  * rate as its team term. src/envs/coding.ts defines the tasks and the scores.
  */
@@ -12,6 +13,7 @@ import {
   codingEnv,
   formatCases,
   knownOutputs,
+  mutantProgram,
   mutantSuite,
   parseTestCases,
   passRate,
@@ -114,10 +116,12 @@ export function codingCoderRole(
       };
     },
     expert: (state) => state.env.task.reference,
+    // A coder wrong about f (a first answer to revise when the coder acts first): a mutant, worked out without a run.
+    detour: (state, seed) => mutantProgram(state.env.task, seed),
   };
 }
 
-/** Coding: tester, then coder (src/envs/coding.ts knobs in `env`; two turns suit small agents). */
+/** Coding: tester then coder, or in workflow.agents order (knobs in `env`: src/envs/coding.ts). */
 export function codingWorkflow(config: WorkflowConfig): Workflow<unknown> {
   const env = codingEnv(config.env) as Environment<CodingState, unknown>;
   const acting = actingRoles('coding', ['tester', 'coder'], config);
