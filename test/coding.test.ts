@@ -362,7 +362,7 @@ describe('the coding workflow', () => {
     assert.equal(loop.own, 0);
   });
 
-  test('warm-start rows: a policy replaying them solves every instance; detours go through the sandbox', async () => {
+  test('warm-start rows: a policy replaying them solves every instance; detours reach a second turn', async () => {
     const wf = buildWorkflow({ name: 'coding', maxTurns: 2 });
     const rows = await warmStartRows(wf, { count: 12, seed: 100 });
     assert.deepEqual(

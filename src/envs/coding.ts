@@ -414,7 +414,7 @@ function mutantCandidates(ref: OpRef): OpRef[] {
  * wrong about f (a warm-start detour: well-formed, of the right kinds, and failing the reference).
  */
 export function mutantSuite(task: CodingTask, index: number): TestCase[] {
-  const m = task.mutants[index % task.mutants.length]!;
+  const m = mutantAt(task, index);
   return task.suite.map((c) => ({ args: c.args, expected: OPS[m.op]!.run(c.args, m.n) }));
 }
 
@@ -552,7 +552,12 @@ export function readHarness(stdout: string, count: number, ran: boolean, outcome
  * (a warm-start detour: it defines f, runs without the sandbox, and fails a hidden case).
  */
 export function mutantProgram(task: CodingTask, index: number): string {
-  return canonicalProgram(task.mutants[index % task.mutants.length]!, task.params);
+  return canonicalProgram(mutantAt(task, index), task.params);
+}
+
+/** Mutant `index` of the task, modulo their number (detours choose one by their seed). */
+function mutantAt(task: CodingTask, index: number): OpRef {
+  return task.mutants[index % task.mutants.length]!;
 }
 
 /**

@@ -116,7 +116,7 @@ export function codingCoderRole(
       };
     },
     expert: (state) => state.env.task.reference,
-    // A coder wrong about f (a first answer to revise when the coder acts first): a mutant, worked out without a run.
+    // A coder wrong about f before the last turn (a first answer to revise): a mutant, worked out without a run.
     detour: (state, seed) => mutantProgram(state.env.task, seed),
   };
 }
