@@ -100,6 +100,27 @@ describe('warm-start rows', () => {
     assert.ok(solvedProposals >= 50, `${solvedProposals} planner rows after a solving proposal`);
   });
 
+  test('detourRoles: only the planner detours, so every planner row copies a solving proposal and second turns remain', async () => {
+    const codeMode = { name: 'sokoban', env: SOKOBAN_BENCH, maxTurns: 2, toolMode: 'code', sandbox: { timeoutMs: 1 } };
+    const wf = buildWorkflow(codeMode);
+    const rows = await warmStartRows(wf, { count: 200, seed: 0, detour: 0.5, detourRoles: ['planner'] });
+    const planner = rows.filter((r) => r.role === 'planner');
+    const copies = planner.filter((r) => {
+      const told = /\nThe tool says: (\[[^\n]*\]) \(simulated: solved/.exec(r.prompt);
+      return told !== null && told[1] === r.response;
+    });
+    assert.equal(copies.length, planner.length, 'each planner row answers with the solving list the tool proposed');
+    const second = rows.filter((r) => r.turn === 1).length;
+    assert.ok(second >= 20, `${second} second-turn rows (the planner's detours)`);
+    const all = await warmStartRows(wf, { count: 200, seed: 0, detour: 0.5 });
+    const overrule = all.filter((r) => r.role === 'planner' && !/simulated: solved/.test(r.prompt)).length;
+    assert.ok(overrule >= 20, `${overrule} planner rows after a wrong proposal when every role detours`);
+    await assert.rejects(
+      warmStartRows(wf, { count: 1, seed: 0, detour: 0.5, detourRoles: ['coder'] }),
+      /no acting role "coder"/,
+    );
+  });
+
   test('roles filter and bounds: planner rows only; bad count or role refused', async () => {
     const wf = buildWorkflow({ name: 'plan-path', env: { height: 4, width: 4 } });
     const rows = await warmStartRows(wf, { count: 5, seed: 0, roles: ['planner'] });

@@ -41,6 +41,11 @@ export const WarmStartSchema = z
      */
     detourLastTurn: z.boolean().optional(),
     /**
+     * Roles whose applied answer may be a detour (warm-start.ts); default every role (absent: warm-start cache keys
+     * written without it hold).
+     */
+    detourRoles: z.array(z.string().min(1)).min(1, 'detourRoles names at least one role').optional(),
+    /**
      * Stop at the first chunk of `band.every` steps whose greedy success on calibration instances is inside the band
      * (warm-start-band.ts), at most `steps`; default none (exactly `steps` steps).
      */
@@ -80,6 +85,7 @@ export async function workflowAgent(
     seed: WARM_START_SEED,
     detour: warm.detour,
     ...(warm.detourLastTurn ? { detourLastTurn: true } : {}),
+    ...(warm.detourRoles ? { detourRoles: warm.detourRoles } : {}),
     ...(warm.roles ? { roles: warm.roles } : {}),
   });
   // Workflow prompts (grid, history, other roles' words) run to several hundred characters, past the 512 positions

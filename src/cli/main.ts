@@ -250,6 +250,7 @@ withAgentOptions(mas.command('warmstart'))
     0,
   )
   .option('--detour-last-turn', "detour the last turn too, all but its final role's answer (one-turn workflows)")
+  .option('--detour-role <name...>', 'roles whose applied answer may be a detour; default every role')
   .option('--seed <n>', 'seed of the SFT batch order', num, 0)
   .option(
     '--band <low,high>',
@@ -275,6 +276,7 @@ withAgentOptions(mas.command('warmstart'))
       role,
       detour,
       detourLastTurn,
+      detourRole,
       seed,
       band,
       bandEvery,
@@ -296,6 +298,7 @@ withAgentOptions(mas.command('warmstart'))
           lr,
           detour,
           ...(detourLastTurn ? { detourLastTurn: true } : {}),
+          ...(detourRole ? { detourRoles: detourRole } : {}),
           ...(role ? { roles: role } : {}),
           ...(band === undefined
             ? {}

@@ -38,6 +38,12 @@ export interface WarmStartOptions {
    * ends solved): a one-turn workflow's later roles then see wrong earlier answers; default false.
    */
   detourLastTurn?: boolean;
+  /**
+   * Roles whose applied response may be a detour; default every role. Rows of a role after a detoured one teach it to
+   * answer as the solver whatever it was told, so a planner that should copy a right proposal is also taught to
+   * overrule a wrong one: naming only the planner keeps its copy clean.
+   */
+  detourRoles?: readonly string[];
 }
 
 /** Offset of the instance whose solver answer is a detour: far enough that it is an unrelated instance. */
@@ -66,14 +72,15 @@ function detourResponse(
 export async function warmStartRows(wf: Workflow<unknown>, o: WarmStartOptions): Promise<WarmStartRow[]> {
   if (!Number.isInteger(o.count) || o.count < 1) throw new Error(`warm start count must be ≥ 1, got ${o.count}`);
   const roles = o.roles ?? wf.roles.map((r) => r.name);
-  for (const r of roles)
+  const detourRoles = o.detourRoles ?? wf.roles.map((r) => r.name);
+  for (const r of [...roles, ...detourRoles])
     if (!wf.roles.some((x) => x.name === r))
       throw new Error(`warm start: workflow "${wf.name}" has no acting role "${r}"`);
   const detour = o.detour ?? 0;
   if (!(detour >= 0 && detour <= 1)) throw new Error(`warm start detour must be in [0, 1], got ${detour}`);
   const finalRole = wf.roles[wf.roles.length - 1];
   const detourable = (turn: number, role: Role<unknown>): boolean =>
-    turn < wf.maxTurns - 1 || (o.detourLastTurn === true && role !== finalRole);
+    detourRoles.includes(role.name) && (turn < wf.maxTurns - 1 || (o.detourLastTurn === true && role !== finalRole));
   const rows: WarmStartRow[] = [];
   instances: for (let seed = o.seed; rows.length < o.count; seed++) {
     const rng = new Rng(seed);
