@@ -14,7 +14,7 @@ import {
   stepSokoban,
 } from '../src/envs/sokoban.js';
 import { countSolutions, parseSudokuGrid, stepSudoku, sudokuEnv } from '../src/envs/sudoku.js';
-import { gridPath, parseMoveList } from '../src/envs/grid.js';
+import { gridPath, moveListAction, parseMoveList } from '../src/envs/grid.js';
 import { runSandboxed } from '../src/sandbox/run-code.js';
 
 const close = (a: number, b: number, msg?: string): void =>
@@ -26,6 +26,21 @@ describe('move lists', () => {
     assert.deepEqual(parseMoveList('["U"] no wait ["x"]'), ['U']);
     assert.deepEqual(parseMoveList('[]'), []);
     assert.equal(parseMoveList('R, D'), null);
+  });
+
+  test("letters: one word of U/D/L/R (the last), a JSON list read too, printed as a word; json stays the spec's", () => {
+    const letters = moveListAction('letters');
+    assert.deepEqual(letters.parseAction('RD'), ['R', 'D']);
+    assert.deepEqual(letters.parseAction('first UU, then LLR'), ['L', 'L', 'R']);
+    assert.deepEqual(letters.parseAction('["U","L"]'), ['U', 'L'], 'what a sandbox routine prints');
+    assert.equal(letters.parseAction('Right, down'), null);
+    assert.equal(letters.parseAction('RDX'), null, 'a word with another letter is not a move list');
+    assert.equal(letters.parseAction(''), null);
+    assert.equal(letters.formatAction(['R', 'U', 'R']), 'RUR');
+    assert.match(letters.actionFormat, /one word of letters.*e\.g\. RD\./);
+    const json = moveListAction('json');
+    assert.equal(json.formatAction(['R', 'U']), '["R","U"]');
+    assert.equal(json.parseAction('RU'), null);
   });
 });
 
@@ -179,6 +194,20 @@ describe('Sokoban', () => {
     assert.equal(t3.done && t3.success, true);
     assert.equal(t3.state.steps, 5, 'moves after the win are ignored');
     assert.match(sokobanEnv().render(t3.state), /\*/);
+  });
+
+  test("moves as letters: the solver's answer is a word that solves the room; the tool's printed JSON list reads the same", () => {
+    const env = sokobanEnv({ ...SOKOBAN_BENCH, moves: 'letters' });
+    const s = env.reset(7);
+    const answer = env.formatAction(solveSokoban(s)!);
+    assert.match(answer, /^[UDLR]{5,}$/);
+    assert.match(env.actionFormat, /one word of letters.*Walking into the box pushes it\./);
+    const step = env.step(s, env.parseAction(answer));
+    assert.equal(step.success, true);
+    const printed = env.programOutput!(env.program!(s))!;
+    assert.deepEqual(env.parseAction(printed), env.parseAction(answer));
+    assert.throws(() => sokobanEnv({ moves: 'words' as 'json' }), /moves/);
+    assert.equal(sokobanEnv().formatAction(['R', 'D']), '["R","D"]', 'json by default');
   });
 
   test('pushing the box into a wall is invalid and moves nothing', () => {

@@ -63,7 +63,7 @@ export type WarmStart = z.output<typeof WarmStartSchema>;
 export const WARM_START_SEED = 1_000_000;
 
 /** Characters every workflow agent can spell: printable ASCII and the newline. */
-const ASCII = Array.from({ length: 95 }, (_, i) => String.fromCharCode(32 + i)).join('') + '\n';
+export const WORKFLOW_AGENT_CHARS = Array.from({ length: 95 }, (_, i) => String.fromCharCode(32 + i)).join('') + '\n';
 
 /** Positions a fresh workflow agent has at least (tokens of prompt plus response). */
 export const WORKFLOW_AGENT_POSITIONS = 2048;
@@ -91,7 +91,7 @@ export async function workflowAgent(
   // Workflow prompts (grid, history, other roles' words) run to several hundred characters, past the 512 positions
   // of a default agent; the prompt-length check would refuse them at the first rollout.
   const sized = { ...spec, maxPositions: Math.max(spec.maxPositions, WORKFLOW_AGENT_POSITIONS) };
-  const tokenizer = buildTokenizer(sized, [ASCII, ...rows.flatMap((r) => [r.prompt, r.response])]);
+  const tokenizer = buildTokenizer(sized, [WORKFLOW_AGENT_CHARS, ...rows.flatMap((r) => [r.prompt, r.response])]);
   if (warm.steps === 0) return { model: buildModel(sized, tokenizer), tokenizer };
   // The SFT prompt layout with template '{question}' and plain format '{content}' is the prompt text itself.
   const problems: Problem[] = rows.map((r, i) => ({

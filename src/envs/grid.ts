@@ -1,4 +1,5 @@
 /** Grid geometry shared by Plan-Path and Sokoban: cells, the four moves, the move-list action and BFS. */
+import { z } from 'zod';
 
 /** A cell as [row, column], both from 0 at the top left. */
 export type Cell = readonly [number, number];
@@ -51,12 +52,44 @@ export function formatMoveList(moves: readonly Move[]): string {
   return JSON.stringify(moves);
 }
 
-/** The action half of a move-list environment: how to write, read and print a list of moves. */
-export const MOVE_LIST_ACTION = {
-  actionFormat: 'Answer with a JSON list of moves, U (up), D (down), L (left), R (right), e.g. ["R","D"].',
-  parseAction: parseMoveList,
-  formatAction: formatMoveList,
-} as const;
+/** The moves in `text` written as one word of letters, e.g. `RD`: the last such word; null when there is none. */
+export function parseMoveWord(text: string): Move[] | null {
+  const words = text.match(/\b[UDLR]+\b/g);
+  return words ? ([...words[words.length - 1]!] as Move[]) : null;
+}
+
+/**
+ * How a move list is written in prompts and answers: `json`, the spec's `["R","D"]`, or `letters`, one word `RD`.
+ * A 2-layer character-level agent learns to copy a teammate's 5–11-move list written as letters within 500 SFT steps
+ * and fails to within 1,000 when it is written as JSON, whose quotes and commas repeat (docs/at-grpo.md).
+ */
+export const MoveFormatSchema = z.enum(['json', 'letters']);
+/** A move-list format: 'json' or 'letters'. */
+export type MoveFormat = z.output<typeof MoveFormatSchema>;
+
+const MOVE_NAMES = 'U (up), D (down), L (left), R (right)';
+
+/**
+ * The action half of a move-list environment: how to write, read and print a list of moves in `format`. With
+ * `letters` a JSON list is read too, since the tool agent's sandbox routines print one.
+ */
+export function moveListAction(format: MoveFormat): {
+  actionFormat: string;
+  parseAction: (text: string) => Move[] | null;
+  formatAction: (moves: readonly Move[]) => string;
+} {
+  if (format === 'json')
+    return {
+      actionFormat: `Answer with a JSON list of moves, ${MOVE_NAMES}, e.g. ["R","D"].`,
+      parseAction: parseMoveList,
+      formatAction: formatMoveList,
+    };
+  return {
+    actionFormat: `Answer with the moves as one word of letters, ${MOVE_NAMES}, e.g. RD.`,
+    parseAction: (text) => parseMoveList(text) ?? parseMoveWord(text),
+    formatAction: (moves) => moves.join(''),
+  };
+}
 
 /**
  * Breadth-first search over abstract states: the shortest move list from `start` to a state where `isGoal` holds,

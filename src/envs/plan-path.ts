@@ -9,7 +9,7 @@ import { type EnvStep, type Environment, finishedStep, noActionStep } from './en
 import {
   type Cell,
   type Move,
-  MOVE_LIST_ACTION,
+  MoveFormatSchema,
   cellsOf,
   drawGrid,
   formatMoveList,
@@ -19,6 +19,7 @@ import {
   isFloor,
   manhattan,
   moveCell,
+  moveListAction,
   sameCell,
 } from './grid.js';
 
@@ -35,6 +36,8 @@ export const PlanPathOptionsSchema = z
     minShortest: z.number().int().min(1).max(1600).default(1),
     /** Most moves of the shortest path (small values make easy instances); default 0 = no limit; at most 1600. */
     maxShortest: z.number().int().min(0).max(1600).default(0),
+    /** How move lists are written in prompts and answers: 'json' (`["R","D"]`, the spec's) or 'letters' (`RD`); default 'json'. */
+    moves: MoveFormatSchema.default('json'),
   })
   .strict();
 /** Plan-Path knobs with defaults filled in. */
@@ -86,7 +89,7 @@ export function planPathEnv(options: Partial<PlanPathOptions> = {}): Environment
   const o = parseWith(PlanPathOptionsSchema, options, 'workflow.env (plan-path knobs)');
   return {
     name: 'plan-path',
-    ...MOVE_LIST_ACTION,
+    ...moveListAction(o.moves),
     reset: (seed) => initialState(generatePlanPath(seed, o)),
     instanceId: (s) => s.instance.id,
     render: renderPlanPath,

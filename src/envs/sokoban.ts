@@ -10,7 +10,7 @@ import {
   type Cell,
   type Move,
   MOVE_DELTA,
-  MOVE_LIST_ACTION,
+  MoveFormatSchema,
   bfs,
   cellKey,
   cellsOf,
@@ -21,6 +21,7 @@ import {
   isFloor,
   manhattan,
   moveCell,
+  moveListAction,
   sameCell,
 } from './grid.js';
 
@@ -42,6 +43,8 @@ export const SokobanOptionsSchema = z
     minPushes: z.number().int().min(1).max(50).default(1),
     /** Fewest moves (walks and pushes) of the shortest solution; every generated room needs at least this many; default 1. */
     minMoves: z.number().int().min(1).max(200).default(1),
+    /** How move lists are written in prompts and answers: 'json' (`["R","D"]`, the spec's) or 'letters' (`RD`); default 'json'. */
+    moves: MoveFormatSchema.default('json'),
   })
   .strict()
   .refine((o) => o.minMoves < o.maxSteps, {
@@ -111,10 +114,11 @@ export const SOKOBAN_BENCH: Partial<SokobanOptions> = { size: 6, reverseSteps: 4
 /** The Sokoban environment with the given knobs. */
 export function sokobanEnv(options: Partial<SokobanOptions> = {}): Environment<SokobanState, Move[]> {
   const o = parseWith(SokobanOptionsSchema, options, 'workflow.env (sokoban knobs)');
+  const action = moveListAction(o.moves);
   return {
     name: 'sokoban',
-    ...MOVE_LIST_ACTION,
-    actionFormat: `${MOVE_LIST_ACTION.actionFormat} Walking into the box pushes it.`,
+    ...action,
+    actionFormat: `${action.actionFormat} Walking into the box pushes it.`,
     reset: (seed) => initialSokoban(generateSokoban(seed, o)),
     instanceId: (s) => s.instance.id,
     render: renderSokoban,
