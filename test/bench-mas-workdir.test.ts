@@ -77,7 +77,7 @@ describe('bench mas and its folders', () => {
       o.workflows.map((w) => w['name']),
       ['plan-path', 'sudoku', 'sokoban', 'coding', 'math-tool'],
     );
-    assert.deepEqual(o.workflows[2]!['env'], SOKOBAN_BENCH);
+    assert.deepEqual(o.workflows[2]!['env'], { ...SOKOBAN_BENCH, moves: 'letters' }, 'Sokoban moves as letters');
     const coding = benchAgent(o, 'coding');
     const planPath = benchAgent(o, 'plan-path');
     const math = benchAgent(o, 'math-tool');

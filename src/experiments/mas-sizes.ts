@@ -25,12 +25,14 @@ const PLAN_PATH_5 = {
 /**
  * Sokoban with rooms that need 3 or 4 pushes (SOKOBAN_BENCH), 2 turns, the tool agent writing a program that calls the
  * sandbox's Sokoban search on the room it copies from its observation (src/envs/sokoban.ts), as Plan-Path's tool does:
- * with the tool proposing a move list as text, the warm start stayed at 0% calibration success to 900 steps. RL as
- * Plan-Path's (group filter off).
+ * with the tool proposing a move list as text, the warm start stayed at 0% calibration success to 900 steps. Moves are
+ * written as letters (`RUR`): the 64×2 agent copies a teammate's 5–11-move list written so within 500 SFT steps and
+ * not within 1,000 as JSON (`npm run bench:copy`), and with JSON the workflow's warm start reached the band with one
+ * BLAS library of three. RL as Plan-Path's (group filter off).
  */
 const SOKOBAN = {
   name: 'sokoban',
-  env: SOKOBAN_BENCH,
+  env: { ...SOKOBAN_BENCH, moves: 'letters' },
   maxTurns: 2,
   groupSize: 4,
   toolMode: 'code',
@@ -116,8 +118,8 @@ export const BENCH_FAST: Omit<BenchMasOptions, 'workDir'> = {
   workflows: [
     { ...PLAN_PATH, roles: SHORT },
     { ...SUDOKU, env: { blanks: 2 }, maxTurns: 1, roles: SHORT },
-    // A 6×6 room's program, `console.log(solve(`…`))`, is 63 characters and its moves up to 45 (11 moves): the
-    // planner keeps the workflow's 48 tokens.
+    // A 6×6 room's program, `console.log(solve(`…`))`, is 63 characters and its moves up to 11 letters: the planner
+    // keeps the workflow's 48 tokens.
     { ...SOKOBAN, roles: { tool: { maxNewTokens: 72 } } },
     CODING,
     { ...MATH_TOOL, roles: { tool: { maxNewTokens: 24 }, reasoner: { maxNewTokens: 24 } } },
