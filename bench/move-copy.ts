@@ -10,13 +10,19 @@
 import { engine } from '../src/backend/engine.js';
 import { SOKOBAN_BENCH } from '../src/envs/sokoban.js';
 import { sftStepper } from '../src/agents/sft-trainer.js';
-import { WORKFLOW_AGENT_CHARS, WORKFLOW_AGENT_POSITIONS } from '../src/agents/workflow-agent.js';
+import {
+  WORKFLOW_AGENT_CHARS,
+  WORKFLOW_AGENT_POSITIONS,
+  WarmStartSchema,
+  warmStartSft,
+} from '../src/agents/workflow-agent.js';
 import { AgentSpecSchema, buildModel, buildTokenizer } from '../src/model/agent-spec.js';
 import type { Problem } from '../src/tasks/problem.js';
 import { CALIBRATION_SEED } from '../src/train/workflow-source.js';
 import { Rng } from '../src/util/rng.js';
 import { modelPolicy } from '../src/workflows/model-policy.js';
 import { workflowOf } from '../src/workflows/registry.js';
+import { startEpisode } from '../src/workflows/workflow.js';
 import { parseWorkflowConfig } from '../src/workflows/workflow-config.js';
 import { count } from './cli-args.js';
 
@@ -30,20 +36,12 @@ function plannerRows(moves: (typeof FORMATS)[number], seeds: readonly number[]):
   const wf = workflowOf(parseWorkflowConfig({ name: 'sokoban', env: { ...SOKOBAN_BENCH, moves }, toolMode: 'code' }));
   const planner = wf.roles.find((r) => r.name === 'planner')!;
   return seeds.map((seed) => {
-    const env = wf.env.reset(seed);
-    const answer = planner.expert(envState(env, []))!;
+    const start = startEpisode(wf, seed);
+    const answer = planner.expert(start)!;
     const proposal = { turn: 0, role: 'tool', response: '', feedback: `${answer} (simulated: solved)` };
-    return { prompt: planner.prompt(envState(env, [proposal])), answer };
+    return { prompt: planner.prompt({ ...start, history: [proposal] }), answer };
   });
 }
-
-const envState = (env: unknown, history: { turn: number; role: string; response: string; feedback: string }[]) => ({
-  env,
-  history,
-  turn: 0,
-  done: false,
-  success: false,
-});
 
 const k = engine();
 const exact: Record<string, number[]> = {};
@@ -67,22 +65,8 @@ for (const moves of FORMATS) {
     task: 'copy',
     difficulty: {},
   }));
-  // The bench's warm-start optimizer settings (src/agents/workflow-agent.ts).
-  const stepper = sftStepper(model, k, tokenizer, problems, {
-    steps: STEPS,
-    batchSize: 16,
-    lr: 0.003,
-    warmupSteps: 20,
-    minLrRatio: 0.1,
-    weightDecay: 0.01,
-    clip: 1,
-    seed: 0,
-    evalEvery: 0,
-    stopAtAccuracy: 2,
-    timeLimitSec: Infinity,
-    maxNewTokens: 1,
-    prompt: { template: '{question}', plainFormat: '{content}' },
-  });
+  // The bench's warm-start settings (its batch and learning rate: WarmStartSchema's defaults).
+  const stepper = sftStepper(model, k, tokenizer, problems, warmStartSft(WarmStartSchema.parse({ steps: STEPS }), 0));
   const policy = modelPolicy(model, tokenizer, k, new Rng(1));
   exact[moves] = [];
   for (let s = 1; s <= STEPS; s++) {

@@ -14,7 +14,7 @@ import { buildModel, buildTokenizer, type AgentSpec } from '../model/agent-spec.
 import { playGreedy, successRate } from '../train/workflow-source.js';
 import { modelPolicy } from '../workflows/model-policy.js';
 import { Rng } from '../util/rng.js';
-import { sftStepper } from './sft-trainer.js';
+import { sftStepper, type SftOptions } from './sft-trainer.js';
 import { trainIntoBand, WarmStartBandSchema, type BandOutcome } from './warm-start-band.js';
 
 /** The warm start of a workflow agent. */
@@ -69,6 +69,28 @@ export const WORKFLOW_AGENT_CHARS = Array.from({ length: 95 }, (_, i) => String.
 export const WORKFLOW_AGENT_POSITIONS = 2048;
 
 /**
+ * The SFT settings of a warm start: `warm`'s steps, batch and peak learning rate, a warm-up of up to 20 steps, cosine
+ * decay to 0.1·lr, weight decay 0.01, clipping at 1, batch order from `seed`; prompts are the row's text as it is.
+ */
+export function warmStartSft(warm: Pick<WarmStart, 'steps' | 'batchSize' | 'lr'>, seed: number): SftOptions {
+  return {
+    steps: warm.steps,
+    batchSize: warm.batchSize,
+    lr: warm.lr,
+    warmupSteps: Math.min(20, warm.steps),
+    minLrRatio: 0.1,
+    weightDecay: 0.01,
+    clip: 1,
+    seed,
+    evalEvery: 0,
+    stopAtAccuracy: 2,
+    timeLimitSec: Infinity,
+    maxNewTokens: 1,
+    prompt: { template: '{question}', plainFormat: '{content}' },
+  };
+}
+
+/**
  * A fresh agent for `wf` (tokenizer fitted to its solver episodes), SFT-trained for `warm.steps` steps, or with
  * `warm.band` until its greedy success on calibration instances reaches the band (then `band` says where it stopped).
  */
@@ -105,21 +127,7 @@ export async function workflowAgent(
   // A fresh model and its SFT stepper: the same weights and batch order every time (a band's restart retraces them).
   const fresh = () => {
     const model = buildModel(sized, tokenizer);
-    const stepper = sftStepper(model, k, tokenizer, problems, {
-      steps: warm.steps,
-      batchSize: warm.batchSize,
-      lr: warm.lr,
-      warmupSteps: Math.min(20, warm.steps),
-      minLrRatio: 0.1,
-      weightDecay: 0.01,
-      clip: 1,
-      seed,
-      evalEvery: 0,
-      stopAtAccuracy: 2,
-      timeLimitSec: Infinity,
-      maxNewTokens: 1,
-      prompt: { template: '{question}', plainFormat: '{content}' },
-    });
+    const stepper = sftStepper(model, k, tokenizer, problems, warmStartSft(warm, seed));
     return { model, stepper };
   };
   let current = fresh();
