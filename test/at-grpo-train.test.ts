@@ -258,6 +258,13 @@ describe('AT-GRPO training', () => {
         const inside = w.calibration! >= 0.2 && w.calibration! <= 0.4;
         assert.equal(w.outcome, inside ? 'in-band' : w.calibration! > 0.4 ? 'above' : 'below');
         if (w.outcome === 'below') assert.equal(w.steps, 2, 'a miss trains to the most steps');
+        // --tiny tries twice when the first try misses; the kept try is one of them, as listed.
+        assert.equal(w.attempts!.length, w.attempts![0]!.outcome === 'in-band' ? 1 : 2);
+        assert.deepEqual(w.attempts![w.attempt! - 1], {
+          steps: w.steps,
+          calibration: w.calibration,
+          outcome: w.outcome,
+        });
       }
     assert.equal(result.warmStarts.workflow.heldOut, result.arms['workflow-untrained'].pooled.value);
     assert.equal(result.warmStarts.single.heldOut, result.arms['single-untrained'].pooled.value);
@@ -304,7 +311,10 @@ describe('AT-GRPO training', () => {
       json2,
     ]);
     assert.equal(again.status, 0, again.stderr);
-    assert.match(again.stdout, /\| math-tool \| workflow \| \d+ \| 20\.0–40\.0 \| \d+\.\d \| \w[\w-]* \(cached\) \|/);
+    assert.match(
+      again.stdout,
+      /\| math-tool \| workflow \| \d+ \| 20\.0–40\.0 \| \d+\.\d \| \w[\w-]*( \(attempt \d of 2: [^)]*\))? \(cached\) \|/,
+    );
     const cached = (JSON.parse(await readFile(json2, 'utf8')) as BenchMasResult[])[0]!;
     for (const which of ['workflow', 'single'] as const)
       assert.deepEqual(cached.warmStarts[which], { ...results[1]!.warmStarts[which], cached: true }, which);

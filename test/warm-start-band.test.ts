@@ -8,7 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { engine } from '../src/backend/engine.js';
-import { WarmStartBandSchema, trainIntoBand } from '../src/agents/warm-start-band.js';
+import {
+  WarmStartBandSchema,
+  bandMiss,
+  trainIntoBand,
+  trainIntoBandWithAttempts,
+} from '../src/agents/warm-start-band.js';
 import { WarmStartSchema, workflowAgent } from '../src/agents/workflow-agent.js';
 import { AgentSpecSchema } from '../src/model/agent-spec.js';
 import {
@@ -54,6 +59,38 @@ function fake(curve: (steps: number) => number) {
       asked.push({ steps, seeds });
       return Promise.resolve(curve(steps));
     },
+  };
+}
+
+/**
+ * Plan-Path 4×4 in one turn whose calibration episodes end after one action with a scripted success: evaluation round r
+ * (counted by resets of the first calibration instance) succeeds on the first `script[r]` of the calibration instances
+ * (none past the script's end); training and warm-start episodes are the real ones.
+ */
+function scripted(script: number[]): Workflow<unknown> {
+  const base = buildWorkflow({ name: 'plan-path', env: { height: 4, width: 4, maxShortest: 3 }, maxTurns: 1 });
+  let round = -1;
+  const seedOf = new Map<string, number>();
+  return {
+    ...base,
+    env: {
+      ...base.env,
+      reset: (seed) => {
+        if (seed === CALIBRATION_SEED) round++;
+        const st = base.env.reset(seed);
+        seedOf.set(base.env.instanceId(st), seed);
+        return st;
+      },
+    },
+    roles: base.roles.map((role) => ({
+      ...role,
+      act: async (state, response) => {
+        const r = await role.act(state, response);
+        const seed = seedOf.get(base.env.instanceId(state.env))!;
+        if (seed < CALIBRATION_SEED) return r;
+        return { ...r, done: true, success: seed - CALIBRATION_SEED < (script[round] ?? 0) };
+      },
+    })),
   };
 }
 
@@ -224,34 +261,6 @@ describe('warm starts stop inside a band of calibration success', () => {
 
   test('a real warm start that overshoots is retraced: its weights are those of training straight to where it stopped', async () => {
     const k = engine();
-    const base = buildWorkflow({ name: 'plan-path', env: { height: 4, width: 4, maxShortest: 3 }, maxTurns: 1 });
-    // Calibration episodes end after one action with a scripted success: evaluation round r (counted by resets of the
-    // first calibration instance) succeeds on the first `script[r]` of the 4 calibration instances.
-    const scripted = (script: number[]): Workflow<unknown> => {
-      let round = -1;
-      const seedOf = new Map<string, number>();
-      return {
-        ...base,
-        env: {
-          ...base.env,
-          reset: (seed) => {
-            if (seed === CALIBRATION_SEED) round++;
-            const st = base.env.reset(seed);
-            seedOf.set(base.env.instanceId(st), seed);
-            return st;
-          },
-        },
-        roles: base.roles.map((role) => ({
-          ...role,
-          act: async (state, response) => {
-            const r = await role.act(state, response);
-            const seed = seedOf.get(base.env.instanceId(state.env))!;
-            if (seed < CALIBRATION_SEED) return r;
-            return { ...r, done: true, success: seed - CALIBRATION_SEED < script[round]! };
-          },
-        })),
-      };
-    };
     const spec = AgentSpecSchema.parse({ hidden: 32, layers: 1, heads: 2 });
     const warm = (every: number, refine: number) =>
       WarmStartSchema.parse({
@@ -272,11 +281,96 @@ describe('warm starts stop inside a band of calibration success', () => {
         { steps: 5, success: 0 },
         { steps: 6, success: 0.25 },
       ],
+      attempt: 1,
+      attempts: [{ steps: 6, calibration: 0.25, outcome: 'in-band' }],
     });
     // Straight to step 6 under the same schedule (at most 8 steps), in one chunk.
     const straight = await workflowAgent(scripted([1]), spec, warm(6, 1), 0, k);
     assert.equal(straight.band!.steps, 6);
     for (const [name, t] of refined.model.params) assert.deepEqual(straight.model.params.get(name)!.data, t.data, name);
+  });
+
+  test('a missed band is tried again with the next batch order: the first try inside it stops, else the nearest is kept', async () => {
+    // Try a's curve; begin records which tries ran.
+    const run = async (curves: ((s: number) => number)[], attempts?: number) => {
+      const begun: number[] = [];
+      const r = await trainIntoBandWithAttempts(band(attempts === undefined ? {} : { attempts }), 300, (a) => {
+        begun.push(a);
+        return { ...fake(curves[a]!), result: () => `try ${a}` };
+      });
+      return { ...r, begun };
+    };
+    const below = () => 0.1;
+    const inside = (s: number) => (s < 200 ? 0.1 : 0.3);
+    // Absent attempts: one try, as trainIntoBand alone.
+    const one = await run([below, inside]);
+    assert.deepEqual(one.begun, [0]);
+    assert.deepEqual([one.result, one.band.outcome, one.band.attempt], ['try 0', 'below', 1]);
+    const f = fake(below);
+    const { attempt, attempts, ...alone } = one.band;
+    assert.deepEqual(alone, await trainIntoBand(band(), 300, f.train, f.success, f.restart));
+    assert.deepEqual([attempt, attempts], [1, [{ steps: 300, calibration: 0.1, outcome: 'below' }]]);
+    // The second try lands: the third never runs.
+    const two = await run([below, inside, inside], 3);
+    assert.deepEqual(two.begun, [0, 1]);
+    assert.equal(two.result, 'try 1');
+    assert.deepEqual(
+      [two.band.outcome, two.band.steps, two.band.calibration, two.band.attempt],
+      ['in-band', 200, 0.3, 2],
+    );
+    assert.deepEqual(two.band.curve, [
+      { steps: 100, success: 0.1 },
+      { steps: 200, success: 0.3 },
+    ]);
+    assert.deepEqual(
+      two.band.attempts.map((a) => a.outcome),
+      ['below', 'in-band'],
+    );
+    // None lands: the nearest to the band is kept (0.45 is 0.05 above it; 0.1 and 0.05 are 0.1 and 0.15 below).
+    const over = (s: number) => (s < 200 ? 0.1 : 0.45);
+    const none = await run([below, () => 0.05, over], 3);
+    assert.deepEqual(
+      [none.result, none.band.outcome, none.band.calibration, none.band.attempt],
+      ['try 2', 'above', 0.45, 3],
+    );
+    // On a tie the earliest is kept.
+    const tie = await run([below, below], 2);
+    assert.deepEqual([tie.result, tie.band.attempt, tie.begun], ['try 0', 1, [0, 1]]);
+    assert.deepEqual(
+      [0.1, 0.2, 0.3, 0.4, 0.45].map((c) => +bandMiss(band(), c).toFixed(6)),
+      [0.1, 0, 0, 0, 0.05],
+    );
+    assert.throws(() => band({ attempts: 0 }), /band\.attempts is at least 1/);
+    assert.throws(() => band({ attempts: 11 }), /band\.attempts is at most 10/);
+  });
+
+  test('a real warm start that misses the band tries the next batch order: its weights are those of that seed alone', async () => {
+    const k = engine();
+    const spec = AgentSpecSchema.parse({ hidden: 32, layers: 1, heads: 2 });
+    const warm = (every: number, attempts?: number) =>
+      WarmStartSchema.parse({
+        steps: 8,
+        rows: 32,
+        batchSize: 4,
+        band: { low: 0.2, high: 0.4, every, instances: 4, refine: 1, ...(attempts ? { attempts } : {}) },
+      });
+    // Try 1 (batch order 0): 0 of 4 at steps 4 and 8, below. Try 2 (batch order 1): 0 at 4, 1 of 4 at 8, inside.
+    const lines: string[] = [];
+    const tried = await workflowAgent(scripted([0, 0, 0, 1]), spec, warm(4, 3), 0, k, (l) => lines.push(l));
+    assert.deepEqual(tried.band!.attempts, [
+      { steps: 8, calibration: 0, outcome: 'below' },
+      { steps: 8, calibration: 0.25, outcome: 'in-band' },
+    ]);
+    assert.equal(tried.band!.attempt, 2);
+    assert.ok(lines.includes('warm start: attempt 2 of 3, batch order 1 (no earlier attempt stopped in the band)'));
+    // Batch order 1 alone, straight to step 8: the same weights; batch order 0's differ.
+    const straight = await workflowAgent(scripted([1]), spec, warm(8), 1, k);
+    assert.equal(straight.band!.outcome, 'in-band');
+    for (const [name, t] of tried.model.params) assert.deepEqual(straight.model.params.get(name)!.data, t.data, name);
+    const first = await workflowAgent(scripted([1]), spec, warm(8), 0, k);
+    assert.ok(
+      [...first.model.params].some(([name, t]) => !t.data.every((x, i) => x === tried.model.params.get(name)!.data[i])),
+    );
   });
 
   test('hacrl mas warmstart --band: says where it stopped; a malformed band is refused before training', () => {
@@ -291,6 +385,23 @@ describe('warm starts stop inside a band of calibration success', () => {
       /saved .* \(plan-path, vocabulary \d+, [12] warm-start steps, \d+\.\d% on calibration: (in-band|above|below)\)/,
     );
     assert.ok(existsSync(join(out, 'model.safetensors')));
+    // A band no 2-step agent reaches, tried twice: both at 0%, so the first is kept, and the line says so.
+    const twice = hacrl([
+      'mas',
+      'warmstart',
+      '--out',
+      join(root, 'twice'),
+      ...tiny,
+      ...flags,
+      '--band',
+      '0.99,1',
+      '--band-attempts',
+      '2',
+    ]);
+    assert.equal(twice.status, 0, twice.stderr);
+    assert.equal(twice.stdout.match(/warm start calibration/g)!.length, 2 * 2);
+    assert.match(twice.stdout, /attempt 2 of 2, batch order 1/);
+    assert.match(twice.stdout, /2 warm-start steps, 0\.0% on calibration: below \(attempt 1 of 2 tried\)\)/);
     const bad = hacrl(['mas', 'warmstart', '--out', join(root, 'bad'), ...tiny, '--steps', '2', '--band', '0.2']);
     assert.notEqual(bad.status, 0);
     assert.match(bad.stderr, /--band takes two fractions, low and high, e\.g\. 0\.2,0\.4; got 0\.2/);

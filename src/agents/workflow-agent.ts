@@ -15,7 +15,7 @@ import { playGreedy, successRate } from '../train/workflow-source.js';
 import { modelPolicy } from '../workflows/model-policy.js';
 import { Rng } from '../util/rng.js';
 import { sftStepper, type SftOptions } from './sft-trainer.js';
-import { trainIntoBand, WarmStartBandSchema, type BandOutcome } from './warm-start-band.js';
+import { trainIntoBandWithAttempts, WarmStartBandSchema, type AttemptedBandOutcome } from './warm-start-band.js';
 
 /** The warm start of a workflow agent. */
 export const WarmStartSchema = z
@@ -92,7 +92,8 @@ export function warmStartSft(warm: Pick<WarmStart, 'steps' | 'batchSize' | 'lr'>
 
 /**
  * A fresh agent for `wf` (tokenizer fitted to its solver episodes), SFT-trained for `warm.steps` steps, or with
- * `warm.band` until its greedy success on calibration instances reaches the band (then `band` says where it stopped).
+ * `warm.band` until its greedy success on calibration instances reaches the band (then `band` says where it stopped;
+ * a try that misses it is followed by one with batch-order seed `seed` + 1, up to `band.attempts`).
  */
 export async function workflowAgent(
   wf: Workflow<unknown>,
@@ -101,7 +102,7 @@ export async function workflowAgent(
   seed: number,
   k: Kernels,
   log: (line: string) => void = () => {},
-): Promise<{ model: Transformer; tokenizer: Tokenizer; band?: BandOutcome }> {
+): Promise<{ model: Transformer; tokenizer: Tokenizer; band?: AttemptedBandOutcome }> {
   const rows = await warmStartRows(wf, {
     count: warm.steps > 0 ? warm.rows : 8,
     seed: WARM_START_SEED,
@@ -125,12 +126,12 @@ export async function workflowAgent(
     difficulty: {},
   }));
   // A fresh model and its SFT stepper: the same weights and batch order every time (a band's restart retraces them).
-  const fresh = () => {
+  const fresh = (sftSeed: number) => {
     const model = buildModel(sized, tokenizer);
-    const stepper = sftStepper(model, k, tokenizer, problems, warmStartSft(warm, seed));
+    const stepper = sftStepper(model, k, tokenizer, problems, warmStartSft(warm, sftSeed));
     return { model, stepper };
   };
-  let current = fresh();
+  let current = fresh(seed);
   const train = async (steps: number): Promise<void> => {
     for (let i = 0; i < steps; i++) {
       const e = current.stepper.step();
@@ -142,22 +143,31 @@ export async function workflowAgent(
     await train(warm.steps);
     return { model: current.model, tokenizer };
   }
-  const band = await trainIntoBand(
-    warm.band,
-    warm.steps,
-    train,
-    async (seeds) => {
-      // One model plays every role: per-role arms start each role's policy from this same warm start.
-      const policy = modelPolicy(current.model, tokenizer, k, new Rng(1));
-      const s = successRate(await playGreedy(wf, Object.fromEntries(wf.roles.map((r) => [r.policy, policy])), seeds));
-      log(`warm start calibration: ${(100 * s).toFixed(1)}% greedy on ${seeds.length} instances`);
-      return s;
-    },
-    () => {
-      log('warm start: one chunk overshot the band; retracing it from step 0 in finer chunks');
-      current = fresh();
-      return Promise.resolve();
-    },
-  );
-  return { model: current.model, tokenizer, band };
+  const success = async (seeds: readonly number[]): Promise<number> => {
+    // One model plays every role: per-role arms start each role's policy from this same warm start.
+    const policy = modelPolicy(current.model, tokenizer, k, new Rng(1));
+    const s = successRate(await playGreedy(wf, Object.fromEntries(wf.roles.map((r) => [r.policy, policy])), seeds));
+    log(`warm start calibration: ${(100 * s).toFixed(1)}% greedy on ${seeds.length} instances`);
+    return s;
+  };
+  const attempts = warm.band.attempts ?? 1;
+  const { result, band } = await trainIntoBandWithAttempts(warm.band, warm.steps, (a) => {
+    if (a > 0) {
+      log(
+        `warm start: attempt ${a + 1} of ${attempts}, batch order ${seed + a} (no earlier attempt stopped in the band)`,
+      );
+      current = fresh(seed + a);
+    }
+    return {
+      train,
+      success,
+      restart: () => {
+        log('warm start: one chunk overshot the band; retracing it from step 0 in finer chunks');
+        current = fresh(seed + a);
+        return Promise.resolve();
+      },
+      result: () => current.model,
+    };
+  });
+  return { model: result, tokenizer, band };
 }

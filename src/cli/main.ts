@@ -264,6 +264,12 @@ withAgentOptions(mas.command('warmstart'))
     4,
   )
   .option('--band-instances <n>', 'calibration instances per evaluation (with --band)', num, 100)
+  .option(
+    '--band-attempts <n>',
+    'tries until one stops in the band, each with the next batch-order seed; else the nearest is kept (with --band)',
+    num,
+    1,
+  )
   .action(async (o: Record<string, unknown>) => {
     const [agent, rest] = agentSpecOf(o);
     const {
@@ -282,6 +288,7 @@ withAgentOptions(mas.command('warmstart'))
       bandEvery,
       bandRefine,
       bandInstances,
+      bandAttempts,
     } = rest;
     const [low, high] = band === undefined ? [] : String(band).split(',').map(Number);
     if (band !== undefined && !(Number.isFinite(low) && Number.isFinite(high)))
@@ -302,7 +309,16 @@ withAgentOptions(mas.command('warmstart'))
           ...(role ? { roles: role } : {}),
           ...(band === undefined
             ? {}
-            : { band: { low, high, every: bandEvery, refine: bandRefine, instances: bandInstances } }),
+            : {
+                band: {
+                  low,
+                  high,
+                  every: bandEvery,
+                  refine: bandRefine,
+                  instances: bandInstances,
+                  ...(bandAttempts === 1 ? {} : { attempts: bandAttempts }),
+                },
+              }),
         } as never,
         seed: seed as number,
       },

@@ -41,7 +41,8 @@ export async function runMasWarmstart(raw: MasWarmstartOptions, log: (line: stri
   const stop =
     band === undefined
       ? `${o.warmStart.steps} warm-start steps`
-      : `${band.steps} warm-start steps, ${(100 * band.calibration).toFixed(1)}% on calibration: ${band.outcome}`;
+      : `${band.steps} warm-start steps, ${(100 * band.calibration).toFixed(1)}% on calibration: ${band.outcome}` +
+        (band.attempts.length > 1 ? ` (attempt ${band.attempt} of ${band.attempts.length} tried)` : '');
   log(`saved ${o.out} (${wf.name}, vocabulary ${tokenizer.vocabSize}, ${stop})`);
   return o.out;
 }

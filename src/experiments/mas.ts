@@ -32,7 +32,7 @@ import { findLatestCheckpoint } from '../run/run-folder.js';
 import { AgentSpecSchema, type AgentSpec } from '../model/agent-spec.js';
 import { trainRl } from '../train/rl-trainer.js';
 import { WarmStartSchema, workflowAgent, type WarmStart } from '../agents/workflow-agent.js';
-import type { BandOutcome } from '../agents/warm-start-band.js';
+import type { AttemptedBandOutcome, BandOutcome } from '../agents/warm-start-band.js';
 import { agentKey } from '../run/metric-names.js';
 import { playHeldOut, successRate } from '../train/workflow-source.js';
 import { parseWith } from '../util/json-file.js';
@@ -163,6 +163,10 @@ export interface WarmStartReport {
   outcome: BandOutcome['outcome'] | 'fixed';
   /** Calibration success after every chunk (empty without a band). */
   curve: BandOutcome['curve'];
+  /** The kept try of `band.attempts`, from 1 (absent in warm starts cached before attempts existed: 1). */
+  attempt?: number;
+  /** Every try's stop, in order (absent without a band, or cached before attempts existed). */
+  attempts?: AttemptedBandOutcome['attempts'];
   /** Greedy success on the held-out instances (the untrained arm's). */
   heldOut: number;
   /** True when it was read from the cache instead of trained. */
@@ -297,6 +301,7 @@ async function cachedWarmStart(
     calibration: built.band?.calibration ?? null,
     outcome: built.band?.outcome ?? 'fixed',
     curve: built.band?.curve ?? [],
+    ...(built.band ? { attempt: built.band.attempt, attempts: built.band.attempts } : {}),
     cached: false,
   };
   // Written beside the final folder and renamed into place, so an interrupted build never looks cached.
@@ -522,6 +527,13 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
   return out;
 }
 
+/** A warm start's tries in the table's stop column: ' (attempt 2 of 3: below 3.0%, in-band 28.0%)', or '' for one. */
+function tries(w: WarmStartReport): string {
+  if (w.attempts === undefined || w.attempts.length < 2) return '';
+  const each = w.attempts.map((a) => `${a.outcome} ${(100 * a.calibration).toFixed(1)}%`).join(', ');
+  return ` (attempt ${w.attempt} of ${w.attempts.length}: ${each})`;
+}
+
 /**
  * The results as Markdown: success per arm (pooled over seeds, 95% interval) beside its warm start's, then the paired
  * differences, then where each warm start stopped, then (when run) each ablation against at-grpo-shared.
@@ -568,7 +580,8 @@ export function benchMasTable(results: readonly BenchMasResult[]): string {
       const band = w.band === null ? '—' : `${pct(w.band.low)}–${pct(w.band.high)}`;
       const calibration = w.calibration === null ? '—' : pct(w.calibration);
       lines.push(
-        `| ${r.workflow} | ${which} | ${w.steps} | ${band} | ${calibration} | ${w.outcome}${w.cached ? ' (cached)' : ''} | ` +
+        `| ${r.workflow} | ${which} | ${w.steps} | ${band} | ${calibration} | ${w.outcome}${tries(w)}` +
+          `${w.cached ? ' (cached)' : ''} | ` +
           `${pct(w.heldOut)} |`,
       );
     }
