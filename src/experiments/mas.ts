@@ -18,12 +18,13 @@
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, cpus } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { ADVANTAGE_ESTIMATOR_NAMES } from '../algorithms/advantages.js';
 import type { Kernels } from '../backend/kernels.js';
 import { engine } from '../backend/engine.js';
+import { cpuFlags } from '../backend/cpu-features.js';
 import { parseRunConfig } from '../config/load-config.js';
 import type { RunConfig } from '../config/rl-config.js';
 import { formatDifference, mean, seedPairedDifference, wilson, type Difference, type Estimate } from '../util/stats.js';
@@ -396,6 +397,13 @@ async function cachedArm(
 export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => void): Promise<BenchMasResult[]> {
   const o = parseWith(BenchMasSchema, raw, 'bench mas options');
   const k = engine();
+  const flags = cpuFlags();
+  const features = ['avx2', 'avx512f', 'avx512_bf16', 'amx_tile'].filter((f) => flags.has(f)).join(', ');
+  // Results depend on the rounding, so the log names what decides it (as the caches' keys do).
+  log(
+    `bench mas: ${cpus()[0]?.model ?? 'unknown CPU'} (${features || 'no AVX2'}); ${k.name} kernels, ${k.blas}; ` +
+      `HACRL_THREADS=${process.env['HACRL_THREADS'] ?? 'unset'}`,
+  );
   const out: BenchMasResult[] = [];
   for (const section of o.workflows) {
     const wf = buildWorkflow(section);
