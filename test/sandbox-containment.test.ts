@@ -25,31 +25,35 @@ function alive(pid: number): boolean {
   }
 }
 
-/** The PIDs of every descendant of `pid` (via /proc/PID/task/TID/children). */
-function descendants(pid: number): number[] {
-  const out: number[] = [];
-  const visit = (p: number): void => {
-    let tasks: string[] = [];
+/** The PIDs of the children of `pid` (via /proc/PID/task/TID/children). */
+function children(pid: number): number[] {
+  let tasks: string[] = [];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return [];
+  }
+  return tasks.flatMap((t) => {
     try {
-      tasks = readdirSync(`/proc/${p}/task`);
+      return readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
     } catch {
-      return;
+      return [];
     }
-    for (const t of tasks) {
-      let children = '';
-      try {
-        children = readFileSync(`/proc/${p}/task/${t}/children`, 'utf8');
-      } catch {
-        continue;
-      }
-      for (const c of children.split(' ').filter(Boolean).map(Number)) {
-        out.push(c);
-        visit(c);
-      }
-    }
-  };
-  visit(pid);
-  return out;
+  });
+}
+
+/** The PIDs of every descendant of `pid`. */
+function descendants(pid: number): number[] {
+  return children(pid).flatMap((c) => [c, ...descendants(c)]);
+}
+
+/** The command line of `pid`, or '' once it is gone. */
+function cmdline(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  } catch {
+    return '';
+  }
 }
 
 /** Polls `check` every 50 ms until it holds or `ms` pass; returns whether it held. */
@@ -135,15 +139,8 @@ describe('sandbox containment', () => {
       { stdio: 'ignore' },
     );
     try {
-      // The program is running once the trainer has three generations below it: bwrap, its init, node.
-      const program = (): number[] =>
-        descendants(trainer.pid!).filter((p) => {
-          try {
-            return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('/scratch/main.cjs');
-          } catch {
-            return false;
-          }
-        });
+      // The program is running once the trainer's launcher has three generations below it: bwrap, its init, node.
+      const program = (): number[] => descendants(trainer.pid!).filter((p) => cmdline(p).includes('/scratch/main.cjs'));
       assert.ok(await waitFor(() => program().length >= 3, 30_000), 'the sandboxed program started');
       const tree = descendants(trainer.pid!);
       trainer.kill('SIGKILL');
@@ -153,6 +150,28 @@ describe('sandbox containment', () => {
     }
     const added = readdirSync(tmpdir()).filter((f) => !before.has(f) && f.startsWith('hacrl-sandbox'));
     assert.deepEqual(added, []);
+  });
+
+  test('programs start from one small launcher process, never forked from the trainer; a killed launcher fails its runs, and the next run starts another', async () => {
+    const launchers = (): number[] =>
+      children(process.pid).filter((p) => cmdline(p).includes('--hacrl-sandbox-launcher'));
+    const isProgram = (p: number): boolean => cmdline(p).includes('/scratch/main.cjs');
+    const run = runSandboxed('setTimeout(() => console.log("late"), 60000)', { timeoutMs: 120_000 });
+    assert.ok(await waitFor(() => descendants(process.pid).filter(isProgram).length >= 3, 30_000), 'it started');
+    const [launcher, ...more] = launchers();
+    assert.ok(launcher !== undefined && more.length === 0, `one launcher: ${launchers()}`);
+    assert.deepEqual(children(process.pid).filter(isProgram), [], 'nothing of the program is a child of the trainer');
+    assert.equal(children(launcher).filter(isProgram).length, 1, 'bubblewrap is a child of the launcher');
+    // Field 5 of /proc/PID/stat (after the parenthesised name) is the process group.
+    const group = (pid: number): string => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[2]!;
+    assert.notEqual(group(launcher), group(process.pid), 'a Ctrl-C to the trainer does not reach the launcher');
+    const tree = descendants(launcher);
+    process.kill(launcher, 'SIGKILL');
+    await assert.rejects(run, /sandbox: the launcher process ended \(SIGKILL\)/);
+    assert.ok(await waitFor(() => tree.every((p) => !alive(p)), 10_000), `still alive: ${tree.filter(alive)}`);
+    const again = await runSandboxed('console.log(3)', SLOW_OK);
+    assert.equal(again.stdout, '3\n');
+    assert.notDeepEqual(launchers(), [launcher]);
   });
 
   test('filling the scratch folder stops at its quota (denied), and the quota is the total, not per file', async () => {

@@ -6,12 +6,11 @@
  * no core dumps), a wall-time limit and bounded output; killed with its namespace when the trainer dies. See
  * docs/sandbox.md.
  */
-import { spawn } from 'node:child_process';
-import type { Writable } from 'node:stream';
-import { availableParallelism, constants } from 'node:os';
+import { availableParallelism } from 'node:os';
 import pLimit from 'p-limit';
 import { z } from 'zod';
-import { SCRATCH, SOURCE_FD, isolationPrefix } from './isolation.js';
+import { SCRATCH, isolationPrefix } from './isolation.js';
+import { runInLauncher } from './launcher.js';
 
 const MIB = 1 << 20;
 
@@ -108,17 +107,6 @@ export interface SandboxResult {
   wallMs: number;
 }
 
-const MEMORY_PATTERNS =
-  /heap out of memory|Reached heap limit|Array buffer allocation failed|bad_alloc|Fatal process OOM|Invalid array length|Invalid string length|Allocation failed/;
-/**
- * Errors of what the sandbox refuses: the permission model (files, processes, workers, addons), WebAssembly memory
- * (its reservation exceeds RLIMIT_AS), signals to PIDs outside the PID namespace, sockets and hosts outside the
- * network and mount namespaces, and a full scratch tmpfs.
- */
-const DENIED_PATTERNS =
-  /ERR_ACCESS_DENIED|Access to this API has been restricted|ERR_DLOPEN_DISABLED|WebAssembly\.Memory\(\): could not allocate|\bkill (ESRCH|EPERM)\b|\b(connect|getaddrinfo|bind|listen|send|sendto) (ENOENT|EACCES|EPERM|ENETUNREACH|ECONNREFUSED|EADDRNOTAVAIL|EAI_AGAIN|ENOTFOUND)\b|\bENOSPC\b|\bEDQUOT\b/;
-const FILE_LIMIT_PATTERNS = /EFBIG|File too large/;
-
 /** The argv of the sandboxed process: the isolation layers, then node under its permission model. */
 function command(limits: SandboxLimits): string[] {
   const prefix = isolationPrefix({
@@ -182,68 +170,5 @@ const slots = pLimit(availableParallelism());
 
 /** One sandboxed run without the self-check; waits for a free slot, and the wall time counts from the spawn. */
 function runUnchecked(code: string, limits: SandboxLimits): Promise<SandboxResult> {
-  return slots(() => runProcess(command(limits), code, limits));
-}
-
-/**
- * Spawns argv in its own process group with the source on fd SOURCE_FD, enforcing the time and output limits, and
- * classifies the ending. Killing the outer process (bubblewrap) kills the whole PID namespace and frees its scratch.
- */
-function runProcess(argv: string[], code: string, limits: SandboxLimits): Promise<SandboxResult> {
-  const started = Date.now();
-  return new Promise((resolve, reject) => {
-    const child = spawn(argv[0]!, argv.slice(1), {
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
-      env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin' },
-    });
-    const source = child.stdio[SOURCE_FD] as Writable;
-    // bubblewrap may exit before reading the source (its own errors then end the run as 'error').
-    source.on('error', () => undefined);
-    source.end(code);
-    let forced: SandboxOutcome | null = null;
-    const kill = (why: SandboxOutcome): void => {
-      if (forced === null) forced = why;
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        // Already gone.
-      }
-    };
-    const out = { stdout: '', stderr: '' };
-    const collect = (name: 'stdout' | 'stderr') => (chunk: Buffer) => {
-      const room = limits.maxOutputBytes - Buffer.byteLength(out[name]);
-      out[name] += chunk.subarray(0, Math.max(0, room)).toString();
-      if (chunk.length > room) kill('output-limit');
-    };
-    child.stdout!.on('data', collect('stdout'));
-    child.stderr!.on('data', collect('stderr'));
-    const timer = setTimeout(() => kill('timeout'), limits.timeoutMs);
-    child.on('error', (e) => {
-      clearTimeout(timer);
-      reject(new Error(`sandbox: could not start ${argv[0]}: ${e.message}`));
-    });
-    child.on('close', (exitCode, signal) => {
-      clearTimeout(timer);
-      // bubblewrap reports a program killed by signal N as its own exit status 128 + N.
-      const programSignal =
-        signal ??
-        (exitCode !== null && exitCode > 128
-          ? (Object.entries(constants.signals).find(([, n]) => n === exitCode - 128)?.[0] ?? null)
-          : null);
-      const outcome = forced ?? classify(exitCode, programSignal, out.stderr);
-      resolve({ outcome, ...out, exitCode, signal: programSignal, wallMs: Date.now() - started });
-    });
-  });
-}
-
-/** The outcome of a process that ended by itself. */
-function classify(exitCode: number | null, signal: string | null, stderr: string): SandboxOutcome {
-  if (exitCode === 0) return 'ok';
-  // The CPU-time backstop (RLIMIT_CPU).
-  if (signal === 'SIGXCPU') return 'timeout';
-  if (DENIED_PATTERNS.test(stderr)) return 'denied';
-  if (MEMORY_PATTERNS.test(stderr)) return 'memory';
-  if (signal === 'SIGXFSZ' || FILE_LIMIT_PATTERNS.test(stderr)) return 'output-limit';
-  return 'error';
+  return slots(() => runInLauncher(command(limits), code, limits));
 }
