@@ -23,6 +23,20 @@ describe('sandbox', () => {
     await assert.rejects(runSandboxed('console.log(2)', { addressSpaceMb: 512 }), /an empty program ends as/);
   });
 
+  test('an equal program (text and limits) gets the earlier result, also when asked together; reuseResults: false runs each', async () => {
+    const random = 'console.log(Math.random())';
+    const [a, b] = await Promise.all([runSandboxed(random, SLOW_OK), runSandboxed(random, SLOW_OK)]);
+    const c = await runSandboxed(random, SLOW_OK);
+    assert.equal(a.outcome, 'ok', a.stderr);
+    assert.deepEqual([b.stdout, c.stdout], [a.stdout, a.stdout]);
+    const other = await runSandboxed(random, { ...SLOW_OK, heapMb: 65 });
+    assert.notEqual(other.stdout, a.stdout, 'other limits, another run');
+    const fresh = await runSandboxed(random, { ...SLOW_OK, reuseResults: false });
+    const fresh2 = await runSandboxed(random, { ...SLOW_OK, reuseResults: false });
+    assert.notEqual(fresh.stdout, fresh2.stdout);
+    assert.notEqual(fresh.stdout, a.stdout);
+  });
+
   test('an exception is an error, with its message', async () => {
     const r = await runSandboxed('throw new Error("boom")', SLOW_OK);
     assert.equal(r.outcome, 'error');
@@ -33,7 +47,9 @@ describe('sandbox', () => {
     // Each program busy-waits 150 ms between two timestamps; without the limit all would overlap.
     const program = 'const t = Date.now(); while (Date.now() - t < 150) {} console.log(t, Date.now());';
     const runs = await Promise.all(
-      Array.from({ length: 3 * availableParallelism() }, () => runSandboxed(program, SLOW_OK)),
+      Array.from({ length: 3 * availableParallelism() }, () =>
+        runSandboxed(program, { ...SLOW_OK, reuseResults: false }),
+      ),
     );
     const spans = runs.map((r) => r.stdout.trim().split(' ').map(Number) as [number, number]);
     const overlapping = spans.map(([start]) => spans.filter(([a, b]) => a <= start && start < b).length);

@@ -6,7 +6,9 @@
  * no core dumps), a wall-time limit and bounded output; killed with its namespace when the trainer dies. See
  * docs/sandbox.md.
  */
+import { createHash } from 'node:crypto';
 import { availableParallelism } from 'node:os';
+import { LRUCache } from 'lru-cache';
 import pLimit from 'p-limit';
 import { z } from 'zod';
 import { SCRATCH, isolationPrefix } from './isolation.js';
@@ -67,9 +69,19 @@ export const SandboxLimitsSchema = z
       .describe(
         'Total size of the scratch folder (in memory), source included, in bytes; default 8 MiB, at most 1 GiB',
       ),
+    /**
+     * Whether a program whose text and limits equal an earlier one's gets that run's result instead of a run of its
+     * own; default true. Off only for tool programs meant to differ run to run (randomness, clocks).
+     */
+    reuseResults: z
+      .boolean()
+      .default(true)
+      .describe(
+        "Whether a program equal (text and limits) to an earlier one's gets that result instead of a new run; default true",
+      ),
   })
   .strict()
-  .describe('Limits of the sandbox running tool code');
+  .describe('Limits of the sandbox running tool code, and whether equal programs share a run');
 /** Sandbox limits with defaults filled in. */
 export type SandboxLimits = z.output<typeof SandboxLimitsSchema>;
 
@@ -138,8 +150,22 @@ function command(limits: SandboxLimits): string[] {
 export async function runSandboxed(code: string, limitsInput: Partial<SandboxLimits> = {}): Promise<SandboxResult> {
   const limits = SandboxLimitsSchema.parse(limitsInput);
   await selfCheck(limits);
-  return runUnchecked(code, limits);
+  if (!limits.reuseResults) return runUnchecked(code, limits);
+  const key = createHash('sha256').update(JSON.stringify(limits)).update('\0').update(code).digest('base64');
+  return { ...(await results.fetch(key, { context: { code, limits } }))! };
 }
+
+/**
+ * Results of programs already run, by a hash of their limits and text. A tree-sampled rollout asks for the same program
+ * many times (in 6 steps of the Sokoban bench's AT-GRPO arm, 310 runs held 159 distinct programs), and each run is a
+ * process start of about 40 ms of CPU. Equal requests made together share one run; a run that fails (the launcher
+ * died) is not kept. Bounded by the bytes of the outputs held.
+ */
+const results = new LRUCache<string, SandboxResult, { code: string; limits: SandboxLimits }>({
+  maxSize: 64 * MIB,
+  sizeCalculation: (r, key) => key.length + r.stdout.length + r.stderr.length + 64,
+  fetchMethod: (_key, _stale, { context }) => runUnchecked(context.code, context.limits),
+});
 
 const checked = new Map<string, Promise<void>>();
 
