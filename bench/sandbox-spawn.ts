@@ -1,7 +1,7 @@
 /**
  * `npm run bench:sandbox -- [--hold-mb 1536] [--runs 40]`: what a sandboxed run costs a trainer that holds `hold-mb`
  * of memory and writes all of it between runs (as a training step does), with the programs started by the sandbox's
- * launcher (the sandbox's way) and, side by side, by a process spawned from the trainer itself (a fork of the
+ * launcher (the sandbox's way; each a run of its own, reuseResults off) and, side by side, by a process spawned from the trainer itself (a fork of the
  * trainer, as any `child_process.spawn` from it is). Prints per run: wall time, the trainer's own kernel time and its
  * page faults, with the time of the writes alone subtracted; the CPU named.
  */
@@ -49,7 +49,7 @@ write();
 await runSandboxed('console.log(1)'); // starts the launcher (a fork of the trainer, once) and checks the limits
 write(); // pays the faults of that one fork
 const writes = await measure(() => Promise.resolve());
-const launcher = await measure(() => runSandboxed('console.log(2)'));
+const launcher = await measure(() => runSandboxed('console.log(2)', { reuseResults: false }));
 const forked = await measure(forkFromTrainer);
 const row = (name: string, m: typeof writes): string =>
   `| ${name} | ${(m.wallMs - writes.wallMs).toFixed(1)} | ${(m.sysMs - writes.sysMs).toFixed(1)} | ${Math.round(m.faults - writes.faults)} |`;
