@@ -1,9 +1,9 @@
 /**
  * `npm run bench:sandbox -- [--hold-mb 1536] [--runs 40]`: what a sandboxed run costs a trainer that holds `hold-mb`
  * of memory and writes all of it between runs (as a training step does), with the programs started by the sandbox's
- * launcher (the sandbox's way; each a run of its own, reuseResults off) and, side by side, by a process spawned from the trainer itself (a fork of the
- * trainer, as any `child_process.spawn` from it is). Prints per run: wall time, the trainer's own kernel time and its
- * page faults, with the time of the writes alone subtracted; the CPU named.
+ * launcher (the sandbox's way; each a run of its own, reuseResults off) and, side by side, by a process spawned from
+ * the trainer itself (a fork of the trainer, as any `child_process.spawn` from it is). Prints per run: wall time, the
+ * trainer's own kernel time and its page faults, with the time of the writes alone subtracted; the CPU named.
  */
 import { spawn } from 'node:child_process';
 import { cpus } from 'node:os';
