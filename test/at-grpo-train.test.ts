@@ -221,7 +221,7 @@ describe('AT-GRPO training', () => {
       [cells[2]![3], cells[0]![3]],
     );
     // Each ablation against at-grpo-shared; the tiny size's filter is the spec's, so the flipped one is off.
-    const ablations = all.slice(14).map((l) => l.split('|').map((c) => c.trim()));
+    const ablations = all.slice(16).map((l) => l.split('|').map((c) => c.trim()));
     assert.deepEqual(
       ablations.map((c) => [c[2], c[4]]),
       [
@@ -235,9 +235,21 @@ describe('AT-GRPO training', () => {
     const results = JSON.parse(await readFile(json, 'utf8')) as BenchMasResult[];
     const result = results[0]!;
     assert.equal(result.arms['at-grpo-shared'].warmStart, result.arms['workflow-untrained'].pooled.value);
-    // The math-tool family has its rows: five arms, four ablations, two warm starts, in table and JSON.
+    // The verdict of each AT-GRPO arm, read from its paired intervals and per-seed successes.
+    const verdicts = all.slice(14, 16).map((l) => l.split('|').map((c) => c.trim()));
+    const verdictOf = (arm: 'at-grpo-shared' | 'at-grpo-per-role'): string[] => {
+      const d = result.paired[arm]!;
+      const gain = Math.min(...result.arms[arm].perSeed) - result.arms[arm].warmStart;
+      const points = `${gain >= 0 ? '+' : '−'}${Math.abs(100 * gain).toFixed(1)}`;
+      return [arm, d['workflow-untrained']!.low > 0 ? 'yes' : 'no', d['single-grpo']!.low > 0 ? 'yes' : 'no', points];
+    };
+    assert.deepEqual(
+      verdicts.map((c) => c.slice(2, 6)),
+      [verdictOf('at-grpo-shared'), verdictOf('at-grpo-per-role')],
+    );
+    // The math-tool family has its rows: five arms, four ablations, two warm starts, two verdicts, in table and JSON.
     const math = r.stdout.split('\n').filter((l) => l.startsWith('| math-tool |'));
-    assert.equal(math.length, 9 + 3 + 2 + 4, math.join('\n'));
+    assert.equal(math.length, 9 + 3 + 2 + 2 + 4, math.join('\n'));
     assert.deepEqual(
       results.map((x) => x.workflow),
       ['plan-path', 'math-tool'],

@@ -535,6 +535,27 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
   return out;
 }
 
+/** The AT-GRPO arms, whose lift over the workflow's warm start the verdict table judges. */
+const AT_GRPO = ['at-grpo-shared', 'at-grpo-per-role'] as const;
+
+/**
+ * Whether AT-GRPO arm `arm` lifts the workflow, as the bench's goal asks: above the untrained workflow and above
+ * single-agent GRPO (each paired interval entirely above zero), and how far its weakest seed ended from its warm start
+ * (fraction; below zero when some seed pushed the start below itself).
+ */
+export function atGrpoVerdict(
+  r: BenchMasResult,
+  arm: (typeof AT_GRPO)[number],
+): { aboveWorkflow: boolean; aboveSingle: boolean; weakestSeedGain: number } {
+  const d = r.paired[arm]!;
+  const { perSeed, warmStart } = r.arms[arm];
+  return {
+    aboveWorkflow: d['workflow-untrained']!.low > 0,
+    aboveSingle: d['single-grpo']!.low > 0,
+    weakestSeedGain: Math.min(...perSeed) - warmStart,
+  };
+}
+
 /** A warm start's tries in the table's stop column: ' (attempt 2 of 3: below 3.0%, in-band 28.0%)', or '' for one. */
 function tries(w: WarmStartReport): string {
   if (w.attempts === undefined || w.attempts.length < 2) return '';
@@ -544,7 +565,8 @@ function tries(w: WarmStartReport): string {
 
 /**
  * The results as Markdown: success per arm (pooled over seeds, 95% interval) beside its warm start's, then the paired
- * differences, then where each warm start stopped, then (when run) each ablation against at-grpo-shared.
+ * differences, then where each warm start stopped, then whether AT-GRPO lifts the workflow (atGrpoVerdict), then
+ * (when run) each ablation against at-grpo-shared.
  */
 export function benchMasTable(results: readonly BenchMasResult[]): string {
   const pct = (x: number): string => (100 * x).toFixed(1);
@@ -592,6 +614,20 @@ export function benchMasTable(results: readonly BenchMasResult[]): string {
           `${w.cached ? ' (cached)' : ''} | ` +
           `${pct(w.heldOut)} |`,
       );
+    }
+  lines.push(
+    '',
+    'Does AT-GRPO lift the workflow? (above: the paired interval lies above zero; weakest seed − warm start in points):',
+    '',
+    '| env | arm | above workflow-untrained | above single-grpo | weakest seed − warm start |',
+    '| --- | --- | --- | --- | --- |',
+  );
+  const yes = (b: boolean): string => (b ? 'yes' : 'no');
+  for (const r of results)
+    for (const a of AT_GRPO) {
+      const v = atGrpoVerdict(r, a);
+      const gain = `${v.weakestSeedGain >= 0 ? '+' : '−'}${pct(Math.abs(v.weakestSeedGain))}`;
+      lines.push(`| ${r.workflow} | ${a} | ${yes(v.aboveWorkflow)} | ${yes(v.aboveSingle)} | ${gain} |`);
     }
   const withAblations = results.filter((r) => Object.keys(r.ablations).length > 0);
   if (withAblations.length > 0) {
