@@ -27,7 +27,15 @@ import { engine } from '../backend/engine.js';
 import { cpuFlags } from '../backend/cpu-features.js';
 import { parseRunConfig } from '../config/load-config.js';
 import type { RunConfig } from '../config/rl-config.js';
-import { formatDifference, mean, seedPairedDifference, wilson, type Difference, type Estimate } from '../util/stats.js';
+import {
+  formatDifference,
+  formatPoints,
+  mean,
+  seedPairedDifference,
+  wilson,
+  type Difference,
+  type Estimate,
+} from '../util/stats.js';
 import { loadPretrained, savePretrained } from '../model/pretrained.js';
 import { findLatestCheckpoint } from '../run/run-folder.js';
 import { AgentSpecSchema, type AgentSpec } from '../model/agent-spec.js';
@@ -626,8 +634,9 @@ export function benchMasTable(results: readonly BenchMasResult[]): string {
   for (const r of results)
     for (const a of AT_GRPO) {
       const v = atGrpoVerdict(r, a);
-      const gain = `${v.weakestSeedGain >= 0 ? '+' : '−'}${pct(Math.abs(v.weakestSeedGain))}`;
-      lines.push(`| ${r.workflow} | ${a} | ${yes(v.aboveWorkflow)} | ${yes(v.aboveSingle)} | ${gain} |`);
+      lines.push(
+        `| ${r.workflow} | ${a} | ${yes(v.aboveWorkflow)} | ${yes(v.aboveSingle)} | ${formatPoints(v.weakestSeedGain)} |`,
+      );
     }
   const withAblations = results.filter((r) => Object.keys(r.ablations).length > 0);
   if (withAblations.length > 0) {

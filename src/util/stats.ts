@@ -85,10 +85,12 @@ export function pairedDifference(before: readonly number[], after: readonly numb
   return { mean, low: mean - half, high: mean + half, n };
 }
 
+/** A difference of rates (fractions) as signed points: `+3.5`, `−0.8`. */
+export const formatPoints = (x: number): string => `${x >= 0 ? '+' : '−'}${Math.abs(100 * x).toFixed(1)}`;
+
 /** `+3.5 [+0.8, +6.2]` in points. */
 export function formatDifference(d: Difference): string {
-  const p = (x: number) => `${x >= 0 ? '+' : '−'}${Math.abs(100 * x).toFixed(1)}`;
-  return `${p(d.mean)} [${p(d.low)}, ${p(d.high)}]`;
+  return `${formatPoints(d.mean)} [${formatPoints(d.low)}, ${formatPoints(d.high)}]`;
 }
 
 /** Two-sided 95% Student-t quantiles for 1–30 degrees of freedom (the normal 1.96 beyond). */
