@@ -129,5 +129,8 @@ describe('bench mas and its folders', () => {
     const sokoban = buildWorkflow(BENCH_FULL.workflows[2]!);
     const program = sokoban.roles[0]!.expert(startEpisode(sokoban, 0))!;
     assert.match(program, /^console\.log\(solve\(`#/, "the full size's Sokoban tool writes a program");
+    const sudoku = buildWorkflow(BENCH_FULL.workflows[1]!);
+    const givens = sudoku.roles[0]!.expert(startEpisode(sudoku, 0))!;
+    assert.match(givens, /^console\.log\(solve\(`[1-4.]{4}\n/, "the full size's Sudoku tool writes a program");
   });
 });

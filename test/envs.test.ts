@@ -13,7 +13,7 @@ import {
   solveSokoban,
   stepSokoban,
 } from '../src/envs/sokoban.js';
-import { countSolutions, parseSudokuGrid, stepSudoku, sudokuEnv } from '../src/envs/sudoku.js';
+import { countSolutions, firstCompletion, parseSudokuGrid, stepSudoku, sudokuEnv } from '../src/envs/sudoku.js';
 import { gridPath, moveListAction, parseMoveList } from '../src/envs/grid.js';
 import { runSandboxed } from '../src/sandbox/run-code.js';
 
@@ -448,6 +448,53 @@ describe('Sudoku 4×4', () => {
     assert.equal(r.reward, -0.5);
     assert.match(r.feedback, /repeats/);
     assert.deepEqual(r.state.grid, puzzle, 'a rejected grid leaves the state unchanged');
+  });
+
+  test('firstCompletion: hand-worked on the empty grid, the solution of a puzzle, null for a broken grid', () => {
+    // Row by row, digits ascending: 1234, then 3 (1 is in column 0, 2 in the box), 4, 1, 2, and so on.
+    assert.equal(env.formatAction(firstCompletion(Array(16).fill(0))!), '1234\n3412\n2143\n4321');
+    const { puzzle, solution } = env.reset(7).instance;
+    assert.deepEqual(firstCompletion([...puzzle]), solution);
+    assert.equal(firstCompletion([1, 1, ...Array(14).fill(0)]), null);
+  });
+
+  test("the tool agent's program: sandboxed, the expert's prints the solution, as worked out in-process; copies with errors too", async () => {
+    const states = [0, 1, 2, 3, 4, 5].map((seed) => (seed % 2 ? env : sudokuEnv({ blanks: 3 })).reset(seed));
+    const experts = states.map((s) => env.program!(s));
+    // Copies with errors a small agent makes: a digit changed (a repeat: no solution; or another completion), a given
+    // lost (several completions: the first), a row short, a letter, and a different program.
+    const at = (code: string, k: number, ch: string) => {
+      const i = code.indexOf('`') + 1 + k;
+      return code.slice(0, i) + ch + code.slice(i + 1);
+    };
+    const variants = [
+      ...experts.flatMap((c, i) => [at(c, i % 4, String((i % 4) + 1)), at(c, 5 + (i % 4), '.'), at(c, 10, '4')]),
+      experts[0]!.replace(/\n[1-4.]{4}\n/, '\n123\n'),
+      at(experts[1]!, 0, 'x'),
+      experts[2]!.replace('console.log(', 'console.log("x"+'),
+    ];
+    const library = env.programLibrary!.code;
+    const runs = await Promise.all(
+      [...experts, ...variants].map((code) => runSandboxed(`${library}\n${code}`, { timeoutMs: 60_000 })),
+    );
+    experts.forEach((code, i) => {
+      assert.equal(runs[i]!.outcome, 'ok', `state ${i}: ${runs[i]!.stderr}`);
+      assert.deepEqual(env.parseAction(runs[i]!.stdout), states[i]!.instance.solution, `state ${i}`);
+      assert.equal(env.programOutput!(code), runs[i]!.stdout);
+    });
+    let known = 0;
+    const printed = new Set<string>();
+    variants.forEach((code, i) => {
+      const run = runs[experts.length + i]!;
+      printed.add(run.stdout);
+      const out = env.programOutput!(code);
+      if (out === null) return;
+      known++;
+      assert.deepEqual([run.outcome, run.stdout], ['ok', out], `variant ${i}:\n${code}`);
+    });
+    assert.equal(known, variants.length - 3, 'every copy in the template is worked out; the other three run');
+    assert.ok(printed.has('no solution\n'), 'some copy breaks a rule');
+    assert.ok([...printed].some((o) => o.startsWith('not a 4x4')), "the short row gets the routine's sentence");
   });
 });
 

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { parseWith } from '../util/json-file.js';
 import { Rng } from '../util/rng.js';
 import { type EnvStep, type Environment, finishedStep, noActionStep } from './environment.js';
+import { gridProgram, gridProgramRows } from './grid.js';
 
 /** Sudoku knobs. */
 export const SudokuOptionsSchema = z
@@ -64,6 +65,12 @@ export function sudokuEnv(options: Partial<SudokuOptions> = {}): Environment<Sud
     step: stepSudoku,
     solve: (s) => [...s.instance.solution],
     formatAction: formatGrid,
+    program: sudokuProgram,
+    programLibrary: {
+      code: SOLVE_LIBRARY,
+      help: 'solve(grid) returns the solved grid of a 4x4 grid drawn as above (a dot for a blank), as 4 lines.',
+    },
+    programOutput: sudokuProgramOutput,
   };
 }
 
@@ -99,6 +106,23 @@ export function countSolutions(g: Grid4, limit = 2): number {
   }
   g[i] = 0;
   return n;
+}
+
+/**
+ * The first completion of `g` that breaks no rule, in SOLVE_LIBRARY's search order (the first blank row by row, digits
+ * 1–4 ascending); null when there is none. A generated puzzle's only completion is its solution.
+ */
+export function firstCompletion(g: Grid4): Grid4 | null {
+  if (!consistent(g)) return null;
+  const i = g.indexOf(0);
+  if (i < 0) return [...g];
+  const cell = [...g];
+  for (let v = 1; v <= 4; v++) {
+    cell[i] = v;
+    const done = firstCompletion(cell);
+    if (done !== null) return done;
+  }
+  return null;
 }
 
 /** Instance `seed`: a random solved grid, then blanks in random order, each kept only if the solution stays unique. */
@@ -216,4 +240,50 @@ function renderSudoku(s: SudokuState): string {
     'Current grid:',
     formatGrid(s.grid),
   ].join('\n');
+}
+
+/**
+ * The routine a Sudoku tool program may call, defined before it in the sandbox (a separate process, so it is JavaScript
+ * source and cannot call firstCompletion): firstCompletion's search move for move on a grid drawn as the observation
+ * draws it, printed as 4 lines; anything but 4 lines of 4 characters 1–4 or '.' gets a sentence that is no grid.
+ */
+const SOLVE_LIBRARY = `function solve(text) {
+  const rows = text.split("\\n");
+  if (rows.length !== 4 || rows.some((r) => !/^[1-4.]{4}$/.test(r))) return "not a 4x4 grid of 1-4 and dots";
+  const g = rows.join("").split("").map((ch) => (ch === "." ? 0 : Number(ch)));
+  const units = [];
+  for (let i = 0; i < 4; i++) {
+    const [r0, c0] = [2 * Math.floor(i / 2), 2 * (i % 2)];
+    units.push([0, 1, 2, 3].map((j) => 4 * i + j), [0, 1, 2, 3].map((j) => 4 * j + i));
+    units.push([0, 1, 2, 3].map((j) => 4 * (r0 + Math.floor(j / 2)) + c0 + (j % 2)));
+  }
+  const ok = () => units.every((u) => { const s = u.map((k) => g[k]).filter((v) => v); return new Set(s).size === s.length; });
+  const fill = () => {
+    if (!ok()) return false;
+    const i = g.indexOf(0);
+    if (i < 0) return true;
+    for (let v = 1; v <= 4; v++) { g[i] = v; if (fill()) return true; }
+    g[i] = 0;
+    return false;
+  };
+  return fill() ? [0, 1, 2, 3].map((r) => g.slice(4 * r, 4 * r + 4).join("")).join("\\n") : "no solution";
+}`;
+
+/**
+ * The tool agent's expert program (in the paper the tool agent writes a Sudoku solver; a small agent calls the routine
+ * above instead of writing it out): the givens as the observation draws them, copied into the call.
+ */
+export function sudokuProgram(s: SudokuState): string {
+  return gridProgram('solve', formatGrid(s.instance.puzzle).split('\n'));
+}
+
+/**
+ * What a program in sudokuProgram's template prints, without running it: firstCompletion of the grid it copied (or
+ * "no solution"), when that copy is 4 rows of 4 characters 1–4 or '.'; null otherwise (such a copy runs in the sandbox).
+ */
+export function sudokuProgramOutput(code: string): string | null {
+  const rows = gridProgramRows('solve', code, '1234.');
+  if (rows === null || rows.length !== 4 || rows[0]!.length !== 4) return null;
+  const solved = firstCompletion([...rows.join('')].map((ch) => (ch === '.' ? 0 : Number(ch))));
+  return `${solved === null ? 'no solution' : formatGrid(solved)}\n`;
 }
