@@ -494,7 +494,10 @@ describe('Sudoku 4×4', () => {
     });
     assert.equal(known, variants.length - 3, 'every copy in the template is worked out; the other three run');
     assert.ok(printed.has('no solution\n'), 'some copy breaks a rule');
-    assert.ok([...printed].some((o) => o.startsWith('not a 4x4')), "the short row gets the routine's sentence");
+    assert.ok(
+      [...printed].some((o) => o.startsWith('not a 4x4')),
+      "the short row gets the routine's sentence",
+    );
   });
 });
 
