@@ -14,11 +14,41 @@ import {
   stepSokoban,
 } from '../src/envs/sokoban.js';
 import { countSolutions, firstCompletion, parseSudokuGrid, stepSudoku, sudokuEnv } from '../src/envs/sudoku.js';
+import type { Environment } from '../src/envs/environment.js';
 import { gridPath, moveListAction, parseMoveList } from '../src/envs/grid.js';
 import { runSandboxed } from '../src/sandbox/run-code.js';
 
 const close = (a: number, b: number, msg?: string): void =>
   assert.ok(Math.abs(a - b) < 1e-9, `${msg ?? ''} expected ${b}, got ${a}`);
+
+/**
+ * The grid environments' tool-program check: the expert programs and copies with errors run in the sandbox after the
+ * environment's routines; every expert, and every copy the environment works out in-process, prints exactly what it
+ * works out. Returns every run's stdout (experts first) and how many copies were worked out.
+ */
+async function checkWorkedOut<S, A>(
+  env: Environment<S, A>,
+  experts: string[],
+  variants: string[],
+): Promise<{ stdout: string[]; known: number }> {
+  const library = env.programLibrary!.code;
+  const runs = await Promise.all(
+    [...experts, ...variants].map((code) => runSandboxed(`${library}\n${code}`, { timeoutMs: 60_000 })),
+  );
+  experts.forEach((code, i) => {
+    assert.equal(runs[i]!.outcome, 'ok', `expert ${i}: ${runs[i]!.stderr}`);
+    assert.equal(env.programOutput!(code), runs[i]!.stdout, `expert ${i}`);
+  });
+  let known = 0;
+  variants.forEach((code, i) => {
+    const out = env.programOutput!(code);
+    if (out === null) return;
+    known++;
+    const run = runs[experts.length + i]!;
+    assert.deepEqual([run.outcome, run.stdout], ['ok', out], `variant ${i}:\n${code}`);
+  });
+  return { stdout: runs.map((r) => r.stdout), known };
+}
 
 describe('move lists', () => {
   test('the last JSON list of U/D/L/R counts; other lists and prose are skipped', () => {
@@ -148,24 +178,9 @@ describe('Plan-Path', () => {
       experts[1]!.replace(/\n[.#AG]{6}\n/, '\n....\n'),
       experts[2]!.replace('console.log(', 'console.log("x"+'),
     ];
-    const library = env.programLibrary!.code;
-    const runs = await Promise.all(
-      [...experts, ...variants].map((code) => runSandboxed(`${library}\n${code}`, { timeoutMs: 60_000 })),
-    );
-    experts.forEach((code, i) => {
-      assert.equal(runs[i]!.outcome, 'ok', `state ${i}: ${runs[i]!.stderr}`);
-      // The solver's own path, move for move.
-      assert.deepEqual(env.parseAction(runs[i]!.stdout), env.solve(states[i]!), `state ${i}: ${runs[i]!.stdout}`);
-      assert.equal(env.programOutput!(code), runs[i]!.stdout);
-    });
-    let known = 0;
-    variants.forEach((code, i) => {
-      const out = env.programOutput!(code);
-      if (out === null) return;
-      known++;
-      const run = runs[experts.length + i]!;
-      assert.deepEqual([run.outcome, run.stdout], ['ok', out], `variant ${i}:\n${code}`);
-    });
+    const { stdout, known } = await checkWorkedOut(env, experts, variants);
+    // The solver's own path, move for move.
+    states.forEach((s, i) => assert.deepEqual(env.parseAction(stdout[i]!), env.solve(s), `state ${i}: ${stdout[i]}`));
     assert.ok(known >= 10 && known < variants.length, `${known} of ${variants.length} variants worked out`);
   });
 });
@@ -473,25 +488,9 @@ describe('Sudoku 4×4', () => {
       at(experts[1]!, 0, 'x'),
       experts[2]!.replace('console.log(', 'console.log("x"+'),
     ];
-    const library = env.programLibrary!.code;
-    const runs = await Promise.all(
-      [...experts, ...variants].map((code) => runSandboxed(`${library}\n${code}`, { timeoutMs: 60_000 })),
-    );
-    experts.forEach((code, i) => {
-      assert.equal(runs[i]!.outcome, 'ok', `state ${i}: ${runs[i]!.stderr}`);
-      assert.deepEqual(env.parseAction(runs[i]!.stdout), states[i]!.instance.solution, `state ${i}`);
-      assert.equal(env.programOutput!(code), runs[i]!.stdout);
-    });
-    let known = 0;
-    const printed = new Set<string>();
-    variants.forEach((code, i) => {
-      const run = runs[experts.length + i]!;
-      printed.add(run.stdout);
-      const out = env.programOutput!(code);
-      if (out === null) return;
-      known++;
-      assert.deepEqual([run.outcome, run.stdout], ['ok', out], `variant ${i}:\n${code}`);
-    });
+    const { stdout, known } = await checkWorkedOut(env, experts, variants);
+    states.forEach((s, i) => assert.deepEqual(env.parseAction(stdout[i]!), s.instance.solution, `state ${i}`));
+    const printed = new Set(stdout.slice(experts.length));
     assert.equal(known, variants.length - 3, 'every copy in the template is worked out; the other three run');
     assert.ok(printed.has('no solution\n'), 'some copy breaks a rule');
     assert.ok(
