@@ -95,34 +95,35 @@ export function consistent(g: Grid4): boolean {
   });
 }
 
-/** Number of solutions of `g`, counting up to `limit` (backtracking). */
-export function countSolutions(g: Grid4, limit = 2): number {
+/**
+ * The completions of `g` that break no rule, in SOLVE_LIBRARY's search order (the first blank row by row, digits 1–4
+ * ascending), by backtracking on `g` itself.
+ */
+function* completions(g: Grid4): Generator<Grid4> {
+  if (!consistent(g)) return;
   const i = g.indexOf(0);
-  if (i < 0) return consistent(g) ? 1 : 0;
-  let n = 0;
-  for (let v = 1; v <= 4 && n < limit; v++) {
+  if (i < 0) {
+    yield [...g];
+    return;
+  }
+  for (let v = 1; v <= 4; v++) {
     g[i] = v;
-    if (consistent(g)) n += countSolutions(g, limit - n);
+    yield* completions(g);
   }
   g[i] = 0;
+}
+
+/** Number of solutions of `g`, counting up to `limit`. */
+export function countSolutions(g: Grid4, limit = 2): number {
+  const found = completions([...g]);
+  let n = 0;
+  while (n < limit && !found.next().done) n++;
   return n;
 }
 
-/**
- * The first completion of `g` that breaks no rule, in SOLVE_LIBRARY's search order (the first blank row by row, digits
- * 1–4 ascending); null when there is none. A generated puzzle's only completion is its solution.
- */
+/** The first completion of `g` that breaks no rule, or null; a generated puzzle's only completion is its solution. */
 export function firstCompletion(g: Grid4): Grid4 | null {
-  if (!consistent(g)) return null;
-  const i = g.indexOf(0);
-  if (i < 0) return [...g];
-  const cell = [...g];
-  for (let v = 1; v <= 4; v++) {
-    cell[i] = v;
-    const done = firstCompletion(cell);
-    if (done !== null) return done;
-  }
-  return null;
+  return completions([...g]).next().value ?? null;
 }
 
 /** Instance `seed`: a random solved grid, then blanks in random order, each kept only if the solution stays unique. */
@@ -244,7 +245,7 @@ function renderSudoku(s: SudokuState): string {
 
 /**
  * The routine a Sudoku tool program may call, defined before it in the sandbox (a separate process, so it is JavaScript
- * source and cannot call firstCompletion): firstCompletion's search move for move on a grid drawn as the observation
+ * source and cannot call firstCompletion): firstCompletion's search step for step on a grid drawn as the observation
  * draws it, printed as 4 lines; anything but 4 lines of 4 characters 1–4 or '.' gets a sentence that is no grid.
  */
 const SOLVE_LIBRARY = `function solve(text) {
