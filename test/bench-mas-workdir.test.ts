@@ -35,8 +35,8 @@ describe('bench mas and its folders', () => {
   test('a finished arm is read back, not trained again; more seeds train only the new ones', async () => {
     const work = join(root, 'resume');
     let stdout = '';
-    const run = (seeds: string) => {
-      const r = hacrl(['bench', 'mas', '--tiny', '--seeds', seeds, '--only', 'plan-path', '--work-dir', work]);
+    const run = (seeds: string, ...more: string[]) => {
+      const r = hacrl(['bench', 'mas', '--tiny', '--seeds', seeds, '--only', 'plan-path', '--work-dir', work, ...more]);
       assert.equal(r.status, 0, r.stderr);
       stdout = r.stdout;
       return r.stdout.split('\n').filter((l) => / seed \d+ /.test(l));
@@ -57,6 +57,13 @@ describe('bench mas and its folders', () => {
       first.map((l) => `${l} (cached)`),
     );
     assert.equal(second.filter((l) => l.includes(' seed 1 ') && !l.endsWith('(cached)')).length, 3);
+    // --first-seed takes seeds from there on: seed 1 alone, read back, and its table names it.
+    const alone = run('1', '--first-seed', '1');
+    assert.deepEqual(
+      alone,
+      second.filter((l) => l.includes(' seed 1 ')).map((l) => `${l} (cached)`),
+    );
+    assert.match(stdout, /\| per seed \(1\) \|/);
     // A result stored under another key (another config or build) is trained again, to the same result.
     const file = join(work, 'plan-path', 'seed-0', 'at-grpo-shared', 'arm-result.json');
     const stored = JSON.parse(await readFile(file, 'utf8')) as { key: string };

@@ -66,6 +66,7 @@ interface BenchCli {
   fast: boolean;
   tiny: boolean;
   seeds: number;
+  firstSeed: number;
   workDir: string;
   json?: string;
   steps?: number;
@@ -358,6 +359,12 @@ bench
   .option('--fast', 'the ~20-minute version (smaller agents, fewer steps and held-out instances)', false)
   .option('--tiny', 'test-sized: seconds, proves the pipeline, not the claim', false)
   .option('--seeds <n>', 'seeds', num, 3)
+  .option(
+    '--first-seed <n>',
+    'first seed (seeds first-seed … first-seed + seeds − 1): processes sharing a work folder can take other seeds',
+    num,
+    0,
+  )
   .option('--work-dir <dir>', "working folder; each run's metrics.jsonl stays in it", 'runs/bench-mas')
   .option('--json <file>', 'also write the results as JSON')
   .option('--steps <n>', "RL steps of each trained arm (default: the size's)", positiveInt)
@@ -383,6 +390,7 @@ bench
       ...size,
       workflows,
       seeds: o.seeds,
+      firstSeed: o.firstSeed,
       workDir: o.workDir,
       ablations: o.ablations,
       ...(o.steps === undefined ? {} : { steps: o.steps }),

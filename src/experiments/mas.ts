@@ -58,6 +58,11 @@ export const BenchMasSchema = z
     workflows: z.array(z.record(z.string(), z.unknown())).min(1),
     /** Seeds (each: its own training instances, sampling and mini-batch order); default 3, at most 100. */
     seeds: z.number().int().positive().max(100, '--seeds is at most 100').default(3),
+    /**
+     * The first RL seed: the bench trains seeds firstSeed … firstSeed + seeds − 1, so processes sharing one work folder
+     * can each take other seeds (after one has built the warm starts) and a later run reads them all back; default 0.
+     */
+    firstSeed: z.number().int().min(0).max(10_000, '--first-seed is at most 10000').default(0),
     /** RL steps of every trained arm; default 10, at most 100000. */
     steps: z.number().int().positive().max(100_000, '--steps is at most 100000'),
     /** Instances per step of the workflow arms (the single agent plays twice as many); default 4, at most 2048. */
@@ -143,6 +148,8 @@ const VERSUS = ['single-untrained', 'workflow-untrained', 'single-grpo'] as cons
  */
 export interface BenchMasResult {
   workflow: string;
+  /** The RL seeds run, in the order of every arm's perSeed. */
+  seeds: number[];
   /** Responses generated per training step by each trained arm, the mean over all steps and seeds. */
   responsesPerStep: Record<string, number>;
   /**
@@ -452,7 +459,8 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
         `${wf.name} ${which}-untrained: ${stop.steps} warm-start steps${calibration}, held-out success ${successRate(played).toFixed(3)}`,
       );
     }
-    for (let seed = 0; seed < o.seeds; seed++) {
+    const seeds = Array.from({ length: o.seeds }, (_, i) => o.firstSeed + i);
+    for (const seed of seeds) {
       const dir = join(o.workDir, wf.name, `seed-${seed}`);
       await mkdir(dir, { recursive: true });
       successes['workflow-untrained'].push(untrained.workflow);
@@ -532,6 +540,7 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
       : undefined;
     out.push({
       workflow: wf.name,
+      seeds,
       responsesPerStep,
       arms,
       paired,
@@ -578,8 +587,9 @@ function tries(w: WarmStartReport): string {
  */
 export function benchMasTable(results: readonly BenchMasResult[]): string {
   const pct = (x: number): string => (100 * x).toFixed(1);
+  const seeds = results[0]?.seeds ?? [];
   const lines = [
-    '| env | arm | success % | 95% interval | warm start % | per seed | responses/step |',
+    `| env | arm | success % | 95% interval | warm start % | per seed (${seeds.join(', ')}) | responses/step |`,
     '| --- | --- | --- | --- | --- | --- | --- |',
   ];
   for (const r of results)
