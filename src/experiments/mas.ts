@@ -62,7 +62,12 @@ export const BenchMasSchema = z
      * The first RL seed: the bench trains seeds firstSeed … firstSeed + seeds − 1, so processes sharing one work folder
      * can each take other seeds (after one has built the warm starts) and a later run reads them all back; default 0.
      */
-    firstSeed: z.number().int().min(0).max(10_000, '--first-seed is at most 10000').default(0),
+    firstSeed: z
+      .number()
+      .int()
+      .min(0, '--first-seed is at least 0')
+      .max(10_000, '--first-seed is at most 10000')
+      .default(0),
     /** RL steps of every trained arm; default 10, at most 100000. */
     steps: z.number().int().positive().max(100_000, '--steps is at most 100000'),
     /** Instances per step of the workflow arms (the single agent plays twice as many); default 4, at most 2048. */
