@@ -317,6 +317,8 @@ describe('AT-GRPO training', () => {
       '1',
       '--only',
       'math-tool',
+      '--ablations',
+      'grouping-turn,grouping-agent',
       '--work-dir',
       join(root, 'bench'),
       '--json',
@@ -330,6 +332,20 @@ describe('AT-GRPO training', () => {
     const cached = (JSON.parse(await readFile(json2, 'utf8')) as BenchMasResult[])[0]!;
     for (const which of ['workflow', 'single'] as const)
       assert.deepEqual(cached.warmStarts[which], { ...results[1]!.warmStarts[which], cached: true }, which);
+    // Listed ablations only, in the bench's order whatever the list's, read back with the first run's values.
+    assert.deepEqual(cached.ablations, {
+      'grouping-agent': results[1]!.ablations['grouping-agent'],
+      'grouping-turn': results[1]!.ablations['grouping-turn'],
+    });
+    assert.equal(cached.flippedLowMeanRatio, undefined);
+    assert.deepEqual(
+      again.stdout
+        .split('\n')
+        .filter((l) => /^\| math-tool \| grouping-/.test(l))
+        .map((l) => l.split('|')[2]!.trim()),
+      ['grouping-agent', 'grouping-turn', 'grouping-agent', 'grouping-turn'],
+      'each listed ablation in the arms table and the ablation table',
+    );
   });
 
   test('workflow.teamBranches reaches training: later roles act in every branch, so the samples change', async () => {

@@ -87,6 +87,17 @@ describe('bench mas and its folders', () => {
     assert.match(r.stderr, /--only chess: not one of this size's environments \(plan-path, math-tool\)/);
   });
 
+  test('--ablations with a list names ablations, before any work', () => {
+    const work = join(root, 'w4');
+    const r = hacrl(['bench', 'mas', '--tiny', '--ablations', 'no-tree,grouping', '--work-dir', work]);
+    assert.notEqual(r.status, 0);
+    assert.match(
+      r.stderr,
+      /--ablations grouping: not one of grouping-agent, grouping-turn, no-tree, group-filter-flipped/,
+    );
+    assert.equal(existsSync(work), false);
+  });
+
   test("the full size's five families; coding's own warm start replaces only the fields it names", () => {
     const o = BenchMasSchema.parse({ ...BENCH_FULL, workDir: 'x' });
     assert.deepEqual(

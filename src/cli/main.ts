@@ -11,7 +11,7 @@ import { createProgressDisplay } from '../train/progress.js';
 import { runEval, type EvalCliOptions } from './eval.js';
 import { exportCommand } from './export.js';
 import { loraCommand } from './lora.js';
-import { benchMasTable, runBenchMas } from '../experiments/mas.js';
+import { ABLATIONS, benchMasTable, isAblation, runBenchMas } from '../experiments/mas.js';
 import { runMasEval } from './mas-eval.js';
 import { masCommand, parseModelArgs, workflowOption } from './mas.js';
 import { runMasWarmstart } from './mas-warmstart.js';
@@ -72,7 +72,7 @@ interface BenchCli {
   steps?: number;
   lr?: number;
   only?: string;
-  ablations: boolean;
+  ablations: boolean | string;
 }
 
 const program = new Command();
@@ -374,8 +374,9 @@ bench
     'only these environments of the size, comma-separated (e.g. plan-path or sudoku,sokoban; default: all)',
   )
   .option(
-    '--ablations',
-    'also AT-GRPO (shared) grouped by agent only, by turn only, with no-tree sampling and the group filter flipped',
+    '--ablations [names]',
+    'also AT-GRPO (shared) grouped by agent only, by turn only, with no-tree sampling and the group filter flipped; ' +
+      `or only these, comma-separated (${ABLATIONS.join(', ')})`,
     false,
   )
   .action(async (o: BenchCli) => {
@@ -386,13 +387,18 @@ bench
     if (unknown.length > 0)
       throw new Error(`--only ${unknown.join(',')}: not one of this size's environments (${names.join(', ')})`);
     const workflows = size.workflows.filter((w) => only.includes(w.name));
+    const listed = typeof o.ablations === 'string' ? o.ablations.split(',') : [];
+    const badAblations = listed.filter((a) => !isAblation(a));
+    if (badAblations.length > 0)
+      throw new Error(`--ablations ${badAblations.join(',')}: not one of ${ABLATIONS.join(', ')}`);
+    const ablations = typeof o.ablations === 'string' ? listed.filter(isAblation) : o.ablations;
     const options = {
       ...size,
       workflows,
       seeds: o.seeds,
       firstSeed: o.firstSeed,
       workDir: o.workDir,
-      ablations: o.ablations,
+      ablations,
       ...(o.steps === undefined ? {} : { steps: o.steps }),
       ...(o.lr === undefined ? {} : { lr: o.lr }),
     };

@@ -52,6 +52,17 @@ import { parseWorkflowConfig } from '../workflows/workflow-config.js';
 import type { Workflow } from '../workflows/workflow.js';
 
 /** Options of `hacrl bench mas`. */
+/**
+ * The ablation arms (`--ablations`): AT-GRPO shared with one thing changed — workflow.grouping 'agent' (turns pooled)
+ * or 'turn' (roles pooled), sampling 'no-tree', or the group filter flipped (off when the environment's section has it
+ * on, else the spec's 0.5): each is paired with at-grpo-shared.
+ */
+export const ABLATIONS = ['grouping-agent', 'grouping-turn', 'no-tree', 'group-filter-flipped'] as const;
+/** An ablation arm's name. */
+export type Ablation = (typeof ABLATIONS)[number];
+/** Whether `name` is one of ABLATIONS. */
+export const isAblation = (name: string): name is Ablation => (ABLATIONS as readonly string[]).includes(name);
+
 export const BenchMasSchema = z
   .object({
     /** Workflow sections, one per environment; default Plan-Path 5×5 and Sudoku 4×4 with few blanks. */
@@ -96,10 +107,11 @@ export const BenchMasSchema = z
       )
       .default({}),
     /**
-     * Also train the ablations of AT-GRPO (shared policy, each paired with at-grpo-shared on the same instances):
-     * grouping by agent only, by turn only, no-tree sampling, the group filter flipped; default false.
+     * Also train ablations of AT-GRPO (shared policy, each paired with at-grpo-shared on the same instances): true for
+     * all of ABLATIONS (grouping by agent only, by turn only, no-tree sampling, the group filter flipped), or a list of
+     * them; default false (none).
      */
-    ablations: z.boolean().default(false),
+    ablations: z.union([z.boolean(), z.array(z.enum(ABLATIONS)).min(1)]).default(false),
     /**
      * Working folder (agents and runs); at the end each run's metrics.jsonl and resolved config stay, and the warm
      * starts in `warm-starts/` (the cache).
@@ -122,15 +134,6 @@ export const ARMS = [
 ] as const;
 /** An arm's name. */
 export type Arm = (typeof ARMS)[number];
-
-/**
- * The ablation arms (`--ablations`): AT-GRPO shared with one thing changed — workflow.grouping 'agent' (turns pooled)
- * or 'turn' (roles pooled), sampling 'no-tree', or the group filter flipped (off when the environment's section has it
- * on, else the spec's 0.5): each is paired with at-grpo-shared.
- */
-export const ABLATIONS = ['grouping-agent', 'grouping-turn', 'no-tree', 'group-filter-flipped'] as const;
-/** An ablation arm's name. */
-export type Ablation = (typeof ABLATIONS)[number];
 
 /** The workflow section of ablation `a` of AT-GRPO shared, whose section is `shared`. */
 function ablationSection(a: Ablation, shared: Record<string, unknown>): Record<string, unknown> {
@@ -424,11 +427,13 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
     `bench mas: ${cpus()[0]?.model ?? 'unknown CPU'} (${features || 'no AVX2'}); ${k.name} kernels, ${k.blas}; ` +
       `HACRL_THREADS=${process.env['HACRL_THREADS'] ?? 'unset'}`,
   );
+  const chosen = o.ablations;
+  // In ABLATIONS' order whatever the list's, so tables and JSON read alike.
+  const ablations = chosen === true ? ABLATIONS : chosen === false ? [] : ABLATIONS.filter((a) => chosen.includes(a));
   const out: BenchMasResult[] = [];
   for (const section of o.workflows) {
     const wf = buildWorkflow(section);
     const { agent: agentSpec, warmStart: warm } = benchAgent(o, wf.name);
-    const ablations = o.ablations ? ABLATIONS : [];
     // Per arm and seed: 1/0 per held-out instance.
     const successes = Object.fromEntries([...ARMS, ...ablations].map((a) => [a, [] as number[][]])) as Record<
       Arm | Ablation,
@@ -540,7 +545,7 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
       TRAINED.map((a) => [a, Object.fromEntries(VERSUS.filter((b) => b !== a).map((b) => [b, versus(a, b)]))]),
     );
     const responsesPerStep = Object.fromEntries(Object.entries(responses).map(([a, v]) => [a, Math.round(mean(v))]));
-    const flipped = ablations.length
+    const flipped = ablations.includes('group-filter-flipped')
       ? parseWorkflowConfig(ablationSection('group-filter-flipped', section)).groupFilter.lowMeanRatio
       : undefined;
     out.push({
