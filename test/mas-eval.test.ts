@@ -2,7 +2,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { runMasEval } from '../src/cli/mas-eval.js';
-import { heldOutSeeds, playGreedy, successRate } from '../src/train/workflow-source.js';
+import { heldOutSeeds, playGreedy, successRate, trainingSeeds, trainProbeSeeds } from '../src/train/workflow-source.js';
+import { isTestKey } from '../src/tasks/splits.js';
+import { CodingOptionsSchema } from '../src/envs/coding.js';
 import { EXPERT_POLICY, withExpertRoles } from '../src/workflows/expert-roles.js';
 import type { Policy } from '../src/workflows/policy.js';
 import { buildWorkflow } from '../src/workflows/registry.js';
@@ -41,6 +43,25 @@ describe('roles answered by their solver', () => {
     const silent: Policy = { generate: async (prompts) => prompts.map(() => ({ text: 'f(1) == 1' })) };
     const unshown = await playGreedy(wf, { tester: silent, coder: coderPolicy }, seeds);
     assert.equal(successRate(unshown), 0);
+  });
+
+  test('the train split: train-side coding keys never played in training; held-out and calibration test-side', async () => {
+    const wf = buildWorkflow(CODING);
+    const keys = (seeds: number[]) => seeds.map((s) => (startEpisode(wf, s).env as { task: { key: string } }).task.key);
+    const testShare = CodingOptionsSchema.parse({}).testShare;
+    assert.ok(keys(trainProbeSeeds(30)).every((k) => !isTestKey(k, testShare)));
+    assert.ok(keys(heldOutSeeds(30)).every((k) => isTestKey(k, testShare)));
+    // Past the last training seed of RL seed 99 at 10⁴ steps of 100 instances, below the held-out seeds.
+    assert.ok(trainProbeSeeds(1)[0]! > trainingSeeds(99, 9_999, 100).at(-1)!);
+    assert.ok(trainProbeSeeds(100_000).at(-1)! < heldOutSeeds(1)[0]!);
+    const r = await runMasEval({
+      workflow: CODING,
+      models: {},
+      expert: ['tester', 'coder'],
+      split: 'train',
+      instances: 4,
+    });
+    assert.deepEqual([r.split, r.instances, r.successRate], ['train', 4, 1]);
   });
 
   test('errors name what to change', async () => {

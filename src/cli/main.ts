@@ -330,12 +330,16 @@ withAgentOptions(mas.command('warmstart'))
 mas
   .command('eval')
   .description(
-    'greedy episodes on held-out or calibration instances, a checkpoint per policy, roles optionally played by the solver',
+    'greedy episodes on held-out, calibration or train-side instances, a checkpoint per policy, roles optionally played by the solver',
   )
   .option('--workflow <json>', 'the workflow config section as JSON (see docs/at-grpo.md)', '{}')
   .requiredOption('--model <dir...>', 'checkpoint per policy, NAME=DIR or DIR (shared)')
   .option('--expert <role...>', "roles answered by the environment's solver instead of a model")
-  .option('--split <split>', 'heldout (the instances bench mas reports) or calibration', 'heldout')
+  .option(
+    '--split <split>',
+    'heldout (the instances bench mas reports), calibration, or train (train-side, never trained on: coding task keys training sees)',
+    'heldout',
+  )
   .option('--instances <n>', 'instances, one greedy episode each', positiveInt, 100)
   .action(async (o: Record<string, unknown>) => {
     const summary = await runMasEval({

@@ -1,5 +1,5 @@
 /**
- * `hacrl mas eval`: greedy episodes of a workflow on held-out or calibration instances, with a checkpoint per policy
+ * `hacrl mas eval`: greedy episodes of a workflow on held-out, calibration or train-side instances, with a checkpoint per policy
  * and, optionally, roles answered by their solver (--expert): e.g. a trained coder with the reference's test cases, or
  * a warm-start tester with a trained coder — the numbers that say which role an RL run changed.
  */
@@ -9,7 +9,7 @@ import { loadPretrained } from '../model/pretrained.js';
 import { parseWith } from '../util/json-file.js';
 import { Rng } from '../util/rng.js';
 import { mean } from '../util/stats.js';
-import { calibrationSeeds, heldOutSeeds, playGreedy, successRate } from '../train/workflow-source.js';
+import { calibrationSeeds, heldOutSeeds, playGreedy, successRate, trainProbeSeeds } from '../train/workflow-source.js';
 import { EXPERT_POLICY, withExpertRoles } from '../workflows/expert-roles.js';
 import { modelPolicy } from '../workflows/model-policy.js';
 import type { Policy } from '../workflows/policy.js';
@@ -25,8 +25,11 @@ export const MasEvalSchema = z
     models: z.record(z.string(), z.string()),
     /** Roles answered by the environment's solver instead of a model; default none. */
     expert: z.array(z.string().min(1)).default([]),
-    /** Instances: the held-out ones (those `hacrl bench mas` reports) or the calibration ones; default held-out. */
-    split: z.enum(['heldout', 'calibration']).default('heldout'),
+    /**
+     * Instances: the held-out ones (those `hacrl bench mas` reports), the calibration ones, or train-side ones never
+     * trained on (coding: task keys training sees, with other arguments); default held-out.
+     */
+    split: z.enum(['heldout', 'calibration', 'train']).default('heldout'),
     /** Instances played, one greedy episode each; default 100, at most 100000. */
     instances: z.number().int().positive().max(100_000, '--instances is at most 100000').default(100),
   })
@@ -58,7 +61,7 @@ export async function runMasEval(raw: MasEvalOptions): Promise<MasEvalSummary> {
     const { model, tokenizer } = await loadPretrained(dir);
     policies[name] = modelPolicy(model, tokenizer, k, rng, `policy ${name} (${dir})`);
   }
-  const seeds = o.split === 'heldout' ? heldOutSeeds(o.instances) : calibrationSeeds(o.instances);
+  const seeds = { heldout: heldOutSeeds, calibration: calibrationSeeds, train: trainProbeSeeds }[o.split](o.instances);
   const batch = await playGreedy(wf, policies, seeds);
   const roles: MasEvalSummary['roles'] = {};
   for (const r of wf.roles) {

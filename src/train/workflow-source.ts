@@ -51,6 +51,18 @@ export function heldOutSeeds(count: number): number[] {
 }
 
 /**
+ * First seed of the train-side probe instances (`hacrl mas eval --split train`): drawn as training instances are
+ * (coding: train-side task keys, so a key trained on comes back with other arguments) but never played in training —
+ * past every training seed of RL seeds below 100 and every warm-start row, below the held-out seeds.
+ */
+export const TRAIN_PROBE_SEED = 1_000_000_000;
+
+/** The train-side probe instances' seeds. */
+export function trainProbeSeeds(count: number): number[] {
+  return Array.from({ length: count }, (_, i) => TRAIN_PROBE_SEED + i);
+}
+
+/**
  * First seed of the calibration instances, on which presets and warm-start stops are chosen: 3·10⁸ past the first
  * held-out seed (disjoint from up to 3·10⁸ held-out instances), past every training seed of seeds below 100, and on
  * the test side of the coding tasks (their test seeds start at HELD_OUT_SEED).
