@@ -1,7 +1,7 @@
 /**
- * `hacrl mas eval`: greedy episodes of a workflow on held-out, calibration or train-side instances, with a checkpoint per policy
- * and, optionally, roles answered by their solver (--expert): e.g. a trained coder with the reference's test cases, or
- * a warm-start tester with a trained coder — the numbers that say which role an RL run changed.
+ * `hacrl mas eval`: greedy episodes of a workflow on held-out, calibration or train-side instances, with a checkpoint
+ * per policy and, optionally, roles answered by their solver (--expert): e.g. a trained coder with the reference's test
+ * cases, or a warm-start tester with a trained coder — the numbers that say which role an RL run changed.
  */
 import { z } from 'zod';
 import { engine } from '../backend/engine.js';

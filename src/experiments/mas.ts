@@ -51,7 +51,6 @@ import { buildWorkflow } from '../workflows/registry.js';
 import { parseWorkflowConfig } from '../workflows/workflow-config.js';
 import type { Workflow } from '../workflows/workflow.js';
 
-/** Options of `hacrl bench mas`. */
 /**
  * The ablation arms (`--ablations`): AT-GRPO shared with one thing changed — workflow.grouping 'agent' (turns pooled)
  * or 'turn' (roles pooled), sampling 'no-tree', or the group filter flipped (off when the environment's section has it
@@ -63,6 +62,7 @@ export type Ablation = (typeof ABLATIONS)[number];
 /** Whether `name` is one of ABLATIONS. */
 export const isAblation = (name: string): name is Ablation => (ABLATIONS as readonly string[]).includes(name);
 
+/** Options of `hacrl bench mas`. */
 export const BenchMasSchema = z
   .object({
     /** Workflow sections, one per environment; default Plan-Path 5×5 and Sudoku 4×4 with few blanks. */
