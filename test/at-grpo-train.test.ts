@@ -234,12 +234,12 @@ describe('AT-GRPO training', () => {
     for (const c of ablations) assert.match(c[3]!, diff);
     const results = JSON.parse(await readFile(json, 'utf8')) as BenchMasResult[];
     const result = results[0]!;
-    assert.equal(result.arms['at-grpo-shared'].warmStart, result.arms['workflow-untrained'].pooled.value);
+    assert.equal(result.arms['at-grpo-shared']!.warmStart, result.arms['workflow-untrained'].pooled.value);
     // The verdict of each AT-GRPO arm, read from its paired intervals and per-seed successes.
     const verdicts = all.slice(14, 16).map((l) => l.split('|').map((c) => c.trim()));
     const verdictOf = (arm: 'at-grpo-shared' | 'at-grpo-per-role'): string[] => {
       const d = result.paired[arm]!;
-      const gain = Math.min(...result.arms[arm].perSeed) - result.arms[arm].warmStart;
+      const gain = Math.min(...result.arms[arm]!.perSeed) - result.arms[arm]!.warmStart;
       const points = `${gain >= 0 ? '+' : '−'}${Math.abs(100 * gain).toFixed(1)}`;
       return [arm, d['workflow-untrained']!.low > 0 ? 'yes' : 'no', d['single-grpo']!.low > 0 ? 'yes' : 'no', points];
     };
@@ -346,6 +346,30 @@ describe('AT-GRPO training', () => {
       ['grouping-agent', 'grouping-turn', 'grouping-agent', 'grouping-turn'],
       'each listed ablation in the arms table and the ablation table',
     );
+    // --seeds 0: the warm starts only (read back here), played on the held-out instances; no RL, nothing paired.
+    const json3 = join(root, 'bench3.json');
+    const warmOnly = hacrl([
+      'bench',
+      'mas',
+      '--tiny',
+      '--seeds',
+      '0',
+      '--only',
+      'math-tool',
+      '--work-dir',
+      join(root, 'bench'),
+      '--json',
+      json3,
+    ]);
+    assert.equal(warmOnly.status, 0, warmOnly.stderr);
+    const only = (JSON.parse(await readFile(json3, 'utf8')) as BenchMasResult[])[0]!;
+    assert.deepEqual(only.seeds, []);
+    assert.deepEqual(Object.keys(only.arms), ['single-untrained', 'workflow-untrained']);
+    assert.deepEqual(only.arms['workflow-untrained'], { ...results[1]!.arms['workflow-untrained'], perSeed: [] });
+    assert.deepEqual(only.warmStarts, cached.warmStarts);
+    assert.deepEqual([only.paired, only.ablations], [{}, {}]);
+    assert.doesNotMatch(warmOnly.stdout, /Paired differences|Does AT-GRPO lift|seed \d/);
+    assert.match(warmOnly.stdout, /\| math-tool \| single \| \d+ \| 20\.0–40\.0 \|/);
   });
 
   test('workflow.teamBranches reaches training: later roles act in every branch, so the samples change', async () => {

@@ -362,7 +362,7 @@ bench
   )
   .option('--fast', 'the ~20-minute version (smaller agents, fewer steps and held-out instances)', false)
   .option('--tiny', 'test-sized: seconds, proves the pipeline, not the claim', false)
-  .option('--seeds <n>', 'seeds', num, 3)
+  .option('--seeds <n>', 'RL seeds (0: only the warm starts, built or read, and their held-out success)', num, 3)
   .option(
     '--first-seed <n>',
     'first seed (seeds first-seed … first-seed + seeds − 1): processes sharing a work folder can take other seeds',

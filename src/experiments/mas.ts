@@ -67,8 +67,11 @@ export const BenchMasSchema = z
   .object({
     /** Workflow sections, one per environment; default Plan-Path 5×5 and Sudoku 4×4 with few blanks. */
     workflows: z.array(z.record(z.string(), z.unknown())).min(1),
-    /** Seeds (each: its own training instances, sampling and mini-batch order); default 3, at most 100. */
-    seeds: z.number().int().positive().max(100, '--seeds is at most 100').default(3),
+    /**
+     * Seeds (each: its own training instances, sampling and mini-batch order); 0 builds (or reads) the warm starts and
+     * plays them on the held-out instances, no RL — where a warm start lands on this machine; default 3, at most 100.
+     */
+    seeds: z.number().int().min(0, '--seeds is at least 0').max(100, '--seeds is at most 100').default(3),
     /**
      * The first RL seed: the bench trains seeds firstSeed … firstSeed + seeds − 1, so processes sharing one work folder
      * can each take other seeds (after one has built the warm starts) and a later run reads them all back; default 0.
@@ -146,6 +149,8 @@ function ablationSection(a: Ablation, shared: Record<string, unknown>): Record<s
 
 /** The trained arms, each compared with the arms of VERSUS. */
 const TRAINED = ['single-grpo', 'at-grpo-shared', 'at-grpo-per-role'] as const;
+/** The untrained arms: the two warm starts, played greedily (all a bench with no seeds has). */
+const UNTRAINED = ['single-untrained', 'workflow-untrained'] as const;
 const VERSUS = ['single-untrained', 'workflow-untrained', 'single-grpo'] as const;
 
 /**
@@ -161,10 +166,11 @@ export interface BenchMasResult {
   /** Responses generated per training step by each trained arm, the mean over all steps and seeds. */
   responsesPerStep: Record<string, number>;
   /**
-   * Per arm (the five, then the ablations when run): pooled and per-seed success, and the held-out success of the
-   * warm start it began from (the single agent's or the workflow's), so the headroom is in sight.
+   * Per arm (the five, then the ablations when run; only the two untrained ones without seeds): pooled and per-seed
+   * success, and the held-out success of the warm start it began from (the single agent's or the workflow's), so the
+   * headroom is in sight.
    */
-  arms: Record<Arm, ArmResult> & Partial<Record<Ablation, ArmResult>>;
+  arms: Record<(typeof UNTRAINED)[number], ArmResult> & Partial<Record<Arm | Ablation, ArmResult>>;
   /** Per trained arm: its difference from each other arm named (success-rate points as fractions). */
   paired: Record<string, Partial<Record<Arm, Difference & { seeds: number }>>>;
   /** Per ablation run: its difference from at-grpo-shared on the same instances and seeds. */
@@ -522,10 +528,11 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
       }
     }
     const arms = Object.fromEntries(
-      [...ARMS, ...ablations].map((a) => {
+      (seeds.length === 0 ? UNTRAINED : [...ARMS, ...ablations]).map((a) => {
         // An untrained arm is one evaluation repeated per seed: its interval is over the instances once.
-        const runs = a.endsWith('-untrained') ? successes[a].slice(0, 1) : successes[a];
-        const all = runs.flat();
+        const all = a.endsWith('-untrained')
+          ? untrained[a.startsWith('single-') ? 'single' : 'workflow']
+          : successes[a].flat();
         return [
           a,
           {
@@ -542,7 +549,10 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
     const versus = (arm: Arm | Ablation, other: Arm) =>
       seedPairedDifference(successes[arm].map((after, i) => ({ before: successes[other][i]!, after })));
     const paired = Object.fromEntries(
-      TRAINED.map((a) => [a, Object.fromEntries(VERSUS.filter((b) => b !== a).map((b) => [b, versus(a, b)]))]),
+      (seeds.length === 0 ? [] : TRAINED).map((a) => [
+        a,
+        Object.fromEntries(VERSUS.filter((b) => b !== a).map((b) => [b, versus(a, b)])),
+      ]),
     );
     const responsesPerStep = Object.fromEntries(Object.entries(responses).map(([a, v]) => [a, Math.round(mean(v))]));
     const flipped = ablations.includes('group-filter-flipped')
@@ -554,7 +564,7 @@ export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => v
       responsesPerStep,
       arms,
       paired,
-      ablations: Object.fromEntries(ablations.map((a) => [a, versus(a, 'at-grpo-shared')])),
+      ablations: Object.fromEntries(seeds.length === 0 ? [] : ablations.map((a) => [a, versus(a, 'at-grpo-shared')])),
       ...(flipped === undefined ? {} : { flippedLowMeanRatio: flipped }),
       warmStarts,
     });
@@ -568,14 +578,14 @@ const AT_GRPO = ['at-grpo-shared', 'at-grpo-per-role'] as const;
 /**
  * Whether AT-GRPO arm `arm` lifts the workflow, as the bench's goal asks: above the untrained workflow and above
  * single-agent GRPO (each paired interval entirely above zero), and how far its weakest seed ended from its warm start
- * (fraction; below zero when some seed pushed the start below itself).
+ * (fraction; below zero when some seed pushed the start below itself). For a result with seeds.
  */
 export function atGrpoVerdict(
   r: BenchMasResult,
   arm: (typeof AT_GRPO)[number],
 ): { aboveWorkflow: boolean; aboveSingle: boolean; weakestSeedGain: number } {
   const d = r.paired[arm]!;
-  const { perSeed, warmStart } = r.arms[arm];
+  const { perSeed, warmStart } = r.arms[arm]!;
   return {
     aboveWorkflow: d['workflow-untrained']!.low > 0,
     aboveSingle: d['single-grpo']!.low > 0,
@@ -612,14 +622,17 @@ export function benchMasTable(results: readonly BenchMasResult[]): string {
           `${perSeed.map(pct).join(' / ')} | ${r.responsesPerStep[a] ?? '—'} |`,
       );
     }
-  lines.push(
-    '',
-    'Paired differences in points (same held-out instances; per-seed mean, Student-t 95% interval over seeds):',
-    '',
-    `| env | arm | ${VERSUS.map((b) => `− ${b}`).join(' | ')} |`,
-    `| --- | --- | ${VERSUS.map(() => '---').join(' | ')} |`,
-  );
-  for (const r of results)
+  // A bench with no seeds has warm starts only: nothing to pair or judge.
+  const trained = results.filter((r) => r.seeds.length > 0);
+  if (trained.length > 0)
+    lines.push(
+      '',
+      'Paired differences in points (same held-out instances; per-seed mean, Student-t 95% interval over seeds):',
+      '',
+      `| env | arm | ${VERSUS.map((b) => `− ${b}`).join(' | ')} |`,
+      `| --- | --- | ${VERSUS.map(() => '---').join(' | ')} |`,
+    );
+  for (const r of trained)
     for (const a of TRAINED) {
       const d = r.paired[a]!;
       const cells = VERSUS.map((b) => (d[b] === undefined ? '—' : formatDifference(d[b])));
@@ -643,15 +656,16 @@ export function benchMasTable(results: readonly BenchMasResult[]): string {
           `${pct(w.heldOut)} |`,
       );
     }
-  lines.push(
-    '',
-    'Does AT-GRPO lift the workflow? (above: the paired interval lies above zero; weakest seed − warm start in points):',
-    '',
-    '| env | arm | above workflow-untrained | above single-grpo | weakest seed − warm start |',
-    '| --- | --- | --- | --- | --- |',
-  );
+  if (trained.length > 0)
+    lines.push(
+      '',
+      'Does AT-GRPO lift the workflow? (above: the paired interval lies above zero; weakest seed − warm start in points):',
+      '',
+      '| env | arm | above workflow-untrained | above single-grpo | weakest seed − warm start |',
+      '| --- | --- | --- | --- | --- |',
+    );
   const yes = (b: boolean): string => (b ? 'yes' : 'no');
-  for (const r of results)
+  for (const r of trained)
     for (const a of AT_GRPO) {
       const v = atGrpoVerdict(r, a);
       lines.push(
