@@ -151,19 +151,11 @@ describe('AT-GRPO training', () => {
     await mkdir(join(made, 'warm-workflow'), { recursive: true });
     await writeFile(join(made, '.hacrl-bench-mas'), '');
     await writeFile(join(made, 'notes.txt'), 'kept');
+    // The tiny bench on one work folder, its results also written to `json`.
+    const benchTiny = (args: string[], json: string) =>
+      hacrl(['bench', 'mas', '--tiny', ...args, '--work-dir', join(root, 'bench'), '--json', json]);
     const json = join(root, 'bench.json');
-    const r = hacrl([
-      'bench',
-      'mas',
-      '--tiny',
-      '--seeds',
-      '1',
-      '--ablations',
-      '--work-dir',
-      join(root, 'bench'),
-      '--json',
-      json,
-    ]);
+    const r = benchTiny(['--seeds', '1', '--ablations'], json);
     assert.equal(r.status, 0, r.stderr);
     assert.equal(existsSync(join(made, 'warm-workflow')), false);
     assert.equal(existsSync(join(made, 'seed-7')), true);
@@ -309,21 +301,10 @@ describe('AT-GRPO training', () => {
     // The warm starts stay in the cache: a second bench on the same folder reads them instead of training, and
     // lands where the first did.
     const json2 = join(root, 'bench2.json');
-    const again = hacrl([
-      'bench',
-      'mas',
-      '--tiny',
-      '--seeds',
-      '1',
-      '--only',
-      'math-tool',
-      '--ablations',
-      'grouping-turn,grouping-agent',
-      '--work-dir',
-      join(root, 'bench'),
-      '--json',
+    const again = benchTiny(
+      ['--seeds', '1', '--only', 'math-tool', '--ablations', 'grouping-turn,grouping-agent'],
       json2,
-    ]);
+    );
     assert.equal(again.status, 0, again.stderr);
     assert.match(
       again.stdout,
@@ -348,19 +329,7 @@ describe('AT-GRPO training', () => {
     );
     // --seeds 0: the warm starts only (read back here), played on the held-out instances; no RL, nothing paired.
     const json3 = join(root, 'bench3.json');
-    const warmOnly = hacrl([
-      'bench',
-      'mas',
-      '--tiny',
-      '--seeds',
-      '0',
-      '--only',
-      'math-tool',
-      '--work-dir',
-      join(root, 'bench'),
-      '--json',
-      json3,
-    ]);
+    const warmOnly = benchTiny(['--seeds', '0', '--only', 'math-tool'], json3);
     assert.equal(warmOnly.status, 0, warmOnly.stderr);
     const only = (JSON.parse(await readFile(json3, 'utf8')) as BenchMasResult[])[0]!;
     assert.deepEqual(only.seeds, []);
