@@ -17,7 +17,8 @@
  * that public checkpoint's shape with random weights made here — B=8 prompts × G=4 responses of 256 new tokens
  * (--new-tokens=N changes the length), 1 timed step after the warm-up unless --steps=N (0: the warm-up step
  * itself) — with no pair and no PyTorch peer: the split, tokens/s and peak memory of the step the issue's targets name. --prompts=B and --group=G change
- * the step's prompts and responses per prompt, --checkpointing trains with activation checkpointing, --lora=R trains
+ * the step's prompts and responses per prompt, --checkpointing trains with activation checkpointing,
+ * --old-log-probs=sampler takes the old log-probs from the sampler instead of a forward pass, --lora=R trains
  * LoRA adapters of rank R (alpha 2R) on every linear projection of the frozen random base, --precision=bf16 computes
  * the agent's products in bf16 (its frozen LoRA base held as bfloat16 bits). `--pair=NAME2` (under --shape) times a
  * HACPO pair instead of the one agent: the --shape agent on the character tokenizer and an agent of shape NAME2 on a
@@ -36,6 +37,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { CapabilityTracker } from '../src/algorithms/hacpo/index.js';
 import { ALGORITHM_RECIPES, type Recipe } from '../src/algorithms/recipes.js';
+import { OLD_LOG_PROB_SOURCES, type OldLogProbSource } from '../src/algorithms/rollout-correction.js';
 import { engine } from '../src/backend/engine.js';
 import { nativeBackend } from '../src/backend/select.js';
 import { shapeConfig } from '../src/model/shapes.js';
@@ -95,6 +97,10 @@ const B = count('prompts', SHAPE === undefined ? 16 : 8);
 const G = count('group', SHAPE === undefined ? 8 : 4);
 /** Train with activation checkpointing (optim.activationCheckpointing). */
 const CHECKPOINTING = argv.includes('--checkpointing');
+/** --old-log-probs=sampler: take the old log-probs from the sampler, skipping their forward pass (optim.oldLogProbs). */
+const OLD_LOG_PROBS = (option('old-log-probs') ?? 'learner') as OldLogProbSource;
+if (!(OLD_LOG_PROB_SOURCES as readonly string[]).includes(OLD_LOG_PROBS))
+  throw new Error(`--old-log-probs=${OLD_LOG_PROBS}: use one of ${OLD_LOG_PROB_SOURCES.join(', ')}`);
 /** --lora=R: under --shape, train LoRA adapters of rank R (alpha 2R) on every linear projection instead of every weight. */
 const LORA: LoraSettings | null =
   option('lora') === undefined
@@ -198,7 +204,8 @@ function stepFlops(agents: readonly Agent[], table: readonly SampleRecord[], sha
   const n = new Map(agents.map((a) => [a.name, matmulParams(a.model)]));
   let generate = 0;
   for (const r of table) generate += 2 * n.get(r.generator)! * tokenCount(r.tokens[r.generator]!);
-  let train = generate; // the old log-probs: the same forward pass over the same tokens
+  // The learner's old log-probs: the same forward pass over the same tokens (none when the sampler's stand in).
+  let train = OLD_LOG_PROBS === 'learner' ? generate : 0;
   for (const a of agents)
     for (const i of learnerView(table, a.name, shared).records)
       train += 6 * EPOCHS * n.get(a.name)! * tokenCount(table[i]!.tokens[a.name]!);
@@ -300,6 +307,7 @@ async function benchSetting(agents: Agent[], recipe: UpdateRecipe, knobs: Learne
       promptsPerStep: B,
       validation: [],
       samplesLogged: 0,
+      oldLogProbs: OLD_LOG_PROBS,
     },
   );
   const orderRng = new Rng(3);
@@ -422,6 +430,7 @@ function planVsMeasured(
       ...(LORA ? { adapters: adapterMemory(agent.model.cfg, LORA) } : {}),
       precision: PRECISION,
       reference: false,
+      scores: OLD_LOG_PROBS === 'learner',
       sequences: B * G,
       generationBatch: rollout.generationBatch,
       promptTokens: promptTokens(agent),
@@ -479,6 +488,7 @@ async function main(): Promise<void> {
           ? `, shape ${SHAPE} (random weights)`
           : `, HACPO pair of shapes ${SHAPE} (character tokenizer) and ${PAIR_SHAPE} (BPE tokenizer), random weights`) +
       (CHECKPOINTING ? ', activation checkpointing' : '') +
+      (OLD_LOG_PROBS === 'sampler' ? ", the sampler's log-probs as old log-probs" : '') +
       (LORA ? `, LoRA rank ${LORA.rank} on every linear projection` : '') +
       `, precision ${PRECISION}` +
       (PRECISION === 'bf16' ? ` (${k.bf16})` : ''),
@@ -557,6 +567,7 @@ async function main(): Promise<void> {
           torch,
           memory_plan: memoryPlan,
           activation_checkpointing: CHECKPOINTING,
+          old_log_probs: OLD_LOG_PROBS,
           lora_rank: LORA?.rank ?? null,
           // The fields earlier versions printed, for scripts that read them.
           parameters: solo.agents[0]!.parameters,

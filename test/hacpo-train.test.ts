@@ -172,6 +172,20 @@ describe('hacrl train: collaborative runs', () => {
       );
   });
 
+  test("old log-probs from the sampler under HACPO: the same samples, ratios within rounding of the learner's", async () => {
+    const rows = await twoSteps('sampler-old', ['base', 'size'], ['optim.oldLogProbs=sampler']);
+    const learner = (await metrics(join(root, 'size'))).filter((row) => row.step !== 0);
+    for (const [i, row] of rows.entries()) {
+      const other = learner[i]!;
+      assert.equal(row.agent, other.agent);
+      if (row.step === 1) assert.equal(row.reward_mean, other.reward_mean, 'sampling precedes the old log-probs');
+      // The sampler's log-probs differ from the learner's by rounding only, so the ratios stay where they were.
+      // Own ratios start from them, foreign ones (Eqs. 11–12) divide by the generator's.
+      for (const key of ['ratio_mean', 'foreign_ratio_mean'])
+        assert.ok(Math.abs((row[key] as number) - (other[key] as number)) < 1e-3, `${key}: ${JSON.stringify(row)}`);
+    }
+  });
+
   test('three agents of three kinds learn from each other', async () => {
     await twoSteps('three', ['base', 'size', 'model'], ['optim.miniBatches=3'], 3);
   });

@@ -165,6 +165,12 @@ describe('the estimate', () => {
     assert.equal(part({ ...base, sequences: 256 }, 'KV cache'), 2 * layers * 64 * kvHeads * 320 * headDim * 4);
   });
 
+  test('old log-probs from the sampler and no KL penalty: no scoring pass, so no scoring activations', () => {
+    assert.ok(part(base, 'scoring activations') > 0);
+    assert.equal(part({ ...base, scores: false }, 'scoring activations'), 0);
+    assert.equal(agentMemory({ ...base, scores: false }).parts.filter((p) => p.held === 'scoring').length, 0);
+  });
+
   test('checkpointing, more mini-batches and shorter responses shrink the training activations', () => {
     const full = part(base, 'training activations');
     assert.ok(part({ ...base, checkpointing: true }, 'training activations') < full / 5);
@@ -290,6 +296,26 @@ describe('hacrl plan, and the refusal of hacrl train', async () => {
       checkpointing: false,
     });
     assert.deepEqual(a.parts, alone.parts);
+  });
+
+  test('old log-probs from the sampler leave the scoring pass out of the plan unless a KL penalty scores', async () => {
+    const scoring = async (optim: Record<string, unknown>): Promise<boolean> => {
+      const cfg = parseRunConfig({
+        agents: [{ name: 'a', checkpoint: agent }],
+        data: { train: 'easy:train:20', template: '{question}' },
+        rollout: { promptsPerStep: 2, groupSize: 2 },
+        optim,
+      });
+      return (await planRun(cfg)).plan.agents[0]!.parts.some((p) => p.held === 'scoring');
+    };
+    assert.deepEqual(
+      await Promise.all([
+        scoring({}),
+        scoring({ oldLogProbs: 'sampler' }),
+        scoring({ oldLogProbs: 'sampler', klCoef: 0.1 }),
+      ]),
+      [true, false, true],
+    );
   });
 
   test('LoRA agents: gradients and AdamW for the adapters only, no KL copy, one base counted once', async () => {

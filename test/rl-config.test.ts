@@ -59,6 +59,7 @@ test('a config with only an agent gets every default', async () => {
     advantage: 'group-std',
     filterZeroVariance: false,
     maskTruncated: false,
+    oldLogProbs: 'learner',
     rolloutCorrection: 'none',
     rolloutCorrectionCap: 2,
     rolloutCorrectionLevel: 'token',

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { policyLoss, type PolicyLossOptions } from '../src/algorithms/policy-loss.js';
 import {
+  OLD_LOG_PROB_SOURCES,
   ROLLOUT_CORRECTIONS,
   rolloutMismatch,
   sequenceRolloutRatio,
@@ -16,7 +17,16 @@ import type { PolicySequence } from '../src/algorithms/sequence.js';
 import { parseRunConfig } from '../src/config/load-config.js';
 import { configJsonSchema } from '../src/config/rl-config.js';
 import { updateRecipe } from '../src/train/rl-trainer.js';
+import { engine } from '../src/backend/engine.js';
+import { mathReward } from '../src/rewards/reward.js';
+import { closeDefaultPool } from '../src/rewards/worker-pool.js';
+import { CharTokenizer } from '../src/tokenizer/char-tokenizer.js';
+import { scoreResponses } from '../src/model/response-log-probs.js';
+import { RolloutSource } from '../src/train/sample-sources.js';
+import type { SampleRecord } from '../src/train/sample-table.js';
+import { Rng } from '../src/util/rng.js';
 import { near } from './helpers.js';
+import { CONFIGS, testModel } from './tiny-models.js';
 
 const ln = Math.log;
 
@@ -178,4 +188,109 @@ test('config: off by default (the recipe is unchanged), tis with cap 2 when aske
     () => parseRunConfig({ agents, optim: { rolloutCorrection: 'mask', rolloutCorrectionCap: 1 } }),
     /must be above 1[\s\S]*→ at optim\.rolloutCorrectionCap/,
   );
+});
+
+test("config: old log-probs from the learner by default; 'sampler' refused with a correction or a workflow", () => {
+  const agents = [{ name: 'a', checkpoint: 'x' }];
+  assert.equal(parseRunConfig({ agents }).optim.oldLogProbs, 'learner');
+  assert.equal(parseRunConfig({ agents, optim: { oldLogProbs: 'sampler' } }).optim.oldLogProbs, 'sampler');
+  const optim = (configJsonSchema().properties as Record<string, { properties: Record<string, { enum?: unknown }> }>)
+    .optim!.properties;
+  assert.deepEqual(optim.oldLogProbs!.enum, OLD_LOG_PROB_SOURCES);
+  assert.throws(
+    () => parseRunConfig({ agents, optim: { oldLogProbs: 'sampler', rolloutCorrection: 'tis' } }),
+    /no mismatch left to correct: set optim\.rolloutCorrection: none, or optim\.oldLogProbs: learner/,
+  );
+  assert.throws(
+    () =>
+      parseRunConfig({
+        algorithm: 'at-grpo',
+        agents: [{ name: 'shared', checkpoint: 'x' }],
+        workflow: {},
+        optim: { oldLogProbs: 'sampler' },
+      }),
+    /does not record its sampling log-probs: set it to 'learner'\n\s*→ at optim\.oldLogProbs/,
+  );
+});
+
+test("RolloutSource: 'sampler' records the sampler's log-probs as old ones and runs no forward pass for them", async () => {
+  const tokenizer = new CharTokenizer({
+    alphabet: ' 0123456789+-*/=()abcdefghijklmnopqrstuvwxyzQA:.?\n',
+    specialTokens: ['<eos>', '<pad>'],
+    names: { eos: '<eos>', pad: '<pad>' },
+  });
+  const agent = { name: 'a', model: testModel({ ...CONFIGS.qwen3!, vocab_size: tokenizer.vocabSize }, 1), tokenizer };
+  const problems = [
+    ['1+2=', '3'],
+    ['4*5=', '20'],
+  ].map(([prompt, answer], i) => ({
+    id: `p${i}`,
+    prompt: prompt!,
+    answer: answer!,
+    solution: '',
+    task: 'arith',
+    difficulty: {},
+  }));
+  const k = engine();
+  const collect = async (oldLogProbs: 'learner' | 'sampler'): Promise<{ table: SampleRecord[]; products: number }> => {
+    const source = new RolloutSource(
+      [
+        {
+          name: 'a',
+          policy: agent,
+          rollout: {
+            groupSize: 3,
+            sampling: { temperature: 1, maxNewTokens: 6 },
+            prompt: { template: '{question}' },
+            rewards: [{ name: 'math', fn: mathReward(), weight: 1 }],
+            generationBatch: 8,
+          },
+          rng: new Rng(5),
+          validation: { maxNewTokens: 6, template: '{question}', system: undefined, temperature: 1, topP: 1, topK: 0 },
+        },
+      ],
+      {
+        train: { next: () => problems },
+        promptsPerStep: 2,
+        validation: [],
+        samplesLogged: 0,
+        oldLogProbs,
+      },
+    );
+    const table: SampleRecord[] = [];
+    const products = await countProducts(() => source.collect({ k, step: 0 }, table));
+    return { table, products };
+  };
+  /** The products `run` makes (calls of the backend's gemm). */
+  const countProducts = async (run: () => unknown): Promise<number> => {
+    const backend = k.backend as unknown as { gemm: (...args: unknown[]) => unknown };
+    const gemm = backend.gemm;
+    let products = 0;
+    backend.gemm = (...args) => (products++, gemm.apply(backend, args));
+    try {
+      await run();
+      return products;
+    } finally {
+      backend.gemm = gemm;
+    }
+  };
+  try {
+    const learner = await collect('learner');
+    const sampler = await collect('sampler');
+    assert.equal(sampler.table.length, 6);
+    for (const [i, r] of sampler.table.entries()) {
+      const l = learner.table[i]!;
+      assert.equal(r.text, l.text, 'the same draws');
+      assert.deepEqual(r.generatorLogProbs, r.samplingLogProbs);
+      // The learner's forward pass gives the same log-probs up to rounding.
+      near(r.generatorLogProbs, l.generatorLogProbs, 1e-4, `record ${i}`);
+    }
+    // Sampling the same tokens costs the same products; the learner's scoring pass is exactly what 'sampler' leaves out.
+    const items = learner.table.map((r) => ({ prompt: r.tokens.a!.prompt, response: r.tokens.a!.response }));
+    const scoring = await countProducts(() => scoreResponses(agent.model, k, items));
+    assert.ok(scoring > 0);
+    assert.equal(learner.products - sampler.products, scoring);
+  } finally {
+    await closeDefaultPool();
+  }
 });

@@ -18,6 +18,17 @@ export const ROLLOUT_CORRECTION_LEVELS = ['token', 'sequence'] as const;
 /** One of ROLLOUT_CORRECTION_LEVELS. */
 export type RolloutCorrectionLevel = (typeof ROLLOUT_CORRECTION_LEVELS)[number];
 
+/**
+ * Where π_old's log-probs come from. 'learner': a forward pass of the generator before the step's updates (the first
+ * own ratio is exactly 1; the rollout correction weighs the sampler against it). 'sampler': the log-probs the sampler
+ * recorded while generating stand in for them (π_old = π_sampler, as verl's bypass mode and NeMo RL's skipped previous
+ * log-probs): one forward pass fewer over every own response per step, and the ratio carries the sampler/learner
+ * mismatch instead of a correction weighing it.
+ */
+export const OLD_LOG_PROB_SOURCES = ['learner', 'sampler'] as const;
+/** One of OLD_LOG_PROB_SOURCES. */
+export type OldLogProbSource = (typeof OLD_LOG_PROB_SOURCES)[number];
+
 /** A rollout correction that is on. */
 export interface RolloutCorrection {
   mode: Exclude<RolloutCorrectionMode, 'none'>;

@@ -216,6 +216,24 @@ const rolloutCorrectionApplies: Check = (c) => {
   return [];
 };
 
+const samplerOldLogProbsRecorded: Check = (c) => {
+  const o = c.optim;
+  if (o.oldLogProbs !== 'sampler') return [];
+  if (c.workflow !== undefined)
+    return issue(
+      ['optim', 'oldLogProbs'],
+      "optim.oldLogProbs is 'sampler' but a workflow run does not record its sampling log-probs: set it to 'learner'",
+    );
+  if (o.rolloutCorrection !== 'none')
+    return issue(
+      ['optim', 'rolloutCorrection'],
+      `optim.rolloutCorrection is '${o.rolloutCorrection}' but optim.oldLogProbs 'sampler' makes the old log-probs ` +
+        "the sampler's, so there is no mismatch left to correct: set optim.rolloutCorrection: none, or " +
+        'optim.oldLogProbs: learner',
+    );
+  return [];
+};
+
 // A checkpointed block runs its forward without a tape and recomputes it on one in the backward (ops.checkpoint):
 // dropout would draw its masks only in the recomputation, so the gradient would not be the forward's.
 const dropoutNotCheckpointed: Check = (c) =>
@@ -233,6 +251,7 @@ const dropoutNotCheckpointed: Check = (c) =>
 
 const CHECKS: readonly Check[] = [
   rolloutCorrectionApplies,
+  samplerOldLogProbsRecorded,
   workflowMatchesAlgorithm,
   stepwiseBandStaysOpen,
   collaborationHasPartners,

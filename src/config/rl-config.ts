@@ -11,7 +11,11 @@ import { DEFAULT_BASELINE, HACPO_BASELINES, HACPO_BASELINE_SUMMARIES } from '../
 import { ADVANTAGE_ESTIMATORS, ADVANTAGE_ESTIMATOR_NAMES } from '../algorithms/advantages.js';
 import { LOSS_AGGREGATIONS } from '../algorithms/aggregate.js';
 import { KL_ESTIMATORS } from '../algorithms/kl.js';
-import { ROLLOUT_CORRECTION_LEVELS, ROLLOUT_CORRECTIONS } from '../algorithms/rollout-correction.js';
+import {
+  OLD_LOG_PROB_SOURCES,
+  ROLLOUT_CORRECTION_LEVELS,
+  ROLLOUT_CORRECTIONS,
+} from '../algorithms/rollout-correction.js';
 import { ALGORITHM_RECIPES, ALGORITHMS, VARIANTS, type Recipe } from '../algorithms/recipes.js';
 import { FOREIGN_SURROGATES, OWN_SURROGATES, SURROGATES } from '../algorithms/surrogates.js';
 import { WorkflowConfigSchema } from '../workflows/workflow-config.js';
@@ -298,6 +302,13 @@ const RunConfigObject = z.strictObject({
       ),
       filterZeroVariance: field(z.boolean(), false, 'Leave groups whose rewards are all equal out of the loss'),
       maskTruncated: field(z.boolean(), false, 'Leave completions cut at maxNewTokens out of the loss'),
+      oldLogProbs: field(
+        z.enum(OLD_LOG_PROB_SOURCES),
+        'learner',
+        "Where π_old's log-probs come from: learner (a forward pass before the step's updates, so the first own " +
+          'ratio is exactly 1) or sampler (the log-probs recorded while sampling: one forward pass fewer over every ' +
+          "own response per step, the ratio then carries the sampler/learner mismatch; verl's bypass mode)",
+      ),
       rolloutCorrection: field(
         z.enum(ROLLOUT_CORRECTIONS),
         'none',

@@ -52,6 +52,8 @@ export interface AgentMemoryInput {
   local?: boolean;
   /** Whether a frozen reference copy is kept (optim.klCoef > 0). */
   reference: boolean;
+  /** Whether a step scores its responses without gradients (learner old log-probs, or a KL penalty); default true. */
+  scores?: boolean;
   /** Sequences it samples per step (prompts × samples per prompt). */
   sequences: number;
   /** Sequences per generation call (the rest wait their turn). */
@@ -281,17 +283,18 @@ export function agentMemory(a: AgentMemoryInput): AgentMemoryPlan {
       { name: 'prefill activations and logits', held: 'sampling', bytes: (prefill + 2 * batch * vocabSize) * F32 },
     );
     // Scoring (old log-probs, the KL reference's): SCORE_BATCH_SIZE sequences per pass, block outputs and one block.
-    const scoreRows = Math.min(SCORE_BATCH_SIZE, a.sequences) * length;
-    parts.push({
-      name: 'scoring activations',
-      held: 'scoring',
-      bytes:
-        (forwardFloats(cfg, scoreRows, { outputsOnly: true }) +
-          oneBlock(cfg, scoreRows) +
-          scoreRows * adapterFloats +
-          headFloats(cfg, scoreRows, false)) *
-        F32,
-    });
+    const scoreRows = a.scores === false ? 0 : Math.min(SCORE_BATCH_SIZE, a.sequences) * length;
+    if (scoreRows > 0)
+      parts.push({
+        name: 'scoring activations',
+        held: 'scoring',
+        bytes:
+          (forwardFloats(cfg, scoreRows, { outputsOnly: true }) +
+            oneBlock(cfg, scoreRows) +
+            scoreRows * adapterFloats +
+            headFloats(cfg, scoreRows, false)) *
+          F32,
+      });
     // Training: one mini-batch's forward passes, and in the backward a gradient for every op's output; under
     // checkpointing those of each block's output, plus one block recomputed with its gradients and its input's.
     const rows = Math.ceil(a.trainSequences / a.miniBatches) * length;

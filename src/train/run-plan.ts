@@ -112,6 +112,7 @@ export async function planRun(cfg: RunConfig, o: RunPlanOptions = {}): Promise<R
       local: o.local?.(a.name) ?? true,
       // A LoRA agent's KL reference is its base without the adapters: no copy.
       reference: cfg.optim.klCoef > 0 && a.lora === null,
+      scores: cfg.optim.oldLogProbs === 'learner' || cfg.optim.klCoef > 0,
       precision: a.precision,
       sequences: sequences[i]!,
       generationBatch: GENERATION_BATCH,

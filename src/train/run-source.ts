@@ -83,6 +83,7 @@ async function rolloutSource(cfg: RunConfig, team: readonly TeamMember[], cursor
     promptsPerStep: cfg.rollout.promptsPerStep,
     validation,
     samplesLogged: cfg.samplesPerStep,
+    oldLogProbs: cfg.optim.oldLogProbs,
   });
 }
 

@@ -15,6 +15,7 @@ import type { Problem } from '../tasks/problem.js';
 import type { PromptOptions } from '../tasks/prompt.js';
 import { extractAnswer } from '../rewards/extract.js';
 import type { DataCursor } from '../run/train-state.js';
+import type { OldLogProbSource } from '../algorithms/rollout-correction.js';
 import { Rng } from '../util/rng.js';
 import { mean, std } from '../util/stats.js';
 import { rewardPartMeans } from './reward-metrics.js';
@@ -128,6 +129,8 @@ export interface RolloutData {
   validation: readonly ValidationSet[];
   /** Responses per policy and step written to samples.jsonl. */
   samplesLogged: number;
+  /** Where the records' old log-probs come from (optim.oldLogProbs); default 'learner'. */
+  oldLogProbs?: OldLogProbSource;
 }
 
 /** The metrics of one policy's records: rewards, accuracy, lengths. */
@@ -183,12 +186,15 @@ export class RolloutSource implements SampleSource {
         o.rewards,
       );
       const t2 = performance.now();
-      // Old log-probs come from the training forward pass, not from sampling, so the first own ratio is exactly 1.
-      const old = scoreResponses(
-        policy.model,
-        step.k,
-        rollouts.map((r) => ({ prompt: r.promptIds, response: r.responseIds })),
-      );
+      // From the training forward pass the first own ratio is exactly 1; the sampler's save that pass.
+      const old =
+        this.data.oldLogProbs === 'sampler'
+          ? rollouts.map((r) => r.samplingLogProbs)
+          : scoreResponses(
+              policy.model,
+              step.k,
+              rollouts.map((r) => ({ prompt: r.promptIds, response: r.responseIds })),
+            );
       const records = rollouts.map((r, i): SampleRecord => {
         const id = table.length + i;
         return {

@@ -44,7 +44,10 @@ export interface SampleRecord {
   tokens: Record<string, LearnerTokens>;
   /** Learners that cannot train on it, with the reason (e.g. text their tokenizer cannot spell). */
   dropped: Record<string, string>;
-  /** The generator's pre-update log-prob of each of its response tokens, by the training forward pass (nats, T 1). */
+  /**
+   * The generator's pre-update log-prob of each of its response tokens (nats, T 1): by the training forward pass, or
+   * the sampler's own under optim.oldLogProbs 'sampler'.
+   */
   generatorLogProbs: number[];
   /**
    * The same log-probs as the sampler computed them while generating (the decode path; nats, temperature 1), which
