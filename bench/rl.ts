@@ -196,19 +196,20 @@ const tokenCount = (t: { prompt: number[]; response: number[] }): number => t.pr
 /**
  * Matmul FLOPs of one step (attention's own products left out, under 5% at these lengths): generating is one forward
  * pass over every prompt and generated token (2·N of the generator each); training scores each generator's responses
- * once (old log-probs, 2·N per token) and runs forward + backward (6·N per token, in the learner's own tokenization)
- * over every record of each learner's view once per epoch — own responses and, when sharing, the re-tokenized
- * foreign ones.
+ * once (old log-probs, 2·N per token; none with --old-log-probs=sampler) and runs forward and backward over every
+ * record of each learner's view once per epoch — own responses and, when sharing, the re-tokenized foreign ones — in
+ * the learner's own tokenization: per token 2·N forward, 2·N input gradients, 2·N weight gradients (not for a frozen
+ * LoRA base: its adapters' are negligible) and, under checkpointing, 2·N for the recomputed forward.
  */
 function stepFlops(agents: readonly Agent[], table: readonly SampleRecord[], shared: boolean) {
   const n = new Map(agents.map((a) => [a.name, matmulParams(a.model)]));
   let generate = 0;
   for (const r of table) generate += 2 * n.get(r.generator)! * tokenCount(r.tokens[r.generator]!);
-  // The learner's old log-probs: the same forward pass over the same tokens (none when the sampler's stand in).
   let train = OLD_LOG_PROBS === 'learner' ? generate : 0;
+  const perToken = 4 + (LORA ? 0 : 2) + (CHECKPOINTING ? 2 : 0);
   for (const a of agents)
     for (const i of learnerView(table, a.name, shared).records)
-      train += 6 * EPOCHS * n.get(a.name)! * tokenCount(table[i]!.tokens[a.name]!);
+      train += perToken * EPOCHS * n.get(a.name)! * tokenCount(table[i]!.tokens[a.name]!);
   return { generate, train };
 }
 

@@ -7,7 +7,11 @@ import { trimPool } from '../tensor/grad-pool.js';
 import { Arena } from '../tensor/tape.js';
 import { Rng } from '../util/rng.js';
 import { KVCache } from './kv-cache.js';
+import { samplingParts, sumBytes } from './memory-plan.js';
 import type { Transformer } from './transformer.js';
+
+/** Most tokens generated per sequence unless SamplingOptions.maxNewTokens says otherwise. */
+const DEFAULT_MAX_NEW_TOKENS = 256;
 
 /** Sampling settings. */
 export interface SamplingOptions {
@@ -256,7 +260,8 @@ function validate(o: SamplingOptions): void {
 
 /**
  * Continues every prompt (token ids) with sampled tokens; same seed, same prompts, same results. The buffer pool is
- * trimmed first: a training pass's buffers are not kept beside the inference copies and the KV cache.
+ * trimmed first: a training pass's buffers are kept only as far as they fit beside the inference copies, the KV cache
+ * and the prefill under the pass's own footprint.
  */
 export function generate(
   model: Transformer,
@@ -264,7 +269,16 @@ export function generate(
   prompts: readonly (readonly number[])[],
   options: SamplingOptions = {},
 ): Generation[] {
-  trimPool();
+  const promptTokens = Math.max(0, ...prompts.map((p) => p.length));
+  const own = samplingParts(
+    model.cfg,
+    model.precision,
+    model.adapters !== null,
+    prompts.length,
+    promptTokens,
+    options.maxNewTokens ?? DEFAULT_MAX_NEW_TOKENS,
+  );
+  trimPool(sumBytes(own) / Float32Array.BYTES_PER_ELEMENT);
   return model.withInferenceWeights(() => generateWith(model, k, prompts, options));
 }
 
@@ -276,7 +290,7 @@ function generateWith(
 ): Generation[] {
   validate(options);
   const o = { temperature: options.temperature ?? 1, topK: options.topK ?? 0, topP: options.topP ?? 1 };
-  const maxNew = options.maxNewTokens ?? 256;
+  const maxNew = options.maxNewTokens ?? DEFAULT_MAX_NEW_TOKENS;
   const rng = options.rng ?? new Rng(options.seed ?? 0);
   const stops = new Set(options.stopTokens ?? []);
   const batch = prompts.length;

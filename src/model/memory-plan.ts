@@ -234,6 +234,37 @@ export function adapterMemory(cfg: TransformerConfig, s: LoraSettings): NonNulla
   };
 }
 
+/**
+ * What sampling one generation batch of `batch` sequences holds besides the weights (bytes): the inference copies of the
+ * matrices (at bf16 bfloat16 roundings of them, none for a frozen base held as bfloat16), the KV cache of prompt + new
+ * tokens, and a prefill's block outputs and one block (ops.checkpoint) or, decoding, the batch's logits and
+ * probabilities.
+ */
+export function samplingParts(
+  cfg: TransformerConfig,
+  precision: Precision,
+  frozenBase: boolean,
+  batch: number,
+  promptTokens: number,
+  maxNewTokens: number,
+): MemoryPart[] {
+  const { layers, kvHeads, headDim, vocabSize } = cfg;
+  const length = promptTokens + maxNewTokens;
+  const prefillRows = batch * promptTokens;
+  const prefill =
+    forwardFloats(cfg, prefillRows, { outputsOnly: true, fusedQkv: true }) + oneBlock(cfg, prefillRows, true);
+  const copies =
+    precision === 'bf16' ? (frozenBase ? 0 : (inferenceCopyBytes(cfg) / F32) * BF16_BYTES) : inferenceCopyBytes(cfg);
+  return [
+    ...(copies > 0 ? [{ name: 'inference weight copies', held: 'sampling' as const, bytes: copies }] : []),
+    { name: 'KV cache', held: 'sampling', bytes: 2 * layers * batch * kvHeads * length * headDim * F32 },
+    { name: 'prefill activations and logits', held: 'sampling', bytes: (prefill + 2 * batch * vocabSize) * F32 },
+  ];
+}
+
+/** The bytes of `parts` together. */
+export const sumBytes = (parts: readonly MemoryPart[]): number => parts.reduce((n, p) => n + p.bytes, 0);
+
 /** One agent's parts and its largest phase. */
 export function agentMemory(a: AgentMemoryInput): AgentMemoryPlan {
   const { cfg } = a;
@@ -263,25 +294,12 @@ export function agentMemory(a: AgentMemoryInput): AgentMemoryPlan {
       { name: 'AdamW m and v', held: 'run', bytes: 2 * trainable * F32 },
     );
     if (a.reference) parts.push({ name: 'KL reference', held: 'run', bytes: frozenWeightBytes(cfg, precision) });
-    const { layers, kvHeads, headDim, vocabSize } = cfg;
+    const { layers } = cfg;
     const length = a.promptTokens + a.maxNewTokens;
-    // Sampling: one generation batch at a time; a prefill holds block outputs and one block (ops.checkpoint), then
-    // decoding holds the logits and probabilities of the batch.
     const batch = Math.min(a.generationBatch, a.sequences);
     const prefillRows = batch * a.promptTokens;
-    const prefill =
-      forwardFloats(cfg, prefillRows, { outputsOnly: true, fusedQkv: true }) + oneBlock(cfg, prefillRows, true);
-    // At bf16 the copies are bfloat16 roundings of the fp32 matrices (none for a frozen base, held as bfloat16).
-    const copies = bf16
-      ? trainable < total
-        ? 0
-        : (inferenceCopyBytes(cfg) / F32) * BF16_BYTES
-      : inferenceCopyBytes(cfg);
-    if (copies > 0) parts.push({ name: 'inference weight copies', held: 'sampling', bytes: copies });
-    parts.push(
-      { name: 'KV cache', held: 'sampling', bytes: 2 * layers * batch * kvHeads * length * headDim * F32 },
-      { name: 'prefill activations and logits', held: 'sampling', bytes: (prefill + 2 * batch * vocabSize) * F32 },
-    );
+    const sampling = samplingParts(cfg, precision, trainable < total, batch, a.promptTokens, a.maxNewTokens);
+    parts.push(...sampling);
     // Scoring (old log-probs, the KL reference's): SCORE_BATCH_SIZE sequences per pass, block outputs and one block.
     const scoreRows = a.scores === false ? 0 : Math.min(SCORE_BATCH_SIZE, a.sequences) * length;
     if (scoreRows > 0)
@@ -312,8 +330,13 @@ export function agentMemory(a: AgentMemoryInput): AgentMemoryPlan {
       F32;
     parts.push(
       { name: 'training activations', held: 'training', bytes: training },
-      // Sampling starts by trimming the pool to MIN_POOL_CAP (grad-pool.ts) and allocates its own beside that.
-      { name: 'pooled training buffers', held: 'sampling', bytes: Math.min(training, MIN_POOL_CAP * F32) },
+      // Sampling starts by trimming the pool to what fits beside its own parts under the training pass's peak, at
+      // least MIN_POOL_CAP (grad-pool.ts trimPool).
+      {
+        name: 'pooled training buffers',
+        held: 'sampling',
+        bytes: Math.min(training, Math.max(MIN_POOL_CAP * F32, training - sumBytes(sampling))),
+      },
     );
     // Grown by the largest pass of any phase and kept; one per process, so with several bf16 agents an overestimate.
     if (bf16)
@@ -323,10 +346,10 @@ export function agentMemory(a: AgentMemoryInput): AgentMemoryPlan {
         bytes: bf16OperandBytes(cfg, Math.max(prefillRows, scoreRows, rows), trainable < total),
       });
   }
-  const resident = parts.filter((p) => p.held === 'run').reduce((n, p) => n + p.bytes, 0);
+  const resident = sumBytes(parts.filter((p) => p.held === 'run'));
   let phase: AgentMemoryPlan['phase'] = { name: 'sampling', bytes: 0 };
   for (const name of ['sampling', 'scoring', 'training'] as const) {
-    const bytes = parts.filter((p) => p.held === name).reduce((n, p) => n + p.bytes, 0);
+    const bytes = sumBytes(parts.filter((p) => p.held === name));
     if (bytes > phase.bytes) phase = { name, bytes };
   }
   return { name: a.name, parts, resident, phase };

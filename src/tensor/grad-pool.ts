@@ -6,13 +6,13 @@
  * Between passes the pool keeps as much as the largest pass handed back at once (`recycle`), at least MIN_POOL_CAP:
  * under a fixed 512 MiB cap a 0.5B model's pass (about 8 GiB of buffers at 8 × 256 tokens) took most of them fresh
  * every step, and the kernel's page faults on them cost a fifth of the step (sys time, measured). Sampling begins
- * with `trimPool` (generate.ts): while the inference copies and the KV cache are alive, the pool holds at most
- * MIN_POOL_CAP, as the memory plan counts it.
+ * with `trimPool` (generate.ts): while the inference copies and the KV cache are alive, the pool holds only what fits
+ * beside them under the largest pass's footprint, as the memory plan counts it.
  */
 
 /** Below this many floats a buffer is allocated plainly (pooling it would save nothing). */
 export const MIN_POOLED = 4096;
-/** Floats the pool may keep before any pass has handed back more at once, and after trimPool (512 MiB). */
+/** Floats the pool may keep before any pass has handed back more at once, and at least after trimPool (512 MiB). */
 export const MIN_POOL_CAP = 1 << 27;
 
 /** Free buffers by capacity. */
@@ -90,8 +90,13 @@ export function poolCap(): number {
   return cap;
 }
 
-/** Keeps at most MIN_POOL_CAP floats of free buffers (the smallest) and lowers the cap to it until a larger pass. */
-export function trimPool(): void {
-  cap = MIN_POOL_CAP;
-  evictDownTo(cap);
+/**
+ * Makes room for `reserve` floats that another phase (sampling) is about to allocate: keeps the smallest free buffers
+ * up to max(MIN_POOL_CAP, cap − reserve) floats, so the process stays under the largest pass's footprint. Dropping
+ * them all instead made a pass without activation checkpointing take gigabytes of fresh pages after every sampling
+ * phase, a quarter of its time in page faults (a 0.5B LoRA step, measured). The cap stays: the next pass most likely
+ * has the same shapes.
+ */
+export function trimPool(reserve: number): void {
+  evictDownTo(Math.max(MIN_POOL_CAP, cap - reserve));
 }
