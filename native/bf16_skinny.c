@@ -38,14 +38,20 @@ static inline void store_row(float *c, __m128 sums, int cols, float alpha, float
   for (int j = 0; j < cols; j++) c[j] = alpha * out[j] + (beta == 0.0f ? 0.0f : beta * c[j]);
 }
 
+/* Asks for the cache line at column p of each of four weight rows. */
+static inline void prefetch4(const uint16_t *const rows[4], int p) {
+  for (int t = 0; t < 4; t++) _mm_prefetch((const char *)(rows[t] + p), _MM_HINT_T0);
+}
+
 /* One tile: 4 activation rows against 4 weight rows (b0..b3), 16 accumulators held in registers (written out by name:
  * an array of them was spilled to the stack at every step). */
 static void tile4(int k, float alpha, float beta, const uint16_t *a, int lda, const uint16_t *const b[4], float *c,
-                  int ldc, int cols) {
+                  int ldc, int cols, const uint16_t *const next[4]) {
   __m512 c00 = _mm512_setzero_ps(), c01 = c00, c02 = c00, c03 = c00, c10 = c00, c11 = c00, c12 = c00, c13 = c00,
          c20 = c00, c21 = c00, c22 = c00, c23 = c00, c30 = c00, c31 = c00, c32 = c00, c33 = c00;
   for (int p = 0; p < k; p += 32) {
     __mmask32 mask = step_mask(k, p);
+    if (next) prefetch4(next, p);
     __m512bh w0 = load_bh(mask, b[0] + p), w1 = load_bh(mask, b[1] + p), w2 = load_bh(mask, b[2] + p),
              w3 = load_bh(mask, b[3] + p);
     __m512bh x = load_bh(mask, a + p);
@@ -68,10 +74,12 @@ static void tile4(int k, float alpha, float beta, const uint16_t *a, int lda, co
 }
 
 /* The rows left over by tile4: one activation row against 4 weight rows. */
-static void tile1(int k, float alpha, float beta, const uint16_t *a, const uint16_t *const b[4], float *c, int cols) {
+static void tile1(int k, float alpha, float beta, const uint16_t *a, const uint16_t *const b[4], float *c, int cols,
+                  const uint16_t *const next[4]) {
   __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
   for (int p = 0; p < k; p += 32) {
     __mmask32 mask = step_mask(k, p);
+    if (next) prefetch4(next, p);
     __m512bh x = load_bh(mask, a + p);
     c0 = _mm512_dpbf16_ps(c0, x, load_bh(mask, b[0] + p)), c1 = _mm512_dpbf16_ps(c1, x, load_bh(mask, b[1] + p));
     c2 = _mm512_dpbf16_ps(c2, x, load_bh(mask, b[2] + p)), c3 = _mm512_dpbf16_ps(c3, x, load_bh(mask, b[3] + p));
@@ -81,16 +89,25 @@ static void tile1(int k, float alpha, float beta, const uint16_t *a, const uint1
 
 int hx_bf16_skinny_ok(void) { return __builtin_cpu_supports("avx512bf16"); }
 
+/* How many weight rows ahead of the tile being multiplied the next tile's rows are prefetched (measured on an
+ * AVX512_BF16 EPYC, 24 layers of decode products streaming their weights: 4 rows ahead 1.5× at 16 activation rows,
+ * 8 also 1.3–1.7× at 1–8 rows, 16 no better). */
+#define PREFETCH_AHEAD 8
+
 void hx_bf16_skinny_nt(int m, int n, int k, float alpha, const uint16_t *a, int lda, const uint16_t *b, int ldb,
                        float beta, float *c, int ldc) {
   for (int j = 0; j < n; j += 4) {
     int cols = n - j < 4 ? n - j : 4;
     /* A last tile of fewer columns reads its first weight row again for the missing ones (never stored). */
-    const uint16_t *bj[4];
+    const uint16_t *bj[4], *bn[4];
     for (int t = 0; t < 4; t++) bj[t] = b + (size_t)(j + (t < cols ? t : 0)) * ldb;
+    /* Four weight rows further on, fetched while the first activation rows multiply these: the weights stream from
+     * memory once per product, and without the prefetch each tile waited for them (a third of the in-cache rate). */
+    for (int t = 0; t < 4; t++) bn[t] = b + (size_t)(j + PREFETCH_AHEAD + t < n ? j + PREFETCH_AHEAD + t : n - 1) * ldb;
     int i = 0;
-    for (; i + 4 <= m; i += 4) tile4(k, alpha, beta, a + (size_t)i * lda, lda, bj, c + (size_t)i * ldc + j, ldc, cols);
-    for (; i < m; i++) tile1(k, alpha, beta, a + (size_t)i * lda, bj, c + (size_t)i * ldc + j, cols);
+    for (; i + 4 <= m; i += 4)
+      tile4(k, alpha, beta, a + (size_t)i * lda, lda, bj, c + (size_t)i * ldc + j, ldc, cols, i == 0 ? bn : NULL);
+    for (; i < m; i++) tile1(k, alpha, beta, a + (size_t)i * lda, bj, c + (size_t)i * ldc + j, cols, i == 0 ? bn : NULL);
   }
 }
 #else
