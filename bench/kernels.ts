@@ -10,6 +10,7 @@ import { nativeBackend, nativeLoadError } from '../src/backend/select.js';
 import { typescriptKernels } from '../src/backend/typescript.js';
 import { machinePeak, peakLine } from './peak.js';
 import { openmpWaitPolicy } from '../src/backend/native.js';
+import { shapeConfig } from '../src/model/shapes.js';
 
 const args = new Set(process.argv.slice(2));
 const json = args.has('--json');
@@ -148,6 +149,50 @@ function attentionTraining(k: Kernels): { forward: number; backward: number } {
 
 const round = (x: number, d = 1): number => Number(x.toFixed(d));
 
+/** Rows of the bf16 decode products timed: one sequence, a few, the decode kernel's most (16), an RL batch (32). */
+const DECODE_ROWS = [1, 4, 16, 32];
+
+/**
+ * bf16 products of decode steps with the weights streaming from memory, as in a model: the projections of every layer
+ * of the qwen2.5-0.5b shape (fused q/k/v, o, fused gate/up, down; 716 MB of bfloat16, more than any L3 here) by
+ * `rows` activation rows, each layer's weights distinct. Per row count: milliseconds per step, GFLOP/s, weight GB/s.
+ */
+function decodeProducts(k: Kernels): { rows: number; ms: number; gflops: number; gbs: number }[] {
+  const cfg = shapeConfig('qwen2.5-0.5b');
+  const d = cfg.hidden;
+  const shapes = [
+    [(cfg.heads + 2 * cfg.kvHeads) * cfg.headDim, d],
+    [d, cfg.heads * cfg.headDim],
+    [2 * cfg.intermediate, d],
+    [d, cfg.intermediate],
+  ] as const;
+  const bits = (n: number, seed: number): Uint16Array => {
+    // Bit patterns of values in [1, 2) and their negatives: finite, varied, no subnormals.
+    const u = new Uint16Array(n);
+    for (let i = 0; i < n; i++) u[i] = ((Math.imul(i + seed, 0x9e3779b1) >>> 16) & 0x807f) | 0x3f80;
+    return u;
+  };
+  const layers = Array.from({ length: cfg.layers }, (_, l) =>
+    shapes.map(([n, kk], j) => ({ n, k: kk, w: bits(n * kk, l * 4 + j) })),
+  );
+  const bytes = layers.flat().reduce((t, p) => t + 2 * p.n * p.k, 0);
+  return DECODE_ROWS.map((rows) => {
+    const x = bits(rows * Math.max(...shapes.map(([, kk]) => kk)), 7);
+    const c = new Float32Array(rows * Math.max(...shapes.map(([n]) => n)));
+    const step = (): void => {
+      for (const p of layers.flat())
+        k.gemm({ m: rows, n: p.n, k: p.k, transB: true, a: { data: x }, b: { data: p.w }, c: { data: c } });
+    };
+    const seconds = time(step, quick ? 300 : 1500);
+    return {
+      rows,
+      ms: round(seconds * 1e3),
+      gflops: round((2 * rows * (bytes / 2)) / seconds / 1e9),
+      gbs: round(bytes / seconds / 1e9),
+    };
+  });
+}
+
 function main(): void {
   const native = nativeBackend();
   if (!native) {
@@ -226,6 +271,13 @@ function main(): void {
     `\nattention training [B=8,T=256,H=8,D=64]: forward ${round(att.forward)} GFLOP/s, backward ${round(att.backward)} GFLOP/s`,
   );
 
+  log(
+    `\nbf16 decode products, qwen2.5-0.5b's ${shapeConfig('qwen2.5-0.5b').layers} layers streaming from memory (${native.bf16})`,
+  );
+  const decode = decodeProducts(native);
+  for (const r of decode)
+    log(`  ${String(r.rows).padStart(2)} rows: ${r.ms} ms per step, ${r.gflops} GFLOP/s, weights at ${r.gbs} GB/s`);
+
   if (json)
     console.log(
       JSON.stringify({
@@ -242,6 +294,7 @@ function main(): void {
         blas_libraries_1024_gflops: libraries,
         fused,
         attention_training_gflops: { forward: round(att.forward), backward: round(att.backward) },
+        bf16_decode_products: decode,
       }),
     );
 }
