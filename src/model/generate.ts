@@ -269,7 +269,8 @@ export function generate(
   prompts: readonly (readonly number[])[],
   options: SamplingOptions = {},
 ): Generation[] {
-  const promptTokens = Math.max(0, ...prompts.map((p) => p.length));
+  // A reduce, not Math.max(...): an evaluation may pass more prompts than a call takes arguments.
+  const promptTokens = prompts.reduce((n, p) => Math.max(n, p.length), 0);
   const own = samplingParts(
     model.cfg,
     model.precision,
