@@ -51,9 +51,10 @@ import { DEFAULT_PLAIN_FORMAT, renderPrompt } from '../src/tasks/prompt.js';
 import { makeTaskDataset, presetSpec } from '../src/tasks/splits.js';
 import { AgentSpecSchema, buildModel, buildTokenizer } from '../src/model/agent-spec.js';
 import type { TeamMember } from '../src/train/learners.js';
-import { teamStep, type UpdateRecipe } from '../src/train/learner-step.js';
+import type { UpdateRecipe } from '../src/train/learner-step.js';
 import { RolloutSource } from '../src/train/sample-sources.js';
 import { learnerView, type SampleRecord } from '../src/train/sample-table.js';
+import { teamStep } from '../src/train/team-step.js';
 import { memoryMetrics, peakResidentBytes } from '../src/util/memory.js';
 import { adapterMemory, planMemory } from '../src/model/memory-plan.js';
 import { ALL_LINEAR, LoraAdapters, type LoraSettings } from '../src/model/lora.js';
@@ -204,12 +205,14 @@ const tokenCount = (t: { prompt: number[]; response: number[] }): number => t.pr
 function stepFlops(agents: readonly Agent[], table: readonly SampleRecord[], shared: boolean) {
   const n = new Map(agents.map((a) => [a.name, matmulParams(a.model)]));
   let generate = 0;
-  for (const r of table) generate += 2 * n.get(r.generator)! * tokenCount(r.tokens[r.generator]!);
+  for (const r of table) generate += 2 * n.get(r.generator)! * tokenCount(r.tokens);
   let train = OLD_LOG_PROBS === 'learner' ? generate : 0;
   const perToken = 4 + (LORA ? 0 : 2) + (CHECKPOINTING ? 2 : 0);
-  for (const a of agents)
-    for (const i of learnerView(table, a.name, shared).records)
-      train += perToken * EPOCHS * n.get(a.name)! * tokenCount(table[i]!.tokens[a.name]!);
+  const byName = new Map(agents.map((a) => [a.name, a]));
+  for (const a of agents) {
+    const view = learnerView(table, a, byName, shared);
+    for (const i of view.records) train += perToken * EPOCHS * n.get(a.name)! * tokenCount(view.tokens[i]!);
+  }
   return { generate, train };
 }
 

@@ -20,10 +20,12 @@ export {
   type PolicyLossStats,
 } from './algorithms/policy-loss.js';
 export type { RolloutCorrection } from './algorithms/rollout-correction.js';
-export { type SampleRecord, type LearnerTokens, learnerView } from './train/sample-table.js';
+export { type SampleRecord, type LearnerTokens, type LearnerView, learnerView } from './train/sample-table.js';
 export { RolloutSource, type SampleSource, type StepInputs, type RolloutRole } from './train/sample-sources.js';
-export { learnerStep, teamStep, type Learner, type UpdateRecipe } from './train/learner-step.js';
+export { learnerStep, type Learner, type UpdateRecipe } from './train/learner-step.js';
+export { teamStep } from './train/team-step.js';
 export { buildLearners, type TeamMember } from './train/learners.js';
+export { resolveRun, type ResolvedRun } from './train/resolved-run.js';
 export { ALGORITHM_RECIPES, VARIANT_RECIPES, type Recipe } from './algorithms/recipes.js';
 export { trainRl } from './train/rl-trainer.js';
 export { createProgressDisplay, type ProgressDisplay, type StepProgress } from './train/progress.js';

@@ -14,11 +14,11 @@ import { buildReport } from '../src/report/build.js';
 import { AgentSpecSchema } from '../src/model/agent-spec.js';
 import { parseRunConfig } from '../src/config/load-config.js';
 import { learnerStep } from '../src/train/learner-step.js';
-import { updateRecipe } from '../src/train/rl-trainer.js';
+import { resolveRun } from '../src/train/resolved-run.js';
 import { WarmStartSchema, workflowAgent } from '../src/agents/workflow-agent.js';
 import { WorkflowSource } from '../src/train/workflow-source.js';
 import type { BenchMasResult } from '../src/experiments/mas.js';
-import type { SampleRecord } from '../src/train/sample-table.js';
+import { learnerView, type SampleRecord } from '../src/train/sample-table.js';
 import { Rng } from '../src/util/rng.js';
 import { modelPolicy } from '../src/workflows/model-policy.js';
 import type { Policy } from '../src/workflows/policy.js';
@@ -427,9 +427,9 @@ describe('AT-GRPO training', () => {
       episodesLogged: 1,
     });
     const optimizer = new AdamW(model.params, { lr: 1e-3, weightDecay: 0 });
-    const recipe = updateRecipe(
+    const recipe = resolveRun(
       parseRunConfig({ algorithm: 'at-grpo', agents: [{ name: 'shared', checkpoint: 'x' }], workflow: {} }),
-    );
+    ).recipe;
     // The spec's update: PPO clip ε 0.2 both ways, token-mean, (r − mean)/(std + 1e-6) per group, no KL, 1 epoch.
     assert.deepEqual(
       [recipe.clip, recipe.aggregation, recipe.advantage, recipe.kl, recipe.epochs, recipe.miniBatches, recipe.sharing],
@@ -451,7 +451,8 @@ describe('AT-GRPO training', () => {
       const m = (await source.collect({ k, step }, table)).get('shared')!;
       for (const [key, v] of Object.entries(m))
         if (/^role\/tool\/sandbox_/.test(key)) outcomes[key] = (outcomes[key] ?? 0) + v;
-      const r = learnerStep(table, [learner], 0, recipe, [NaN], k, new Rng(step));
+      const view = learnerView(table, agent, new Map([[agent.name, agent]]), false);
+      const r = learnerStep(table, view, [learner], 0, recipe, [NaN], k, new Rng(step));
       assert.equal(r.skippedUpdates, 0);
       assert.ok(Number.isFinite(r.metrics.loss), 'a finite update after sandbox failures');
     }

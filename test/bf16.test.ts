@@ -25,7 +25,6 @@ import { after, before, describe, test } from 'node:test';
 import { BF16_CPU_FLAGS, bf16Refusal, cpuFlags } from '../src/backend/cpu-features.js';
 import { Engine } from '../src/backend/engine.js';
 import { parseRunConfig } from '../src/config/load-config.js';
-import { resolveAgents } from '../src/config/rl-config.js';
 import { writeCheckpoint } from '../src/model/checkpoint.js';
 import { writeHfConfig } from '../src/model/hf-config.js';
 import { LoraAdapters } from '../src/model/lora.js';
@@ -46,6 +45,7 @@ import { mulberry32, randInt, relError, uniform } from './helpers.js';
 import { saveTinyAgent } from './tiny-agents.js';
 import { requireTorch, runTorchReference } from './torch-reference.js';
 import { CONFIGS, testModel, VOCAB } from './tiny-models.js';
+import { resolveRun } from '../src/train/resolved-run.js';
 
 const LOGIT_TOL = 1e-2;
 const MEDIAN_TOL = 1e-5;
@@ -331,10 +331,13 @@ describe('where bf16 runs', () => {
     ];
     const cfg = parseRunConfig({ algorithm: 'grpo', agents });
     const none = cpuFlags(cpuinfo(''));
-    assert.match(precisionRefusal(cfg, 'native', none) ?? '', /^precision bf16 \(agent a\): the native backend/);
-    assert.equal(precisionRefusal(cfg, 'typescript', none), null);
+    assert.match(
+      precisionRefusal(resolveRun(cfg).agents, 'native', none) ?? '',
+      /^precision bf16 \(agent a\): the native backend/,
+    );
+    assert.equal(precisionRefusal(resolveRun(cfg).agents, 'typescript', none), null);
     const fp32 = parseRunConfig({ algorithm: 'grpo', agents: [agents[1]] });
-    assert.equal(precisionRefusal(fp32, 'native', none), null);
+    assert.equal(precisionRefusal(resolveRun(fp32).agents, 'native', none), null);
   });
 });
 
@@ -436,7 +439,7 @@ describe('config', () => {
       ],
     });
     assert.deepEqual(
-      resolveAgents(cfg).map((a) => a.precision),
+      resolveRun(cfg).agents.map((a) => a.precision),
       ['fp32', 'bf16'],
     );
     assert.throws(

@@ -35,10 +35,8 @@ function record(agent: string, i: number, text = `${agent} says ${i}`): SampleRe
     prompt: `question ${Math.floor(i / 2)}`,
     gold: '4',
     text,
-    tokens: { [agent]: { prompt: [1, 2, 3], response: [4, 5, i], generatorSpan: 3 } },
-    dropped: {},
+    tokens: { prompt: [1, 2, 3], response: [4, 5, i] },
     generatorLogProbs: [-0.5, -1.25, -0.1 * (i + 1)],
-    refLogProbs: {},
     reward: i % 2,
     rewardParts: { math: i % 2 },
     truncated: false,
@@ -77,7 +75,7 @@ describe('the rollout exchange', () => {
   test('a record that fails validation is rejected naming the agent and the step', async () => {
     const transport = new InProcessTransport();
     const bad = records('b');
-    bad[2]!.tokens.b!.response = [4, 5, 99];
+    bad[2] = { ...bad[2]!, tokens: { ...bad[2]!.tokens, response: [4, 5, 99] } };
     await transport.publish(3, 'b', encodeStep('unit', 3, 'b', bad, { reward_mean: 0.5 }));
     await assert.rejects(
       new RolloutExchange(transport, exchangeOptions('a')).complete(3, records('a'), metricsOf('a')),

@@ -11,6 +11,7 @@ import {
   engine,
   learnerStep,
   type Learner,
+  type LearnerView,
   type SampleRecord,
   type StepwiseClip,
   type UpdateRecipe,
@@ -87,18 +88,17 @@ interface Row {
 }
 
 /**
- * One prompt group as `l` sees it: own rows carry its current log-probs as the generator's (ratio 1); foreign rows
- * are spelled in the same tokens and carry old log-probs that put their ratio at exp(logRatio).
+ * One prompt group and `l`'s view of it: own rows carry its current log-probs as the generator's (ratio 1); foreign
+ * rows are spelled in the same tokens and carry old log-probs that put their ratio at exp(logRatio).
  */
-function groupTable(l: Learner, rows: readonly Row[]): SampleRecord[] {
+function groupTable(l: Learner, rows: readonly Row[]): { table: SampleRecord[]; view: LearnerView } {
   const current = scoreResponses(
     l.policy.model,
     k,
     rows.map((r) => ({ prompt: PROMPT, response: r.response })),
   );
-  return rows.map((r, id) => {
+  const table = rows.map((r, id): SampleRecord => {
     const own = r.generator === l.policy.name;
-    const tokens = { prompt: PROMPT, response: r.response, generatorSpan: r.response.length };
     return {
       id,
       generator: r.generator,
@@ -108,16 +108,16 @@ function groupTable(l: Learner, rows: readonly Row[]): SampleRecord[] {
       prompt: 'q',
       gold: '1',
       text: 'x'.repeat(r.response.length),
-      tokens: own ? { [r.generator]: tokens } : { [r.generator]: tokens, [l.policy.name]: tokens },
-      dropped: {},
+      tokens: { prompt: PROMPT, response: r.response },
       generatorLogProbs: current[id]!.map((lp) => lp - (own ? 0 : r.logRatio!)),
-      refLogProbs: {},
       reward: r.reward,
       rewardParts: { math: r.reward },
       truncated: r.masked === true,
       stoppedByEos: false,
     };
   });
+  const tokens = rows.map((r) => ({ prompt: PROMPT, response: r.response, generatorSpan: r.response.length }));
+  return { table, view: { records: rows.map((_, id) => id), tokens, dropped: 0 } };
 }
 
 const GRPO: UpdateRecipe = {
@@ -161,7 +161,8 @@ function moved(
 ): number[] {
   const l = team[index]!;
   const before = meanLogProbs(l, watch);
-  const r = learnerStep(groupTable(l, rows), team, index, recipe, capability, k, new Rng(0));
+  const { table, view } = groupTable(l, rows);
+  const r = learnerStep(table, view, team, index, recipe, capability, k, new Rng(0));
   assert.equal(r.skippedUpdates, 0);
   return meanLogProbs(l, watch).map((v, i) => v - before[i]!);
 }

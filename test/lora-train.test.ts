@@ -20,6 +20,7 @@ import { initialState } from '../src/train/learners.js';
 import { runUpdates } from '../src/train/policy-updates.js';
 import { assertSameCheckpoint, hacrl, hacrlKilledAt, metricRows, TINY_AGENT_FLAGS } from './cli.js';
 import { mulberry32, randInt } from './helpers.js';
+import { resolveRun } from '../src/train/resolved-run.js';
 
 const root = await mkdtemp(join(tmpdir(), 'hacrl-lora-train-'));
 after(() => rm(root, { recursive: true, force: true }));
@@ -132,7 +133,7 @@ describe('LoRA agents in training', () => {
       agents: ['a', 'b'].map((name) => ({ name, checkpoint: dir('char'), lora: { rank: 2 } })),
       runDir: join(root, 'shared'),
     });
-    const state = await initialState(cfg);
+    const state = await initialState(resolveRun(cfg).agents, cfg.seed);
     const shared = (s: TrainState): void => {
       const [a, b] = s.agents.map((x) => x.pretrained.model);
       for (const [name, t] of a!.params) assert.equal(t.data, b!.params.get(name)!.data, `${name} is one array`);

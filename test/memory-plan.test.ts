@@ -30,6 +30,7 @@ import { machineMemory } from '../src/util/memory.js';
 import { hacrl } from './cli.js';
 import { saveTinyAgent } from './tiny-agents.js';
 import { CONFIGS, testModel, VOCAB } from './tiny-models.js';
+import { resolveRun } from '../src/train/resolved-run.js';
 
 const k = engine();
 
@@ -274,7 +275,7 @@ describe('hacrl plan, and the refusal of hacrl train', async () => {
       rollout: { promptsPerStep: 2, groupSize: 2 },
       optim: { klCoef: 0.1 },
     });
-    const { plan, prompts } = await planRun(cfg, { local: (name) => name === 'a' });
+    const { plan, prompts } = await planRun(resolveRun(cfg), { local: (name) => name === 'a' });
     const [a, b] = plan.agents as [ReturnType<typeof agentMemory>, ReturnType<typeof agentMemory>];
     assert.deepEqual(
       b.parts.map((p) => p.name),
@@ -306,7 +307,7 @@ describe('hacrl plan, and the refusal of hacrl train', async () => {
         rollout: { promptsPerStep: 2, groupSize: 2 },
         optim,
       });
-      return (await planRun(cfg)).plan.agents[0]!.parts.some((p) => p.held === 'scoring');
+      return (await planRun(resolveRun(cfg))).plan.agents[0]!.parts.some((p) => p.held === 'scoring');
     };
     assert.deepEqual(
       await Promise.all([
@@ -330,7 +331,7 @@ describe('hacrl plan, and the refusal of hacrl train', async () => {
       rollout: { promptsPerStep: 2, groupSize: 2 },
       optim: { klCoef: 0.1 },
     });
-    const { plan } = await planRun(cfg);
+    const { plan } = await planRun(resolveRun(cfg));
     const [a, b] = plan.agents as [ReturnType<typeof agentMemory>, ReturnType<typeof agentMemory>];
     const part = (p: typeof a, name: string): number => p.parts.find((x) => x.name === name)?.bytes ?? NaN;
     const shape = shapeConfig('qwen2.5-0.5b');

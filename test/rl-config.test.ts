@@ -7,8 +7,9 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { runConfigResolve, runConfigSchema } from '../src/cli/config.js';
 import { loadRunConfig, parseRunConfig, parseSavedRunConfig } from '../src/config/load-config.js';
-import { configJsonSchema, resolveAgents, type RunConfig } from '../src/config/rl-config.js';
+import { configJsonSchema, type RunConfig } from '../src/config/rl-config.js';
 import { DEFAULT_QUESTION_TEMPLATE } from '../src/tasks/prompt.js';
+import { resolveRun } from '../src/train/resolved-run.js';
 
 const root = await mkdtemp(join(tmpdir(), 'hacrl-rl-config-'));
 after(() => rm(root, { recursive: true, force: true }));
@@ -90,14 +91,14 @@ test('per-agent settings override the run-wide ones and absent ones inherit them
     'agents.1.template=Q: {question}',
     'rollout.topP=0.9',
   );
-  const [a, b] = resolveAgents(c);
+  const [a, b] = resolveRun(c).agents;
   assert.deepEqual([a!.temperature, a!.lr, a!.topP, a!.template], [0.7, 1e-4, 0.9, DEFAULT_QUESTION_TEMPLATE]);
   assert.deepEqual([b!.temperature, b!.lr, b!.topP, b!.template], [1, 3e-5, 0.9, 'Q: {question}']);
 });
 
 test('hacpo.ratioNormalization: token by default, char run-wide or per agent, anything else named', async () => {
   const base = ['agents.1.name=b', 'agents.1.checkpoint=runs/b'];
-  const perAgent = (c: RunConfig): string[] => resolveAgents(c).map((a) => a.ratioNormalization);
+  const perAgent = (c: RunConfig): string[] => resolveRun(c).agents.map((a) => a.ratioNormalization);
   assert.deepEqual(perAgent(await withOverrides(...base)), ['token', 'token']);
   assert.deepEqual(perAgent(await withOverrides(...base, 'hacpo.ratioNormalization=char')), ['char', 'char']);
   assert.deepEqual(perAgent(await withOverrides(...base, 'agents.1.ratioNormalization=char')), ['token', 'char']);
@@ -199,7 +200,7 @@ test('recipe naive: `algorithm: naive` alone is HACPO with every mechanism off',
     },
   );
   assert.deepEqual(
-    resolveAgents(c).map((a) => a.alpha),
+    resolveRun(c).agents.map((a) => a.alpha),
     [0, 0],
   );
 });

@@ -16,7 +16,7 @@ import {
 import type { PolicySequence } from '../src/algorithms/sequence.js';
 import { parseRunConfig } from '../src/config/load-config.js';
 import { configJsonSchema } from '../src/config/rl-config.js';
-import { updateRecipe } from '../src/train/rl-trainer.js';
+import { resolveRun } from '../src/train/resolved-run.js';
 import { engine } from '../src/backend/engine.js';
 import { mathReward } from '../src/rewards/reward.js';
 import { closeDefaultPool } from '../src/rewards/worker-pool.js';
@@ -167,8 +167,8 @@ test('config: off by default (the recipe is unchanged), tis with cap 2 when aske
     [off.optim.rolloutCorrection, off.optim.rolloutCorrectionCap, off.optim.rolloutCorrectionLevel],
     ['none', 2, 'token'],
   );
-  assert.ok(!('rolloutCorrection' in updateRecipe(off)), 'none leaves the update recipe as it was');
-  const on = updateRecipe(parseRunConfig({ agents, optim: { rolloutCorrection: 'tis' } }));
+  assert.ok(!('rolloutCorrection' in resolveRun(off).recipe), 'none leaves the update recipe as it was');
+  const on = resolveRun(parseRunConfig({ agents, optim: { rolloutCorrection: 'tis' } })).recipe;
   assert.deepEqual(on.rolloutCorrection, { mode: 'tis', cap: 2, level: 'token' });
   const optim = (configJsonSchema().properties as Record<string, { properties: Record<string, { enum?: unknown }> }>)
     .optim!.properties;
@@ -286,7 +286,7 @@ test("RolloutSource: 'sampler' records the sampler's log-probs as old ones and r
       near(r.generatorLogProbs, l.generatorLogProbs, 1e-4, `record ${i}`);
     }
     // Sampling the same tokens costs the same products; the learner's scoring pass is exactly what 'sampler' leaves out.
-    const items = learner.table.map((r) => ({ prompt: r.tokens.a!.prompt, response: r.tokens.a!.response }));
+    const items = learner.table.map((r) => r.tokens);
     const scoring = await countProducts(() => scoreResponses(agent.model, k, items));
     assert.ok(scoring > 0);
     assert.equal(learner.products - sampler.products, scoring);

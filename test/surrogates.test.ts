@@ -10,7 +10,7 @@ import { VARIANT_RECIPES } from '../src/algorithms/recipes.js';
 import { FOREIGN_SURROGATES, OWN_SURROGATES, SURROGATES } from '../src/algorithms/surrogates.js';
 import { parseRunConfig } from '../src/config/load-config.js';
 import { configJsonSchema } from '../src/config/rl-config.js';
-import { updateRecipe } from '../src/train/rl-trainer.js';
+import { resolveRun } from '../src/train/resolved-run.js';
 import { near } from './helpers.js';
 
 /** The enum of a config field in the JSON Schema, e.g. ['optim', 'surrogate']. */
@@ -53,9 +53,9 @@ test('CISPO keeps the gradient of every token, −w·clip(ρ)·A, where the PPO 
 test('CISPO is one recipe row: `preset: cispo` trains with it under GRPO settings', () => {
   assert.equal(VARIANT_RECIPES.cispo.surrogate, 'cispo');
   const cfg = parseRunConfig({ preset: 'cispo', agents: [{ name: 'a', checkpoint: 'x' }] });
-  const r = updateRecipe(cfg);
+  const r = resolveRun(cfg).recipe;
   assert.deepEqual([r.surrogate, r.advantage, r.aggregation, r.clip], ['cispo', 'group-std', 'token-mean', DAPO_CLIP]);
-  const grpo = updateRecipe(parseRunConfig({ agents: [{ name: 'a', checkpoint: 'x' }] }));
+  const grpo = resolveRun(parseRunConfig({ agents: [{ name: 'a', checkpoint: 'x' }] })).recipe;
   assert.equal(grpo.surrogate, 'token-clip');
 });
 

@@ -3,6 +3,7 @@ import { runAgentProcess } from '../distributed/agent-run.js';
 import { closeDefaultPool } from '../rewards/worker-pool.js';
 import { StopRequest } from '../run/interrupt.js';
 import { createProgressDisplay } from '../train/progress.js';
+import { resolveRun } from '../train/resolved-run.js';
 import { checkRunFits } from '../train/run-plan.js';
 import { machineMemory } from '../util/memory.js';
 
@@ -23,7 +24,7 @@ export interface AgentCliOptions {
 /** `hacrl agent`: one agent of a run in this process, exchanging rollouts with the others over NATS JetStream. */
 export async function runAgent(o: AgentCliOptions): Promise<void> {
   const cfg = await loadRunConfig(o.config, o.set);
-  if (!o.skipMemoryCheck) await checkRunFits(cfg, machineMemory(), { local: (name) => name === o.agent });
+  if (!o.skipMemoryCheck) await checkRunFits(resolveRun(cfg), machineMemory(), { local: (name) => name === o.agent });
   // The same command continues the agent from its newest checkpoint: no --resume needed.
   const stop = new StopRequest({ resumeHint: 'Run the same command again to continue' }).install();
   try {

@@ -1,5 +1,6 @@
 import { configJsonSchema } from '../config/rl-config.js';
 import { loadRunConfig } from '../config/load-config.js';
+import { resolveRun } from '../train/resolved-run.js';
 import { planRun } from '../train/run-plan.js';
 import { machineMemory } from '../util/memory.js';
 import { planVerdict } from './plan.js';
@@ -16,7 +17,7 @@ export function runConfigSchema(): void {
 export async function runConfigResolve(file: string | undefined, overrides: readonly string[]): Promise<void> {
   const cfg = await loadRunConfig(file, overrides);
   console.log(JSON.stringify(cfg, null, 2));
-  const line = await planRun(cfg).then(
+  const line = await planRun(resolveRun(cfg)).then(
     ({ plan }) => planVerdict(plan, machineMemory()),
     (e: unknown) => `memory plan: not available (${e instanceof Error ? e.message : String(e)})`,
   );

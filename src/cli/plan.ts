@@ -1,5 +1,6 @@
 import { loadRunConfig } from '../config/load-config.js';
 import type { MemoryHeld, MemoryPlan } from '../model/memory-plan.js';
+import { resolveRun } from '../train/resolved-run.js';
 import { gib, planRun, precisionRefusal, type RunPlan } from '../train/run-plan.js';
 import { machineMemory, type MachineMemory } from '../util/memory.js';
 
@@ -53,11 +54,11 @@ function printPlan({ plan, prompts }: RunPlan, m: MachineMemory): void {
 
 /** `hacrl plan`: the estimated peak memory of a run, per agent and part, against this machine's memory. */
 export async function runPlan(o: PlanCliOptions): Promise<void> {
-  const cfg = await loadRunConfig(o.config, o.set);
+  const run = resolveRun(await loadRunConfig(o.config, o.set));
   // A run this machine cannot compute is refused here as `hacrl train` would refuse it.
-  const refusal = precisionRefusal(cfg);
+  const refusal = precisionRefusal(run.agents);
   if (refusal) throw new Error(refusal);
-  const planned = await planRun(cfg, o.promptTokens === undefined ? {} : { promptTokens: o.promptTokens });
+  const planned = await planRun(run, o.promptTokens === undefined ? {} : { promptTokens: o.promptTokens });
   const m = machineMemory();
   if (o.json) console.log(JSON.stringify({ ...planned, machine: m }));
   else printPlan(planned, m);

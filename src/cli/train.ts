@@ -3,6 +3,7 @@ import { closeDefaultPool } from '../rewards/worker-pool.js';
 import { createProgressDisplay } from '../train/progress.js';
 import { resumeCommand, StopRequest } from '../run/interrupt.js';
 import { trainRl } from '../train/rl-trainer.js';
+import { resolveRun } from '../train/resolved-run.js';
 import { checkRunFits } from '../train/run-plan.js';
 import { machineMemory } from '../util/memory.js';
 
@@ -21,7 +22,7 @@ export interface TrainCliOptions {
 /** `hacrl train`: the training the configuration names (its algorithm's recipe); a live status line on a terminal, plain lines otherwise. */
 export async function runTrain(o: TrainCliOptions): Promise<void> {
   const cfg = await loadRunConfig(o.config, o.set);
-  if (!o.skipMemoryCheck) await checkRunFits(cfg, machineMemory());
+  if (!o.skipMemoryCheck) await checkRunFits(resolveRun(cfg), machineMemory());
   const stop = new StopRequest({ resumeHint: `Resume with: ${resumeCommand(process.argv.slice(2))}` }).install();
   try {
     await trainRl(cfg, { resume: o.resume, progress: createProgressDisplay(process.stdout), stop });

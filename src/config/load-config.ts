@@ -8,8 +8,12 @@ import { parse as parseYaml } from 'yaml';
 import { parseWith } from '../util/json-file.js';
 import { applyOverrides } from './overrides.js';
 import { applyRecipe } from './recipe-defaults.js';
-import { RunConfigSchema, type RunConfig } from './rl-config.js';
+import { checkRunConfig } from './rl-config-checks.js';
+import { RunConfigObject, type RunConfig } from './rl-config.js';
 import { isPlainObject, unknownKeys } from './schema-keys.js';
+
+/** The run configuration: fields with defaults and docs, then the cross-field checks. */
+const RunConfigSchema = RunConfigObject.superRefine(checkRunConfig);
 
 /** Reads a config file: JSON for `.json`, YAML otherwise; an empty file is an empty config. */
 export async function readConfigFile(path: string): Promise<Record<string, unknown>> {

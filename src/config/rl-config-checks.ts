@@ -7,7 +7,7 @@ import type { z } from 'zod';
 import { stepwiseLowerBound } from '../algorithms/hacpo/stepwise-clip.js';
 import { VARIANT_RECIPES, sharesRollouts } from '../algorithms/recipes.js';
 import { SURROGATES } from '../algorithms/surrogates.js';
-import type { RunConfigFields } from './rl-config.js';
+import type { RunConfig } from './rl-config.js';
 
 /** A refused combination: where to look and what to change. */
 export interface ConfigIssue {
@@ -15,7 +15,7 @@ export interface ConfigIssue {
   message: string;
 }
 
-type Check = (c: RunConfigFields) => ConfigIssue[];
+type Check = (c: RunConfig) => ConfigIssue[];
 
 const issue = (path: (string | number)[], message: string): ConfigIssue[] => [{ path, message }];
 
@@ -60,7 +60,7 @@ const agentNamesUnique: Check = (c) =>
   );
 
 /** The group size of agent i: its own or the run-wide one. */
-const groupSizeOf = (c: RunConfigFields, i: number): number => c.agents[i]?.groupSize ?? c.rollout.groupSize;
+const groupSizeOf = (c: RunConfig, i: number): number => c.agents[i]?.groupSize ?? c.rollout.groupSize;
 
 const workflowMatchesAlgorithm: Check = (c) => {
   const atGrpo = c.algorithm === 'at-grpo';
@@ -275,12 +275,12 @@ const SIZE_FIELDS = /^(rollout\.(promptsPerStep|groupSize)|agents\.\d+\.groupSiz
  * its own bound) the mini-batch check is skipped: its divisor search over promptsPerStep × groupSize = 1e18 would take
  * seconds, and the size's own error says what to change.
  */
-export function configIssues(c: RunConfigFields, sizesInBounds = true): ConfigIssue[] {
+export function configIssues(c: RunConfig, sizesInBounds = true): ConfigIssue[] {
   return CHECKS.filter((check) => sizesInBounds || check !== miniBatchesDivide).flatMap((check) => check(c));
 }
 
 /** The checks as a zod refinement: every issue is reported at its field. */
-export function checkRunConfig(c: RunConfigFields, ctx: z.RefinementCtx): void {
+export function checkRunConfig(c: RunConfig, ctx: z.RefinementCtx): void {
   const sizesInBounds = !ctx.issues.some((i) => SIZE_FIELDS.test((i.path ?? []).join('.')));
   for (const { path, message } of configIssues(c, sizesInBounds)) ctx.addIssue({ code: 'custom', path, message });
 }

@@ -1,6 +1,7 @@
 /**
  * The configuration of an RL run: one zod schema with defaults and a one-line doc per field (what `hacrl config
- * schema` prints), cross-field checks run up front (rl-config-checks.ts), and the per-agent view the trainer uses.
+ * schema` prints) and the per-agent view the trainer uses; the cross-field checks (rl-config-checks.ts) join it where
+ * a config is parsed (load-config.ts).
  * Agents are a list so that multi-agent algorithms (HACPO) add per-agent settings without reshaping the file.
  */
 import { z } from 'zod';
@@ -22,7 +23,6 @@ import { WorkflowConfigSchema } from '../workflows/workflow-config.js';
 import { ALL_LINEAR, LORA_TARGET_NAMES } from '../model/lora.js';
 import { PRECISIONS, type Precision } from '../tensor/bf16.js';
 import { defaultsByAlgorithm, describeVariants } from './recipe-defaults.js';
-import { checkRunConfig } from './rl-config-checks.js';
 
 /** A schema with its default and doc, kept together so that the doc always states the real default. */
 interface Field<T extends z.ZodType> {
@@ -217,7 +217,7 @@ export const AgentConfigSchema = z.strictObject({
     ),
 });
 
-const RunConfigObject = z.strictObject({
+export const RunConfigObject = z.strictObject({
   algorithm: withDefault(
     field(
       z.enum(ALGORITHMS),
@@ -497,16 +497,10 @@ const RunConfigObject = z.strictObject({
   }),
 });
 
-/** The config's fields before the cross-field checks (what those checks receive). */
-export type RunConfigFields = z.output<typeof RunConfigObject>;
-
-/** The run configuration: fields with defaults and docs, then the cross-field checks. */
-export const RunConfigSchema = RunConfigObject.superRefine(checkRunConfig);
-
 /** What a config file may hold (defaults still to fill). */
-export type RunConfigInput = z.input<typeof RunConfigSchema>;
+export type RunConfigInput = z.input<typeof RunConfigObject>;
 /** A validated run configuration with every default filled in. */
-export type RunConfig = z.output<typeof RunConfigSchema>;
+export type RunConfig = z.output<typeof RunConfigObject>;
 /** One agent's entry as written in the config. */
 export type AgentConfig = RunConfig['agents'][number];
 

@@ -6,11 +6,12 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { parseSavedRunConfig } from '../config/load-config.js';
-import { resolveAgents, type RunConfig } from '../config/rl-config.js';
+import type { RunConfig } from '../config/rl-config.js';
 import { readHfConfig } from '../model/hf-config.js';
 import type { StopRequest } from '../run/interrupt.js';
 import { findLatestCheckpoint, RunFolder } from '../run/run-folder.js';
 import type { ProgressDisplay } from '../train/progress.js';
+import { resolveRun } from '../train/resolved-run.js';
 import { trainRl } from '../train/rl-trainer.js';
 import { RolloutExchange } from './exchange.js';
 import { brokerCredentials, NatsTransport } from './nats-transport.js';
@@ -40,7 +41,7 @@ export function runIdOf(cfg: RunConfig): string {
 
 /** Runs agent `o.agent` of `cfg` until the last step; a restart continues from its newest checkpoint. */
 export async function runAgentProcess(cfg: RunConfig, o: AgentRunOptions): Promise<void> {
-  const agents = resolveAgents(cfg);
+  const { agents, exchange: shapes } = resolveRun(cfg);
   if (!agents.some((a) => a.name === o.agent))
     throw new Error(
       `--agent ${o.agent}: the config has no such agent (it has ${agents.map((a) => a.name).join(', ')})`,
@@ -57,11 +58,7 @@ export async function runAgentProcess(cfg: RunConfig, o: AgentRunOptions): Promi
   const vocab = new Map(
     await Promise.all(agents.map(async (a) => [a.name, (await readHfConfig(a.checkpoint)).vocabSize] as const)),
   );
-  const limits = (name: string): StepLimits => ({
-    groups: cfg.rollout.promptsPerStep,
-    groupSize: agents.find((a) => a.name === name)!.groupSize,
-    vocabSize: vocab.get(name)!,
-  });
+  const limits = (name: string): StepLimits => ({ ...shapes.get(name)!, vocabSize: vocab.get(name)! });
   const x = cfg.exchange;
   const tlsFiles = { caFile: x.tlsCaFile, certFile: x.tlsCertFile, keyFile: x.tlsKeyFile };
   const tls = Object.values(tlsFiles).some((f) => f !== undefined)

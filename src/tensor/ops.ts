@@ -436,52 +436,80 @@ export function lmHeadLogProbs(
       for (let r0 = 0; r0 < rows; r0 += chunk) {
         const n = Math.min(chunk, rows - r0);
         const z = keep ? logits.subarray(r0 * vocab, (r0 + n) * vocab) : chunkLogits(r0, n, op);
-        // The log-prob backward overwrites the logits in place; the entropy term needs them, so it reads a copy.
-        const zCopy = withEntropy ? z.slice() : null;
-        ctx.k.gatherLogProbsBackward(
-          z,
-          targets.subarray(r0, r0 + n),
-          lse.subarray(r0, r0 + n),
-          dy.subarray(r0, r0 + n),
-          z,
+        const rowsOf = (a: F32): F32 => a.subarray(r0, r0 + n);
+        headChunkBackward(ctx, z, op, precision, {
+          r0,
           n,
           vocab,
-        );
-        if (zCopy)
-          ctx.k.entropyBackward(
-            zCopy,
-            lse.subarray(r0, r0 + n),
-            entropy!.subarray(r0, r0 + n),
-            entropySeed!.subarray(r0, r0 + n),
-            z,
-            n,
-            vocab,
-          );
-        const g = productOperand(ctx.k, z, precision, 'grad');
-        if (dHidden)
-          ctx.k.gemm({
-            m: n,
-            n: dim,
-            k: vocab,
-            a: { data: g },
-            b: { data: op.w },
-            c: { data: dHidden, offset: r0 * dim },
-            beta: 1,
-          });
-        if (dWeight)
-          ctx.k.gemm({
-            transA: true,
-            m: vocab,
-            n: dim,
-            k: n,
-            a: { data: g },
-            b: { data: op.h, offset: r0 * dim },
-            c: { data: dWeight },
-            beta: 1,
-          });
+          dim,
+          targets: targets.subarray(r0, r0 + n),
+          lse: rowsOf(lse),
+          dy: rowsOf(dy),
+          entropy: withEntropy ? { values: rowsOf(entropy!), seed: rowsOf(entropySeed!) } : null,
+          dHidden,
+          dWeight,
+        });
       }
     }, out);
   return { logProb: out, entropy, entropySeed };
+}
+
+/** One chunk of rows of the head's backward (lmHeadLogProbs): what it reads besides the chunk's logits. */
+interface HeadChunk {
+  /** First row and rows of the chunk; the vocabulary and hidden width. */
+  r0: number;
+  n: number;
+  vocab: number;
+  dim: number;
+  /** The chunk's targets, log-sum-exps and log-prob gradients. */
+  targets: I32;
+  lse: F32;
+  dy: F32;
+  /** Its entropies and their gradients, when an entropy term has a gradient; null otherwise. */
+  entropy: { values: F32; seed: F32 } | null;
+  /** Where the hidden states' and the head's gradients are added (null: not wanted). */
+  dHidden: F32 | null;
+  dWeight: F32 | null;
+}
+
+/**
+ * The backward of one chunk of the head: the logits `z` become their gradient in place (log-prob and, when asked,
+ * entropy terms), which then adds its products with the head (`op.w`) into dHidden and with the hidden rows into
+ * dWeight.
+ */
+function headChunkBackward(
+  ctx: Ctx,
+  z: F32,
+  op: { h: ProductData; w: ProductData },
+  precision: Precision,
+  c: HeadChunk,
+): void {
+  // The log-prob backward overwrites the logits in place; the entropy term needs them, so it reads a copy.
+  const zCopy = c.entropy ? z.slice() : null;
+  ctx.k.gatherLogProbsBackward(z, c.targets, c.lse, c.dy, z, c.n, c.vocab);
+  if (zCopy) ctx.k.entropyBackward(zCopy, c.lse, c.entropy!.values, c.entropy!.seed, z, c.n, c.vocab);
+  const g = productOperand(ctx.k, z, precision, 'grad');
+  if (c.dHidden)
+    ctx.k.gemm({
+      m: c.n,
+      n: c.dim,
+      k: c.vocab,
+      a: { data: g },
+      b: { data: op.w },
+      c: { data: c.dHidden, offset: c.r0 * c.dim },
+      beta: 1,
+    });
+  if (c.dWeight)
+    ctx.k.gemm({
+      transA: true,
+      m: c.vocab,
+      n: c.dim,
+      k: c.n,
+      a: { data: g },
+      b: { data: op.h, offset: c.r0 * c.dim },
+      c: { data: c.dWeight },
+      beta: 1,
+    });
 }
 
 /** Σ_i w_i·x_i as a one-element tensor: how a loss written over per-token values (RL objectives, SFT) enters autograd. */

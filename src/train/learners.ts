@@ -6,7 +6,7 @@
  */
 import { resolve } from 'node:path';
 import { CapabilityTracker } from '../algorithms/hacpo/index.js';
-import { resolveAgents, type ResolvedAgent, type RunConfig } from '../config/rl-config.js';
+import type { ResolvedAgent } from '../config/rl-config.js';
 import { adaptedModules, LoraAdapters } from '../model/lora.js';
 import { adapt, withoutAdapters } from '../model/peft.js';
 import { loadPretrained, sharedBase, type BaseModels, type Pretrained } from '../model/pretrained.js';
@@ -15,6 +15,7 @@ import { learningRate } from '../optim/schedule.js';
 import type { AgentTrainState, TrainState } from '../run/train-state.js';
 import { Rng } from '../util/rng.js';
 import type { Learner } from './learner-step.js';
+import type { ResolvedRun } from './resolved-run.js';
 import { Transformer } from '../model/transformer.js';
 
 /**
@@ -39,16 +40,16 @@ export interface TeamMember extends Omit<Learner, 'lr'> {
 const LORA_DROPOUT = 'lora_dropout';
 
 /**
- * Agent `i` as its starting checkpoint holds it, with a new optimizer and its RNGs from the seed. A LoRA agent gets
+ * Agent `i` as its starting checkpoint holds it, with a new optimizer and its RNGs from `seed`. A LoRA agent gets
  * fresh adapters (drawn from the seed) on its checkpoint, taken from `bases`: one frozen copy per base folder.
  */
-async function freshAgent(cfg: RunConfig, a: ResolvedAgent, i: number, bases: BaseModels): Promise<AgentTrainState> {
+async function freshAgent(a: ResolvedAgent, i: number, seed: number, bases: BaseModels): Promise<AgentTrainState> {
   let pretrained: Pretrained;
   if (a.lora) {
     const base = await sharedBase(resolve(a.checkpoint), bases, a.precision);
     let adapters;
     try {
-      adapters = LoraAdapters.init(base.model.cfg, a.lora, resolve(a.checkpoint), cfg.seed * 104729 + 17 * i + 3);
+      adapters = LoraAdapters.init(base.model.cfg, a.lora, resolve(a.checkpoint), seed * 104729 + 17 * i + 3);
     } catch (e) {
       throw new Error(`agent ${a.name} (${a.checkpoint}): ${(e as Error).message}`);
     }
@@ -59,55 +60,62 @@ async function freshAgent(cfg: RunConfig, a: ResolvedAgent, i: number, bases: Ba
     pretrained,
     optimizer: { step: 0, m: new Map(), v: new Map() },
     rngs: {
-      sampling: new Rng(cfg.seed * 104729 + 17 * i + 2).state(),
+      sampling: new Rng(seed * 104729 + 17 * i + 2).state(),
       ...(pretrained.model.adapters ? { [LORA_DROPOUT]: pretrained.model.adapters.rng.state() } : {}),
     },
   };
 }
 
-/** A fresh state: the agents as their checkpoints hold them, new optimizers, RNGs from the seed. */
-export async function initialState(cfg: RunConfig): Promise<TrainState> {
+/** A fresh state: `agents` as their checkpoints hold them, new optimizers, RNGs from `seed`. */
+export async function initialState(agents: readonly ResolvedAgent[], seed: number): Promise<TrainState> {
   const bases: BaseModels = new Map();
   return {
     step: 0,
     nonFiniteStreak: 0,
     cursor: { epoch: 0, position: 0 },
-    rngs: { order: new Rng(cfg.seed * 7919 + 1).state() },
-    agents: await Promise.all(resolveAgents(cfg).map((a, i) => freshAgent(cfg, a, i, bases))),
+    rngs: { order: new Rng(seed * 7919 + 1).state() },
+    agents: await Promise.all(agents.map((a, i) => freshAgent(a, i, seed, bases))),
     extra: {},
   };
 }
 
 /**
  * A resumed state with every agent of the run, in config order: a checkpoint holds the agents its process trains,
- * the others start as their checkpoints hold them (read for their tokenizers). A saved whole model holds fp32 masters
- * whatever its precision; its products follow the config's.
+ * the others start as their checkpoints hold them (read for their tokenizers; RNGs from `seed`). A saved whole model
+ * holds fp32 masters whatever its precision; its products follow the config's.
  */
-export async function withEveryAgent(cfg: RunConfig, state: TrainState): Promise<TrainState> {
+export async function withEveryAgent(
+  agents: readonly ResolvedAgent[],
+  seed: number,
+  state: TrainState,
+): Promise<TrainState> {
   const saved = new Map(state.agents.map((a) => [a.name, a]));
   const bases: BaseModels = new Map();
-  const agents = await Promise.all(
-    resolveAgents(cfg).map((a, i) => {
+  const every = await Promise.all(
+    agents.map((a, i) => {
       const s = saved.get(a.name);
-      if (!s) return freshAgent(cfg, a, i, bases);
+      if (!s) return freshAgent(a, i, seed, bases);
       const m = s.pretrained.model;
       if (m.adapters || m.precision === a.precision) return s;
       return { ...s, pretrained: { ...s.pretrained, model: new Transformer(m.cfg, m.params, null, a.precision) } };
     }),
   );
-  return { ...state, agents };
+  return { ...state, agents: every };
 }
 
-/** The run's learners, in config order, from `state` (fresh or resumed); `local` says which this process trains. */
+/**
+ * The run's learners, in config order, from `state` (fresh or resumed); `local` says which this process trains. A
+ * learner keeps a frozen reference when the recipe has a KL penalty.
+ */
 export async function buildLearners(
-  cfg: RunConfig,
+  run: Pick<ResolvedRun, 'agents' | 'learning' | 'recipe' | 'steps'>,
   state: TrainState,
   local: (name: string) => boolean,
 ): Promise<TeamMember[]> {
-  const o = cfg.optim;
+  const { learning, recipe } = run;
   const saved = (state.extra.capability ?? {}) as Record<string, number[]>;
   return Promise.all(
-    resolveAgents(cfg).map(async (a, i): Promise<TeamMember> => {
+    run.agents.map(async (a, i): Promise<TeamMember> => {
       const s = state.agents[i]!;
       const model = s.pretrained.model;
       if (Boolean(a.lora) !== Boolean(model.adapters))
@@ -118,23 +126,30 @@ export async function buildLearners(
       if (a.lora && model.adapters) checkSameLora(a, model.adapters);
       const dropoutState = s.rngs[LORA_DROPOUT];
       if (model.adapters && dropoutState) model.adapters.rng = Rng.fromState(dropoutState);
-      const optimizer = new AdamW(model.trainable, { lr: o.lr, weightDecay: o.weightDecay });
+      // Its rate comes from the schedule at every update: the optimizer keeps none of its own.
+      const optimizer = new AdamW(model.trainable, { weightDecay: learning.weightDecay });
       if (s.optimizer.step > 0) optimizer.load(s.optimizer);
-      const schedule = { peak: a.lr, warmupSteps: o.warmupSteps, totalSteps: cfg.steps, kind: o.schedule };
+      const schedule = {
+        peak: a.lr,
+        warmupSteps: learning.warmupSteps,
+        totalSteps: run.steps,
+        kind: learning.schedule,
+        minRatio: learning.minLrRatio,
+      };
       return {
         policy: { name: s.name, model: s.pretrained.model, tokenizer: s.pretrained.tokenizer },
         local: local(s.name),
         optimizer,
         // A LoRA agent's reference is its frozen base without the adapters: no second copy of the weights.
         reference:
-          o.klCoef > 0 && local(s.name)
+          recipe.kl !== null && local(s.name)
             ? model.adapters
               ? withoutAdapters(model)
               : (await loadPretrained(a.checkpoint, new Map(), { precision: a.precision, frozen: true })).model
             : null,
         rng: Rng.fromState(s.rngs.sampling!),
-        capability: CapabilityTracker.fromHistory(cfg.hacpo.capabilityWindow, saved[s.name] ?? []),
-        lr: (step) => learningRate(step, { ...schedule, minRatio: o.minLrRatio }),
+        capability: CapabilityTracker.fromHistory(learning.capabilityWindow, saved[s.name] ?? []),
+        lr: (step) => learningRate(step, schedule),
         alpha: a.alpha,
         stepwise: { delta: a.delta, deltaStep: a.deltaStep },
         ratioNormalization: a.ratioNormalization,

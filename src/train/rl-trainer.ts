@@ -7,59 +7,25 @@
  */
 import { performance } from 'node:perf_hooks';
 import { engine } from '../backend/engine.js';
-import { ALGORITHM_RECIPES } from '../algorithms/recipes.js';
 import { parseSavedRunConfig } from '../config/load-config.js';
-import { resolveAgents, type RunConfig } from '../config/rl-config.js';
+import type { RunConfig } from '../config/rl-config.js';
 import { RunFolder } from '../run/run-folder.js';
 import { lockRunDir } from '../run/run-lock.js';
 import type { StopRequest } from '../run/interrupt.js';
 import { loadNewestValidState, saveTrainState, type TrainState } from '../run/train-state.js';
 import { Rng } from '../util/rng.js';
 import { buildLearners, initialState, saveLearners, withEveryAgent } from './learners.js';
-import { teamStep, type UpdateRecipe } from './learner-step.js';
 import { createProgressDisplay, type ProgressDisplay } from './progress.js';
+import { resolveRun, type ResolvedRun } from './resolved-run.js';
 import { precisionRefusal } from './run-plan.js';
 import { runSource } from './run-source.js';
 import type { StepMetrics } from './sample-sources.js';
 import type { SampleRecord } from './sample-table.js';
 import { StepLog } from './step-log.js';
+import { teamStep } from './team-step.js';
 
 /** A sink for the run's console lines: one status line per step, and checkpoints, validations and warnings. */
 export type ProgressFn = (line: string) => void;
-
-/** The update settings of every learner: the algorithm's recipe as the config resolved it. */
-export function updateRecipe(cfg: RunConfig): UpdateRecipe {
-  const o = cfg.optim;
-  return {
-    surrogate: o.surrogate,
-    sharing: ALGORITHM_RECIPES[cfg.algorithm].sharing,
-    clip: { low: o.clipLow, high: o.clipHigh },
-    dualClip: o.dualClip,
-    aggregation: o.lossAggregation,
-    advantage: o.advantage,
-    kl: o.klCoef > 0 ? { coef: o.klCoef, estimator: o.klEstimator } : null,
-    entropyCoef: o.entropyCoef,
-    maskTruncated: o.maskTruncated,
-    filterZeroVariance: o.filterZeroVariance,
-    miniBatches: o.miniBatches,
-    epochs: o.epochs,
-    gradClip: o.gradClip > 0 ? o.gradClip : Infinity,
-    capabilityBaseline: cfg.hacpo.capabilityBaseline,
-    discrepancyCoefficient: cfg.hacpo.discrepancyCoefficient,
-    baseline: { kind: cfg.hacpo.baseline, omegaBand: cfg.hacpo.omegaBand, omegaPrior: cfg.hacpo.omegaPrior },
-    foreign: cfg.hacpo.foreignSurrogate,
-    ...(o.activationCheckpointing ? { activationCheckpointing: true } : {}),
-    ...(o.rolloutCorrection === 'none'
-      ? {}
-      : {
-          rolloutCorrection: {
-            mode: o.rolloutCorrection,
-            cap: o.rolloutCorrectionCap,
-            level: o.rolloutCorrectionLevel,
-          },
-        }),
-  };
-}
 
 /**
  * Completes each step's table with the records of agents that other processes train (src/distributed). This process
@@ -99,32 +65,32 @@ export interface TrainOptions {
  * the same runDir fails at once, naming this one's PID.
  */
 export async function trainRl(cfg: RunConfig, options: TrainOptions): Promise<void> {
-  const refusal = precisionRefusal(cfg);
+  const run = resolveRun(cfg);
+  const refusal = precisionRefusal(run.agents);
   if (refusal) throw new Error(refusal);
-  const lock = await lockRunDir(cfg.runDir);
+  const lock = await lockRunDir(run.runDir);
   try {
-    await trainLocked(cfg, options);
+    await trainLocked(run, options);
   } finally {
     await lock.release();
   }
 }
 
 /** trainRl's work, once the runDir is locked. */
-async function trainLocked(cfg: RunConfig, options: TrainOptions): Promise<void> {
+async function trainLocked(r: ResolvedRun, options: TrainOptions): Promise<void> {
   const k = engine();
   const display = typeof options.progress === 'function' ? createProgressDisplay(options.progress) : options.progress;
-  const run = new RunFolder(cfg.runDir);
-  const state = await openRun(run, cfg, options.resume, display);
-  const team = await buildLearners(cfg, state, (name) => options.exchange?.local.has(name) ?? true);
-  const source = await runSource(cfg, team, state.cursor, k);
-  const log = await StepLog.open(run, cfg, team, display, options.resume);
-  const recipe = updateRecipe(cfg);
+  const run = new RunFolder(r.runDir);
+  const state = await openRun(run, r, options.resume, display);
+  const team = await buildLearners(r, state, (name) => options.exchange?.local.has(name) ?? true);
+  const source = await runSource(r, team, state.cursor, k);
+  const log = await StepLog.open(run, r.steps, r.health, team, display, options.resume);
+  const { recipe, loop } = r;
   const shared = recipe.sharing !== 'none';
   const orderRng = Rng.fromState(state.rngs.order!);
-  const validation = { problems: cfg.eval.problems, samplesPerProblem: cfg.eval.samplesPerProblem, seed: cfg.seed };
   // A resume starts after a checkpoint (step ≥ 1), so the base models are validated once.
-  if (cfg.eval.atStart && state.step === 0) await log.baseValidation(await source.validate(validation));
-  for (let step = state.step; step < cfg.steps; step++) {
+  if (loop.eval.atStart && state.step === 0) await log.baseValidation(await source.validate(loop.validation));
+  for (let step = state.step; step < r.steps; step++) {
     const start = performance.now();
     const here: SampleRecord[] = [];
     const sampledHere = await source.collect({ k, step }, here);
@@ -135,14 +101,14 @@ async function trainLocked(cfg: RunConfig, options: TrainOptions): Promise<void>
     const sampleSeconds = (performance.now() - start) / 1e3;
     const learned = teamStep(table, team, recipe, k, orderRng, step);
     // Validation every eval.every steps and always after the last one (eval.every = 0: only then).
-    const last = step + 1 === cfg.steps;
-    const evalNow = last || (cfg.eval.every > 0 && (step + 1) % cfg.eval.every === 0);
+    const last = step + 1 === r.steps;
+    const evalNow = last || (loop.eval.every > 0 && (step + 1) % loop.eval.every === 0);
     await log.step({
       step: step + 1,
       sampled,
       learned,
       sampleSeconds,
-      validations: evalNow ? await source.validate(validation) : [],
+      validations: evalNow ? await source.validate(loop.validation) : [],
       samples: source.logRows(step + 1),
       seconds: (performance.now() - start) / 1e3,
       capability: shared ? team.map((l) => l.capability.estimate()) : null,
@@ -151,7 +117,7 @@ async function trainLocked(cfg: RunConfig, options: TrainOptions): Promise<void>
     const updates = learned.reduce((n, r) => n + r.updates, 0);
     const allSkipped = updates > 0 && learned.reduce((n, r) => n + r.skippedUpdates, 0) === updates;
     state.nonFiniteStreak = allSkipped ? state.nonFiniteStreak + 1 : 0;
-    if (state.nonFiniteStreak >= cfg.maxNonFiniteSteps) {
+    if (state.nonFiniteStreak >= loop.maxNonFiniteSteps) {
       const ref = await run.latestCheckpoint();
       throw new Error(
         `stopping: ${state.nonFiniteStreak} consecutive steps had a non-finite loss or gradient (lower the learning ` +
@@ -160,10 +126,10 @@ async function trainLocked(cfg: RunConfig, options: TrainOptions): Promise<void>
     }
     state.step = step + 1;
     const stopping = options.stop?.requested === true;
-    if (last || stopping || (cfg.checkpoint.every > 0 && (step + 1) % cfg.checkpoint.every === 0)) {
+    if (last || stopping || (loop.checkpoint.every > 0 && (step + 1) % loop.checkpoint.every === 0)) {
       state.rngs = { order: orderRng.state() };
       const saved = saveLearners(state, team, shared);
-      const ref = await run.commitCheckpoint(step + 1, (dir) => saveTrainState(dir, saved), cfg.checkpoint.keepLast);
+      const ref = await run.commitCheckpoint(step + 1, (dir) => saveTrainState(dir, saved), loop.checkpoint.keepLast);
       display.message(`checkpoint ${ref.dir}`);
       if (stopping && !last) throw options.stop!.interrupted(step + 1, ref.dir);
     }
@@ -175,32 +141,32 @@ async function trainLocked(cfg: RunConfig, options: TrainOptions): Promise<void>
  * The state to start from: a fresh run's (refused when the run folder already holds one), or with `resume` the latest
  * complete checkpoint of a run started with the same configuration (its logs cut back to that step).
  */
-async function openRun(run: RunFolder, cfg: RunConfig, resume: boolean, display: ProgressDisplay): Promise<TrainState> {
+async function openRun(run: RunFolder, r: ResolvedRun, resume: boolean, display: ProgressDisplay): Promise<TrainState> {
   if (!resume) {
     if (await run.latestCheckpoint().catch(() => null))
-      throw new Error(`${cfg.runDir} already holds a run; pass --resume to continue it, or choose another runDir`);
-    const state = await initialState(cfg);
-    await run.init(cfg);
+      throw new Error(`${r.runDir} already holds a run; pass --resume to continue it, or choose another runDir`);
+    const state = await initialState(r.agents, r.seed);
+    await run.init(r.saved);
     await run.truncateLogsAfter(-1);
     return state;
   }
   const latest = await run.latestCheckpoint();
-  if (!latest) throw new Error(`--resume: no complete checkpoint in ${cfg.runDir}/checkpoints; start without --resume`);
+  if (!latest) throw new Error(`--resume: no complete checkpoint in ${r.runDir}/checkpoints; start without --resume`);
   // Both sides go through the same parse of their JSON: a section defaulted to {} in memory (zod's default is not
   // parsed) has its own defaults filled when the saved file is read back.
   const normal = (c: unknown): string => JSON.stringify(parseSavedRunConfig(c, run.path('config')));
-  if (normal(await run.readConfig()) !== normal(JSON.parse(JSON.stringify(cfg))))
+  if (normal(await run.readConfig()) !== normal(r.saved))
     throw new Error(
-      `--resume: the configuration differs from the one ${cfg.runDir} was started with; resume with the same file and overrides`,
+      `--resume: the configuration differs from the one ${r.runDir} was started with; resume with the same file and overrides`,
     );
-  const precisions = new Map(resolveAgents(cfg).map((a) => [a.name, a.precision]));
+  const precisions = new Map(r.agents.map((a) => [a.name, a.precision]));
   const checkpoint = await loadNewestValidState(
     run.path('checkpoints'),
     (line) => display.message(line),
     (agent) => precisions.get(agent) ?? 'fp32',
   );
-  const state = await withEveryAgent(cfg, checkpoint);
+  const state = await withEveryAgent(r.agents, r.seed, checkpoint);
   await run.truncateLogsAfter(state.step);
-  display.message(`resuming ${cfg.runDir} from step ${state.step}`);
+  display.message(`resuming ${r.runDir} from step ${state.step}`);
   return state;
 }

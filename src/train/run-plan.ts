@@ -5,8 +5,7 @@
  */
 import { resolve } from 'node:path';
 import { bf16Refusal } from '../backend/cpu-features.js';
-import { ALGORITHM_RECIPES } from '../algorithms/recipes.js';
-import { resolveAgents, type ResolvedAgent, type RunConfig } from '../config/rl-config.js';
+import type { ResolvedAgent } from '../config/rl-config.js';
 import { readHfConfig } from '../model/hf-config.js';
 import type { Precision } from '../tensor/bf16.js';
 import { adapterMemory, planMemory, type AgentMemoryInput, type MemoryPlan } from '../model/memory-plan.js';
@@ -15,6 +14,7 @@ import { renderPrompt, type PromptOptions } from '../tasks/prompt.js';
 import { loadTokenizer } from '../tokenizer/load.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import type { MachineMemory } from '../util/memory.js';
+import type { ResolvedRun } from './resolved-run.js';
 import { GENERATION_BATCH } from './run-source.js';
 
 /** Prompt tokens assumed for a workflow run, whose multi-turn prompts are built while it runs. */
@@ -80,30 +80,35 @@ async function agentLongestPrompt(agent: ResolvedAgent, questions: readonly stri
   return longestPrompt(tokenizer, questions, prompt);
 }
 
+/** What the plan reads of a resolved run. */
+type PlanInputs = Pick<ResolvedRun, 'agents' | 'source' | 'recipe' | 'promptsPerStep'>;
+
 /**
- * The memory plan of `cfg` from each agent's config.json and tokenizer and the training data (no weights read).
+ * The memory plan of `run` from each agent's config.json and tokenizer and the training data (no weights read).
  * Rollouts shared between agents (hacpo, naive) make every learner train on all agents' sequences.
  */
-export async function planRun(cfg: RunConfig, o: RunPlanOptions = {}): Promise<RunPlan> {
-  const agents = resolveAgents(cfg);
+export async function planRun(run: PlanInputs, o: RunPlanOptions = {}): Promise<RunPlan> {
+  const { agents, source, recipe } = run;
   const questions =
-    o.promptTokens === undefined && cfg.workflow === undefined
-      ? (await loadDataSpec(cfg.data.train)).problems.map((p) => p.prompt)
+    o.promptTokens === undefined && source.kind === 'rollout'
+      ? (await loadDataSpec(source.train)).problems.map((p) => p.prompt)
       : [];
   const prompts: RunPlan['prompts'] = [];
   for (const a of agents) {
     const { precision } = a;
     if (o.promptTokens !== undefined)
       prompts.push({ agent: a.name, tokens: o.promptTokens, source: 'given', precision });
-    else if (cfg.workflow !== undefined)
+    else if (source.kind === 'workflow')
       prompts.push({ agent: a.name, tokens: WORKFLOW_PROMPT_TOKENS, source: 'workflow default', precision });
     else
       prompts.push({ agent: a.name, tokens: await agentLongestPrompt(a, questions), source: 'data.train', precision });
   }
-  const shared = ALGORITHM_RECIPES[cfg.algorithm].sharing !== 'none';
-  const sequences = agents.map((a) => cfg.rollout.promptsPerStep * a.groupSize);
+  const shared = recipe.sharing !== 'none';
+  const sequences = agents.map((a) => run.promptsPerStep * a.groupSize);
   const everyone = sequences.reduce((n, s) => n + s, 0);
   const owners = baseOwners(agents);
+  // A workflow takes its old log-probs from the training pass (optim.oldLogProbs 'sampler' is refused there).
+  const scoring = source.kind === 'workflow' || source.oldLogProbs === 'learner' || recipe.kl !== null;
   const inputs: AgentMemoryInput[] = await Promise.all(
     agents.map(async (a, i) => ({
       name: a.name,
@@ -111,16 +116,16 @@ export async function planRun(cfg: RunConfig, o: RunPlanOptions = {}): Promise<R
       ...(await loraInputs(a, owners.get(a.name))),
       local: o.local?.(a.name) ?? true,
       // A LoRA agent's KL reference is its base without the adapters: no copy.
-      reference: cfg.optim.klCoef > 0 && a.lora === null,
-      scores: cfg.optim.oldLogProbs === 'learner' || cfg.optim.klCoef > 0,
+      reference: recipe.kl !== null && a.lora === null,
+      scores: scoring,
       precision: a.precision,
       sequences: sequences[i]!,
       generationBatch: GENERATION_BATCH,
       promptTokens: prompts[i]!.tokens,
       maxNewTokens: a.maxNewTokens,
       trainSequences: shared ? everyone : sequences[i]!,
-      miniBatches: cfg.optim.miniBatches,
-      checkpointing: cfg.optim.activationCheckpointing,
+      miniBatches: recipe.miniBatches,
+      checkpointing: recipe.activationCheckpointing === true,
     })),
   );
   return { plan: planMemory(inputs), prompts };
@@ -190,19 +195,21 @@ export function memoryRefusal(plan: MemoryPlan, machine: MachineMemory): string 
 }
 
 /**
- * Why this machine cannot compute the products of `cfg`'s bf16 agents with `backend` (default the one selected,
- * HACRL_BACKEND) on a CPU with `flags` (default this one's), or null: checked before any weight is read.
+ * Why this machine cannot compute the products of the bf16 agents among `agents` with `backend` (default the one
+ * selected, HACRL_BACKEND) on a CPU with `flags` (default this one's), or null: checked before any weight is read.
  */
-export function precisionRefusal(cfg: RunConfig, backend?: string, flags?: ReadonlySet<string>): string | null {
-  const bf16 = resolveAgents(cfg)
-    .filter((a) => a.precision === 'bf16')
-    .map((a) => a.name);
+export function precisionRefusal(
+  agents: readonly ResolvedAgent[],
+  backend?: string,
+  flags?: ReadonlySet<string>,
+): string | null {
+  const bf16 = agents.filter((a) => a.precision === 'bf16').map((a) => a.name);
   const why = bf16.length > 0 ? bf16Refusal(backend, flags) : null;
   return why && `precision bf16 (agent${bf16.length > 1 ? 's' : ''} ${bf16.join(', ')}): ${why}`;
 }
 
-/** Plans `cfg` and throws memoryRefusal's message when it does not fit in `machine`. */
-export async function checkRunFits(cfg: RunConfig, machine: MachineMemory, o: RunPlanOptions = {}): Promise<void> {
-  const refusal = memoryRefusal((await planRun(cfg, o)).plan, machine);
+/** Plans `run` and throws memoryRefusal's message when it does not fit in `machine`. */
+export async function checkRunFits(run: PlanInputs, machine: MachineMemory, o: RunPlanOptions = {}): Promise<void> {
+  const refusal = memoryRefusal((await planRun(run, o)).plan, machine);
   if (refusal) throw new Error(refusal);
 }

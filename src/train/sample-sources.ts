@@ -136,7 +136,7 @@ export interface RolloutData {
 /** The metrics of one policy's records: rewards, accuracy, lengths. */
 export function recordMetrics(records: readonly SampleRecord[]): StepMetrics {
   const rewards = records.map((r) => r.reward);
-  const lengths = records.map((r) => r.tokens[r.generator]!.response.length);
+  const lengths = records.map((r) => r.tokens.response.length);
   // Accuracy is the math reward's verdict when there is one (a format bonus must not count as correct).
   const correct = records.map((r) => r.rewardParts.math ?? r.reward);
   return {
@@ -206,13 +206,9 @@ export class RolloutSource implements SampleSource {
           prompt: r.problem.prompt,
           gold: r.problem.answer,
           text: r.text,
-          tokens: {
-            [policy.name]: { prompt: r.promptIds, response: r.responseIds, generatorSpan: r.responseIds.length },
-          },
-          dropped: {},
+          tokens: { prompt: r.promptIds, response: r.responseIds },
           generatorLogProbs: old[i]!,
           samplingLogProbs: r.samplingLogProbs,
-          refLogProbs: {},
           reward: scored.scores[i]!.total,
           rewardParts: scored.scores[i]!.values,
           truncated: r.truncated,

@@ -4,8 +4,6 @@
  * warnings read from each agent's history, and the console's validation lines and status line.
  */
 import { z } from 'zod';
-import type { RunConfig } from '../config/rl-config.js';
-import { resolveAgents } from '../config/rl-config.js';
 import { agentMetrics, namespaced } from '../run/metric-names.js';
 import type { RunFolder } from '../run/run-folder.js';
 import { readJsonl } from '../util/jsonl.js';
@@ -56,12 +54,14 @@ export class StepLog {
   }
 
   /**
-   * The log of a run: each agent's metric rows so far are what the health warnings read, so a resume reloads them
-   * from metrics.jsonl (already cut back to the checkpoint) and warns exactly as an uninterrupted run would.
+   * The log of a run of `steps` steps, each agent warned by its `thresholds`: each agent's metric rows so far are
+   * what the health warnings read, so a resume reloads them from metrics.jsonl (already cut back to the checkpoint)
+   * and warns exactly as an uninterrupted run would.
    */
   static async open(
     run: RunFolder,
-    cfg: RunConfig,
+    steps: number,
+    thresholds: ReadonlyMap<string, HealthThresholds>,
     team: readonly TeamMember[],
     display: ProgressDisplay,
     resume: boolean,
@@ -69,10 +69,7 @@ export class StepLog {
     const rows = resume ? await readJsonl(run.path('metrics'), z.looseObject({})) : [];
     const names = team.flatMap((l) => (l.local ? [l.policy.name] : []));
     const history = new Map(names.map((n) => [n, rows.map((row) => agentMetrics(n, row))]));
-    const thresholds = new Map(
-      resolveAgents(cfg).map((a) => [a.name, { ...cfg.logging, maxNewTokens: a.maxNewTokens }]),
-    );
-    return new StepLog(run, team, display, thresholds, history, cfg.steps);
+    return new StepLog(run, team, display, thresholds, history, steps);
   }
 
   /** The base models' validation, logged as the row of step 0 so that every curve starts before the first update. */
