@@ -15,7 +15,7 @@ import {
   biasMarkdown,
   correlation,
 } from '../src/experiments/baseline-bias.js';
-import { biasPlots, writeBiasPage } from '../src/report/bias-plot.js';
+import { biasPlots, writeBiasPage } from '../src/experiments/baseline-bias-plot.js';
 
 const close = (a: number, b: number, tol = 1e-12) => assert.ok(Math.abs(a - b) <= tol, `${a} vs ${b}`);
 const row = (rows: BiasRow[], name: string) => rows.find((r) => r.estimator === name)!;

@@ -1,11 +1,11 @@
 // `hacrl score` from the outside: text and id rows through the CLI, checked against the PyTorch reference.
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { engine } from '../src/backend/engine.js';
-import { loadPretrained } from '../src/model/pretrained.js';
+import { loadPretrained, loadPretrainedModel } from '../src/model/pretrained.js';
 import { scoreResponses } from '../src/model/response-log-probs.js';
 import { saveModel } from '../src/model/weights.js';
 import { CharTokenizer } from '../src/tokenizer/char-tokenizer.js';
@@ -91,6 +91,23 @@ describe('hacrl score', async () => {
     assert.notEqual(r2.status, 0);
     assert.match(r2.stderr, /row 1: token id 500 is outside the vocabulary/);
   });
+
+  test('rows of ids score under a folder without tokenizer files, as under the same model with them; text is refused', async () => {
+    const bare = join(root, 'bare');
+    await mkdir(bare);
+    for (const f of ['config.json', 'model.safetensors']) await copyFile(join(dir, f), join(bare, f));
+    const idRows = join(root, 'ids.jsonl');
+    await writeFile(idRows, `${JSON.stringify(rows[1])}\n`);
+    const scores = (model: string): unknown => {
+      const r = hacrl(['score', '--model', model, '--input', idRows]);
+      assert.equal(r.status, 0, r.stderr);
+      return JSON.parse(r.stdout);
+    };
+    assert.deepEqual(scores(bare), scores(dir));
+    const r = hacrl(['score', '--model', bare, '--input', input]);
+    assert.notEqual(r.status, 0);
+    assert.match(r.stderr, /row 1 is text \(\{prompt, response\}\), which needs a tokenizer, and .*bare has none/);
+  });
 });
 
 describe('hacrl score on a PEFT adapter folder', () => {
@@ -131,5 +148,8 @@ describe('hacrl score on a PEFT adapter folder', () => {
       { prompt: rows[1]!.prompt_ids!, response: rows[1]!.response_ids! },
     ];
     assert.deepEqual(adapted, scoreResponses(loaded.model, engine(), items));
+    // The tokenizer-free loader that id rows use puts the same adapters on the same base.
+    const bare = await loadPretrainedModel(join(dir, 'adapter'));
+    assert.deepEqual([adapted[1]], scoreResponses(bare, engine(), [items[1]!]));
   });
 });

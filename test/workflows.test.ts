@@ -86,6 +86,17 @@ describe('tree sampling', () => {
     close(returns['planner']!, 11.04);
   });
 
+  test('an unreadable tool proposal logs r_env(no action) = −1, as the planner, and trains on its parseFailure', async () => {
+    const wf = handWorkflow({ maxTurns: 1 });
+    const { policy } = scripted({ tool: ['no idea', '["R"]'], planner: ['pass', 'pass'] });
+    const { samples } = await treeRollout(wf, { seeds: [0], groupSize: 2, policies: { shared: policy } });
+    const [unread, read] = samples.filter((s) => s.role === 'tool');
+    const planner = samples.filter((s) => s.role === 'planner');
+    assert.deepEqual([unread!.parsed, unread!.envReward, unread!.own], [false, -1, -2]);
+    close(read!.envReward, -0.01 + 1.03);
+    for (const s of planner) assert.deepEqual([s.parsed, s.envReward, s.own], [false, -1, -3]);
+  });
+
   test("teamBranches: the planner also acts in the other branches, so the tool's team terms differ", async () => {
     const wf = handWorkflow();
     const { policy, calls } = scripted({
@@ -393,5 +404,6 @@ describe('math with a tool agent in the sandbox', () => {
     const { samples } = await treeRollout(wf, { seeds: [0], groupSize: 2, policies: { shared: policy } });
     close(samples[0]!.own, 5.52);
     assert.deepEqual([samples[1]!.own, samples[1]!.sandbox], [-2, 'denied']);
+    assert.equal(samples[1]!.envReward, -1, 'a failed program proposes no action');
   });
 });

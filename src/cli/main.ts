@@ -90,7 +90,10 @@ program
 program
   .command('score')
   .description('per-token log-probs of responses given prompts, under a checkpoint (JSONL in, JSONL out)')
-  .requiredOption('--model <dir>', 'checkpoint folder (config.json, weights, tokenizer files) or PEFT adapter folder')
+  .requiredOption(
+    '--model <dir>',
+    'checkpoint folder (config.json, weights; tokenizer files for text rows) or PEFT adapter folder',
+  )
   .requiredOption('--input <file>', 'JSONL rows {prompt, response} (text) or {prompt_ids, response_ids}')
   .option('--output <file>', 'where to write the JSONL results (default: standard output)')
   .option('--batch-size <n>', 'sequences per forward pass', positiveInt, 16)

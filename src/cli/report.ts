@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { runBaselineBench, type BaselineBenchOptions } from '../experiments/baseline-bias.js';
-import { writeBiasPage } from '../report/bias-plot.js';
+import { writeBiasPage } from '../experiments/baseline-bias-plot.js';
 import { buildReport } from '../report/build.js';
 import { renderPng } from '../report/png.js';
 import { writeFileAtomic } from '../util/atomic-write.js';

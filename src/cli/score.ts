@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { engine } from '../backend/engine.js';
 import { scoreResponses } from '../model/response-log-probs.js';
-import { loadPretrained } from '../model/pretrained.js';
+import { loadPretrained, loadPretrainedModel, tokenizerFolder } from '../model/pretrained.js';
+import type { Transformer } from '../model/transformer.js';
 import type { Precision } from '../tensor/bf16.js';
 import { checkIds, type Tokenizer } from '../tokenizer/tokenizer.js';
 import { checkWritableFile } from '../util/fs-errors.js';
@@ -20,7 +21,7 @@ type ScoreRow = z.output<typeof ScoreRow>;
 export interface ScoreOptions {
   /**
    * Checkpoint folder (config.json, weights, tokenizer files) or PEFT adapter folder, loaded as `hacrl eval` and
-   * `hacrl serve` load it.
+   * `hacrl serve` load it; without tokenizer files when every row is token ids.
    */
   model: string;
   /** JSONL rows: {prompt, response} text or {prompt_ids, response_ids}. */
@@ -35,10 +36,33 @@ export interface ScoreOptions {
   precision: Precision;
 }
 
-function tokenize(row: ScoreRow, tok: Tokenizer, addSpecialTokens: boolean): { prompt: number[]; response: number[] } {
+/** The row's token ids: its own, or its text encoded by `tok` (present whenever a row is text). */
+function tokenize(
+  row: ScoreRow,
+  tok: Tokenizer | null,
+  addSpecialTokens: boolean,
+): { prompt: number[]; response: number[] } {
   if ('prompt_ids' in row) return { prompt: row.prompt_ids, response: row.response_ids };
   // Prompt and response are encoded apart so the response's tokens are exactly those the response alone encodes to.
-  return { prompt: tok.encode(row.prompt, { addSpecialTokens }), response: tok.encode(row.response) };
+  return { prompt: tok!.encode(row.prompt, { addSpecialTokens }), response: tok!.encode(row.response) };
+}
+
+/**
+ * The model, with its tokenizer only when a row is text: rows of ids alone score under a folder without tokenizer
+ * files. A text row under such a folder is refused before any weight is read.
+ */
+async function loadForRows(
+  o: ScoreOptions,
+  rows: readonly ScoreRow[],
+): Promise<{ model: Transformer; tokenizer: Tokenizer | null }> {
+  const text = rows.findIndex((r) => 'prompt' in r);
+  if (text < 0) return { model: await loadPretrainedModel(o.model, { precision: o.precision }), tokenizer: null };
+  if ((await tokenizerFolder(o.model)) === null)
+    throw new Error(
+      `${o.input}: row ${text + 1} is text ({prompt, response}), which needs a tokenizer, and ${o.model} has none ` +
+        '(no tokenizer.json or vocab.json): add the tokenizer files, or give every row as {prompt_ids, response_ids}',
+    );
+  return loadPretrained(o.model, new Map(), { precision: o.precision });
 }
 
 /**
@@ -49,7 +73,7 @@ export async function runScore(o: ScoreOptions): Promise<void> {
   checkPrecisionRuns(o.precision);
   if (o.output !== undefined) await checkWritableFile(o.output, '--output');
   const rows = await readJsonl(o.input, ScoreRow);
-  const { model, tokenizer: tok } = await loadPretrained(o.model, new Map(), { precision: o.precision });
+  const { model, tokenizer: tok } = await loadForRows(o, rows);
   const items = rows.map((r, i) => {
     const item = tokenize(r, tok, o.addSpecialTokens);
     try {

@@ -63,6 +63,23 @@ async function hasTokenizer(dir: string): Promise<boolean> {
   return (await pathExists(join(dir, 'tokenizer.json'))) || (await pathExists(join(dir, 'vocab.json')));
 }
 
+/** The folder whose tokenizer loadPretrained gives `dir` (its own, else an adapter folder's base's), or null if none. */
+export async function tokenizerFolder(dir: string): Promise<string | null> {
+  if (await hasTokenizer(dir)) return dir;
+  return (await isAdapterFolder(dir)) ? tokenizerFolder(await adapterBase(dir)) : null;
+}
+
+/**
+ * The model alone, as loadPretrained loads it (an adapter folder: its frozen base with the adapters on), for work on
+ * token ids: no tokenizer or generation defaults are read, so a folder without them loads.
+ */
+export async function loadPretrainedModel(dir: string, options: LoadOptions = {}): Promise<Transformer> {
+  if (!(await isAdapterFolder(dir))) return loadModel(dir, options);
+  const baseDir = await adapterBase(dir);
+  const base = await loadPretrainedModel(baseDir, { precision: options.precision, frozen: true });
+  return adapt(base, await readAdapterFiles(dir, base.cfg, baseDir));
+}
+
 /**
  * Loads model, tokenizer and generation defaults; refuses a tokenizer whose ids do not fit the model's vocabulary,
  * and special token ids (the tokenizer's, generation_config.json's) outside it. A PEFT adapter folder

@@ -1,10 +1,11 @@
 /** Reading a run folder (config.resolved.json, metrics.jsonl, samples.jsonl) for the report. */
 import { stat } from 'node:fs/promises';
-import { basename, join, resolve, sep } from 'node:path';
+import { basename, resolve, sep } from 'node:path';
 import { z } from 'zod';
 import { pathExists, readJsonFile } from '../util/json-file.js';
 import { readJsonl } from '../util/jsonl.js';
 import { rowsPerAgent } from '../run/metric-names.js';
+import { RUN_FILES, RunFolder } from '../run/run-folder.js';
 
 /** The split of a namespaced row, re-exported for the report's readers (the protocol lives in run/metric-names.ts). */
 export { rowsPerAgent };
@@ -48,10 +49,11 @@ export interface RunData {
 export async function loadRun(dir: string, label: string = basename(resolve(dir))): Promise<RunData> {
   const info = await stat(dir).catch(() => null);
   if (!info?.isDirectory()) throw new Error(`run folder ${dir} does not exist or is not a folder`);
-  const metricsPath = join(dir, 'metrics.jsonl');
-  if (!(await pathExists(metricsPath))) throw new Error(`run folder ${dir} has no metrics.jsonl`);
-  const configPath = join(dir, 'config.resolved.json');
-  const samplesPath = join(dir, 'samples.jsonl');
+  const run = new RunFolder(dir);
+  const metricsPath = run.path('metrics');
+  if (!(await pathExists(metricsPath))) throw new Error(`run folder ${dir} has no ${RUN_FILES.metrics}`);
+  const configPath = run.path('config');
+  const samplesPath = run.path('samples');
   // A run that has only just started may not have written its config or any samples yet; it still gets plotted.
   const [metrics, config, samples] = await Promise.all([
     readJsonl(metricsPath, MetricRowSchema).then((rows) => rows.flatMap(rowsPerAgent)),

@@ -10,10 +10,18 @@ import { constants } from 'node:os';
 import type { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { SOURCE_FD } from './isolation.js';
-import type { SandboxLimits, SandboxOutcome, SandboxResult } from './run-code.js';
+import type { SandboxOutcome, SandboxResult } from './sandbox-types.js';
 
-/** The limits the launcher enforces itself (the others are in the command's isolation layers). */
-type RunLimits = Pick<SandboxLimits, 'timeoutMs' | 'maxOutputBytes'>;
+/**
+ * The limits the launcher enforces itself, as SandboxLimits (run-code.ts) names them; the others are in the command's
+ * isolation layers.
+ */
+interface RunLimits {
+  /** Wall time before the program is killed, in ms. */
+  timeoutMs: number;
+  /** Bytes of stdout (and, separately, of stderr) kept before the process is killed. */
+  maxOutputBytes: number;
+}
 /** One run asked of the launcher. */
 interface Request {
   id: number;

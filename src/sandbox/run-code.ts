@@ -13,6 +13,9 @@ import pLimit from 'p-limit';
 import { z } from 'zod';
 import { SCRATCH, isolationPrefix } from './isolation.js';
 import { runInLauncher } from './launcher.js';
+import type { SandboxResult } from './sandbox-types.js';
+
+export { SANDBOX_OUTCOMES, type SandboxOutcome, type SandboxResult } from './sandbox-types.js';
 
 const MIB = 1 << 20;
 
@@ -84,40 +87,6 @@ export const SandboxLimitsSchema = z
   .describe('Limits of the sandbox running tool code, and whether equal programs share a run');
 /** Sandbox limits with defaults filled in. */
 export type SandboxLimits = z.output<typeof SandboxLimitsSchema>;
-
-/**
- * How a run ended: 'ok' (exit 0), 'error' (an exception or a non-zero exit), 'timeout' (wall time), 'memory' (heap or
- * address-space limit), 'output-limit' (too much stdout/stderr, or a file over maxFileBytes), 'denied' (refused by
- * the sandbox and not caught: access outside the scratch folder, a child process, a worker, a native addon,
- * WebAssembly memory, a signal to a process outside the sandbox, a socket or network connection, a full scratch
- * folder).
- */
-export type SandboxOutcome = 'ok' | 'error' | 'timeout' | 'memory' | 'output-limit' | 'denied';
-
-/** All outcomes, for metrics that count each. */
-export const SANDBOX_OUTCOMES: readonly SandboxOutcome[] = [
-  'ok',
-  'error',
-  'timeout',
-  'memory',
-  'output-limit',
-  'denied',
-];
-
-/** The result of one sandboxed run. */
-export interface SandboxResult {
-  outcome: SandboxOutcome;
-  /** Standard output, at most maxOutputBytes. */
-  stdout: string;
-  /** Standard error, at most maxOutputBytes. */
-  stderr: string;
-  /** Exit code (128 + N when the program was killed by signal N inside the sandbox), or null when killed from outside. */
-  exitCode: number | null;
-  /** The signal that ended the program, or null. */
-  signal: string | null;
-  /** Wall time of the run in ms (informational only: nothing downstream depends on it). */
-  wallMs: number;
-}
 
 /** The argv of the sandboxed process: the isolation layers, then node under its permission model. */
 function command(limits: SandboxLimits): string[] {

@@ -1,4 +1,5 @@
-// The OpenAI request bodies the server accepts (checked with zod), and its errors in OpenAI's shape.
+// The OpenAI request bodies the server accepts (checked with zod), the bodies it answers with (typed as OpenAI and
+// vLLM define them, fields in the order they are sent) and its errors in OpenAI's shape.
 import { z } from 'zod';
 
 /** An error answered to the client: HTTP status and OpenAI's {error: {message, type, param, code}} body. */
@@ -16,7 +17,7 @@ export class ApiError extends Error {
   }
 
   /** The JSON body OpenAI clients parse. */
-  body(): { error: { message: string; type: string; param: string | null; code: string | null } } {
+  body(): ErrorResponse {
     const type =
       this.status === 429 ? 'rate_limit_error' : this.status >= 500 ? 'server_error' : 'invalid_request_error';
     return { error: { message: this.message, type, param: this.param, code: this.code } };
@@ -108,4 +109,112 @@ export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.outp
 /** The text of a chat message's content (text parts joined). */
 export function messageText(c: z.output<typeof content>): string {
   return typeof c === 'string' ? c : c.map((p) => p.text).join('');
+}
+
+/** An error body: {error: {message, type, param, code}}. */
+export interface ErrorResponse {
+  error: { message: string; type: string; param: string | null; code: string | null };
+}
+
+/** One served model, as GET /v1/models/{id} answers it. */
+export interface ModelCard {
+  id: string;
+  object: 'model';
+  /** Unix time (seconds) the server began serving it. */
+  created: number;
+  owned_by: string;
+}
+
+/** GET /v1/models. */
+export interface ModelList {
+  object: 'list';
+  data: ModelCard[];
+}
+
+/** Token counts of a request: its prompts and its choices' completions. */
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+/** Why a choice ended: a stop token or string, or max_tokens; null in a stream chunk of an unfinished choice. */
+export type FinishReason = 'stop' | 'length';
+
+/** The legacy completions logprobs: per token its text, log-prob, top alternatives (text → log-prob), text offset. */
+export interface CompletionLogprobs {
+  tokens: string[];
+  token_logprobs: number[];
+  top_logprobs: Record<string, number>[];
+  text_offset: number[];
+}
+
+/** One choice of a completion: the whole text, or (streamed) a piece of it. */
+export interface CompletionChoice {
+  index: number;
+  text: string;
+  logprobs: CompletionLogprobs | null;
+  finish_reason: FinishReason | null;
+}
+
+/** POST /v1/completions' answer, and each event of its stream (the last of which may carry only the usage). */
+export interface Completion {
+  id: string;
+  object: 'text_completion';
+  created: number;
+  model: string;
+  choices: CompletionChoice[];
+  /** On the whole answer, and on a stream's last event when stream_options.include_usage asks for it. */
+  usage?: Usage;
+}
+
+/** One alternative of a chat token: its text, log-prob and UTF-8 bytes. */
+export interface ChatTopLogprob {
+  token: string;
+  logprob: number;
+  bytes: number[];
+}
+
+/** A chat token's log-prob entry, with its top alternatives. */
+export interface ChatTokenLogprob extends ChatTopLogprob {
+  top_logprobs: ChatTopLogprob[];
+}
+
+/** A chat choice's logprobs (only content: this server never refuses). */
+export interface ChatLogprobs {
+  content: ChatTokenLogprob[];
+  refusal: null;
+}
+
+/** The fields of every chat answer and chunk, in the order they are sent. */
+interface ChatHead {
+  id: string;
+  created: number;
+  model: string;
+}
+
+/** POST /v1/chat/completions' answer without streaming. */
+export interface ChatCompletion extends ChatHead {
+  object: 'chat.completion';
+  choices: {
+    index: number;
+    message: { role: 'assistant'; content: string; refusal: null };
+    logprobs: ChatLogprobs | null;
+    finish_reason: FinishReason;
+  }[];
+  usage: Usage;
+}
+
+/** One event of a streamed chat answer: the assistant's role first, then pieces of text, then (optionally) usage. */
+export interface ChatCompletionChunk extends ChatHead {
+  object: 'chat.completion.chunk';
+  choices: {
+    index: number;
+    delta: { role?: 'assistant'; content?: string };
+    /** Absent on the role's opening event. */
+    logprobs?: ChatLogprobs | null;
+    finish_reason: FinishReason | null;
+  }[];
+  /** On the last event when stream_options.include_usage asks for it. */
+  usage?: Usage;
 }

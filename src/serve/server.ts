@@ -15,8 +15,18 @@ import {
   CompletionRequest,
   messageText,
   parseBody,
-  type ChatRequest as Chat,
-  type CompletionRequest as Completion,
+  type ChatCompletion,
+  type ChatCompletionChunk,
+  type ChatLogprobs,
+  type ChatTokenLogprob,
+  type ChatTopLogprob,
+  type Completion,
+  type CompletionLogprobs,
+  type ErrorResponse,
+  type FinishReason,
+  type ModelCard,
+  type ModelList,
+  type Usage,
 } from './protocol.js';
 import { TextStream } from './text-stream.js';
 
@@ -62,17 +72,35 @@ interface ChoiceSettings {
   topLogprobs: number;
 }
 
+/** The settings with the check of a prompt against the model's context (400 when prompt and completion overflow it). */
+type DecodeSettings = ChoiceSettings & { check: (p: number[]) => void };
+
+/** Every body answered as one JSON document. */
+type JsonBody = ModelList | ModelCard | Completion | ChatCompletion | ErrorResponse;
+
 /** A finished choice. */
 interface ChoiceResult {
   text: string;
   tokens: SampledToken[];
-  finish: 'stop' | 'length';
+  finish: FinishReason;
 }
 
 /** Called as a choice's text grows: its index, the new text, the tokens since the last call, and the end if any. */
-type OnPiece = (index: number, text: string, tokens: SampledToken[], finish: 'stop' | 'length' | null) => void;
+type OnPiece<T = void> = (index: number, text: string, tokens: SampledToken[], finish: FinishReason | null) => T;
 
-const FINISH: Record<Exclude<SequenceEnd, 'cancelled'>, 'stop' | 'length'> = {
+/** How an endpoint words its answer: the events of a stream, or the whole body. */
+interface Answer<Chunk, Body extends JsonBody> {
+  /** The event sent before any text (chat: the assistant's role). */
+  opening?: Chunk;
+  /** The event of a piece of one choice's text. */
+  piece: OnPiece<Chunk>;
+  /** The last event, when stream_options.include_usage asks for the usage. */
+  usage: (usage: Usage) => Chunk;
+  /** The answer without streaming. */
+  whole: (results: ChoiceResult[], usage: Usage) => Body;
+}
+
+const FINISH: Record<Exclude<SequenceEnd, 'cancelled'>, FinishReason> = {
   stop_token: 'stop',
   stop_string: 'stop',
   length: 'length',
@@ -208,7 +236,7 @@ export class HacrlServer {
     }
   }
 
-  private async completions(r: Completion, res: ServerResponse, signal: AbortSignal): Promise<void> {
+  private async completions(r: CompletionRequest, res: ServerResponse, signal: AbortSignal): Promise<void> {
     const m = this.model(r.model);
     const tok = m.pretrained.tokenizer;
     const raw = r.prompt;
@@ -224,34 +252,31 @@ export class HacrlServer {
           throw new ApiError(400, `prompt token id ${id} is outside the vocabulary`, 'prompt', 'invalid_value');
     const settings = this.settings(m, r, r.max_tokens ?? 16, r.logprobs ?? 0);
     const id = `cmpl-${randomUUID()}`;
-    const head = { id, object: 'text_completion', created: now(), model: m.name };
+    const head = { id, object: 'text_completion' as const, created: now(), model: m.name };
     const logprobs = (tokens: SampledToken[], offset: number) =>
       r.logprobs === null || r.logprobs === undefined ? null : completionLogprobs(tok, tokens, offset);
-    if (r.stream) {
-      const sse = startSse(res);
-      const offsets = prompts.map(() => 0);
-      const results = await this.decode(m, prompts, settings, signal, (index, text, tokens, finish) => {
-        sse({
-          ...head,
-          choices: [{ index, text, logprobs: logprobs(tokens, offsets[index]!), finish_reason: finish }],
-        });
+    // Where each choice's streamed text has reached: its next piece's text offsets start there.
+    const offsets = prompts.map(() => 0);
+    await this.answer<Completion, Completion>(r, res, m, prompts, settings, signal, {
+      piece: (index, text, tokens, finish) => {
+        const choice = { index, text, logprobs: logprobs(tokens, offsets[index]!), finish_reason: finish };
         offsets[index] = offsets[index]! + text.length;
-      });
-      if (r.stream_options?.include_usage) sse({ ...head, choices: [], usage: usage(prompts, results) });
-      res.end('data: [DONE]\n\n');
-      return;
-    }
-    const results = await this.decode(m, prompts, settings, signal);
-    const choices = results.map((c, index) => ({
-      index,
-      text: c.text,
-      logprobs: logprobs(c.tokens, 0),
-      finish_reason: c.finish,
-    }));
-    sendJson(res, 200, { ...head, choices, usage: usage(prompts, results) });
+        return { ...head, choices: [choice] };
+      },
+      usage: (u) => ({ ...head, choices: [], usage: u }),
+      whole: (results, u) => {
+        const choices = results.map((c, index) => ({
+          index,
+          text: c.text,
+          logprobs: logprobs(c.tokens, 0),
+          finish_reason: c.finish,
+        }));
+        return { ...head, choices, usage: u };
+      },
+    });
   }
 
-  private async chat(r: Chat, res: ServerResponse, signal: AbortSignal): Promise<void> {
+  private async chat(r: ChatRequest, res: ServerResponse, signal: AbortSignal): Promise<void> {
     const m = this.model(r.model);
     const tok = m.pretrained.tokenizer;
     if (tok.chatTemplate === null)
@@ -269,42 +294,63 @@ export class HacrlServer {
     const settings = this.settings(m, r, want, r.logprobs ? (r.top_logprobs ?? 0) : 0);
     const id = `chatcmpl-${randomUUID()}`;
     const head = { id, created: now(), model: m.name };
-    const logprobs = (tokens: SampledToken[]) =>
+    const chunk = { ...head, object: 'chat.completion.chunk' as const };
+    const logprobs = (tokens: SampledToken[]): ChatLogprobs | null =>
       r.logprobs ? { content: chatLogprobs(tok, tokens), refusal: null } : null;
-    if (r.stream) {
-      const sse = startSse(res);
-      const chunk = { ...head, object: 'chat.completion.chunk' };
-      sse({ ...chunk, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] });
-      const results = await this.decode(m, [prompt], settings, signal, (index, content, tokens, finish) => {
+    await this.answer<ChatCompletionChunk, ChatCompletion>(r, res, m, [prompt], settings, signal, {
+      opening: { ...chunk, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] },
+      piece: (index, content, tokens, finish) => {
         const delta = content === '' && finish ? {} : { content };
-        sse({ ...chunk, choices: [{ index, delta, logprobs: logprobs(tokens), finish_reason: finish }] });
-      });
-      if (r.stream_options?.include_usage) sse({ ...chunk, choices: [], usage: usage([prompt], results) });
-      res.end('data: [DONE]\n\n');
-      return;
-    }
-    const [c] = await this.decode(m, [prompt], settings, signal);
-    sendJson(res, 200, {
-      ...head,
-      object: 'chat.completion',
-      choices: [
-        {
-          index: 0,
-          message: { role: 'assistant', content: c!.text, refusal: null },
-          logprobs: logprobs(c!.tokens),
-          finish_reason: c!.finish,
-        },
-      ],
-      usage: usage([prompt], [c!]),
+        return { ...chunk, choices: [{ index, delta, logprobs: logprobs(tokens), finish_reason: finish }] };
+      },
+      usage: (u) => ({ ...chunk, choices: [], usage: u }),
+      whole: ([c], u) => ({
+        ...head,
+        object: 'chat.completion',
+        choices: [
+          {
+            index: 0,
+            message: { role: 'assistant', content: c!.text, refusal: null },
+            logprobs: logprobs(c!.tokens),
+            finish_reason: c!.finish,
+          },
+        ],
+        usage: u,
+      }),
     });
+  }
+
+  /**
+   * Decodes every prompt as one choice and answers in `a`'s words: with `r.stream`, server-sent events as the text
+   * grows (opened before decoding starts, so a later error ends the stream as an event), the usage last when asked
+   * for, then [DONE]; otherwise one JSON body.
+   */
+  private async answer<Chunk, Body extends JsonBody>(
+    r: ChatRequest | CompletionRequest,
+    res: ServerResponse,
+    m: Served,
+    prompts: number[][],
+    settings: DecodeSettings,
+    signal: AbortSignal,
+    a: Answer<Chunk, Body>,
+  ): Promise<void> {
+    if (!r.stream) {
+      const results = await this.decode(m, prompts, settings, signal);
+      return sendJson(res, 200, a.whole(results, usage(prompts, results)));
+    }
+    const sse = startSse<Chunk>(res);
+    if (a.opening !== undefined) sse(a.opening);
+    const results = await this.decode(m, prompts, settings, signal, (...piece) => sse(a.piece(...piece)));
+    if (r.stream_options?.include_usage) sse(a.usage(usage(prompts, results)));
+    res.end('data: [DONE]\n\n');
   }
 
   private settings(
     m: Served,
-    r: Chat | Completion,
+    r: ChatRequest | CompletionRequest,
     maxTokens: number,
     topLogprobs: number,
-  ): ChoiceSettings & { check: (p: number[]) => void } {
+  ): DecodeSettings {
     const positions = m.pretrained.model.cfg.maxPositions;
     return {
       maxTokens,
@@ -332,7 +378,7 @@ export class HacrlServer {
   private async decode(
     m: Served,
     prompts: number[][],
-    s: ChoiceSettings & { check: (p: number[]) => void },
+    s: DecodeSettings,
     signal: AbortSignal,
     onPiece?: OnPiece,
   ): Promise<ChoiceResult[]> {
@@ -396,7 +442,8 @@ function encode(m: Served, text: string, param: string): number[] {
   }
 }
 
-function modelCard(m: Served): Record<string, unknown> {
+/** The card GET /v1/models shows for `m`. */
+function modelCard(m: Served): ModelCard {
   return { id: m.name, object: 'model', created: m.created, owned_by: 'hacrl' };
 }
 
@@ -404,20 +451,22 @@ function now(): number {
   return Math.floor(Date.now() / 1000);
 }
 
-function usage(prompts: number[][], results: ChoiceResult[]) {
+/** The token counts of `prompts` and their choices. */
+function usage(prompts: number[][], results: ChoiceResult[]): Usage {
   const prompt = prompts.reduce((n, p) => n + p.length, 0);
   const completion = results.reduce((n, c) => n + c.tokens.length, 0);
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 }
 
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
+/** Answers with `body` as one JSON document. */
+function sendJson(res: ServerResponse, status: number, body: JsonBody): void {
   const text = JSON.stringify(body);
   res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
   res.end(text);
 }
 
 /** Opens a server-sent-event stream; returns the function that sends one event. */
-function startSse(res: ServerResponse): (event: unknown) => void {
+function startSse<Event>(res: ServerResponse): (event: Event) => void {
   res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
   return (event) => {
     if (!res.writableEnded) res.write(`data: ${JSON.stringify(event)}\n\n`);
@@ -430,7 +479,7 @@ function tokenText(tok: Pretrained['tokenizer'], id: number): string {
 }
 
 /** The legacy completions logprobs object: token texts, their log-probs, the top alternatives, text offsets. */
-function completionLogprobs(tok: Pretrained['tokenizer'], tokens: SampledToken[], offset: number) {
+function completionLogprobs(tok: Pretrained['tokenizer'], tokens: SampledToken[], offset: number): CompletionLogprobs {
   const text = (id: number): string => tokenText(tok, id);
   const offsets: number[] = [];
   for (const t of tokens) {
@@ -446,8 +495,8 @@ function completionLogprobs(tok: Pretrained['tokenizer'], tokens: SampledToken[]
 }
 
 /** The chat logprobs entries: each token's text, log-prob, UTF-8 bytes and top alternatives. */
-function chatLogprobs(tok: Pretrained['tokenizer'], tokens: SampledToken[]) {
-  const entry = (id: number, logprob: number) => {
+function chatLogprobs(tok: Pretrained['tokenizer'], tokens: SampledToken[]): ChatTokenLogprob[] {
+  const entry = (id: number, logprob: number): ChatTopLogprob => {
     const token = tokenText(tok, id);
     return { token, logprob, bytes: [...Buffer.from(token, 'utf8')] };
   };

@@ -117,7 +117,8 @@ export function extractCode(response: string): string {
 /**
  * A proposer (the tool agent of the grid workflows): its proposal — the response itself ('text'), or what the
  * response's JavaScript prints ('code', run in the sandbox) — is simulated on a copy of the state, which does not
- * move. Own reward ownScale · r_env(proposal); parseFailure when nothing parses or the program fails.
+ * move. Own reward ownScale · r_env(proposal); parseFailure when nothing parses or the program fails, whose logged
+ * r_env is that of no action (as the actor's).
  */
 export function proposerRole<S, A>(
   s: RoleSettings,
@@ -142,7 +143,8 @@ export function proposerRole<S, A>(
       const keep = { env: state.env, done: state.done, success: state.success, sandbox: run?.outcome ?? null };
       if (action === null) {
         const why = run && run.outcome !== 'ok' ? `program failed (${run.outcome})` : 'no action could be read';
-        return { ...keep, own: s.parseFailure, envReward: 0, parsed: false, feedback: why };
+        const envReward = env.step(state.env, null).reward;
+        return { ...keep, own: s.parseFailure, envReward, parsed: false, feedback: why };
       }
       const sim = env.step(state.env, action);
       const feedback = `${env.formatAction(action)} (simulated: ${sim.feedback})`;

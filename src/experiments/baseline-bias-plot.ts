@@ -1,12 +1,13 @@
 /**
  * The plots of `hacrl bench baseline`: each estimator's per-group error against ω, one point per zoo agent, so the
- * paper's baseline can be seen to degrade where ω is large (the stronger agent of an unequal pair).
+ * paper's baseline can be seen to degrade where ω is large (the stronger agent of an unequal pair). Beside its
+ * experiment, which the report layer below must not import.
  */
-import { BIAS_ESTIMATORS, type AgentBias, type BiasRow } from '../experiments/baseline-bias.js';
+import { escapeHtml } from '../report/escape.js';
+import { sourceColour } from '../report/plots.js';
+import { renderLinePlot, type PlotLine } from '../report/svg-plot.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
-import { escapeHtml } from './escape.js';
-import { sourceColour } from './plots.js';
-import { renderLinePlot, type PlotLine } from './svg-plot.js';
+import { BIAS_ESTIMATORS, type AgentBias, type BiasRow } from './baseline-bias.js';
 
 /** One panel: a title, a y label, and the plotted value of an estimator's row (given the own mean's row). */
 interface BiasPanel {
