@@ -43,11 +43,12 @@ import { trainRl } from '../train/rl-trainer.js';
 import { WarmStartSchema, workflowAgent, type WarmStart } from '../agents/workflow-agent.js';
 import type { AttemptedBandOutcome, BandOutcome } from '../agents/warm-start-band.js';
 import { agentKey } from '../run/metric-names.js';
-import { playHeldOut, successRate } from '../train/workflow-source.js';
+import { playHeldOut, successRate } from '../workflows/play.js';
 import { parseWith } from '../util/json-file.js';
 import { Rng } from '../util/rng.js';
 import { modelPolicy } from '../workflows/model-policy.js';
 import { buildWorkflow } from '../workflows/registry.js';
+import { DEFAULT_GROUP_FILTER } from '../workflows/group-filter.js';
 import { parseWorkflowConfig } from '../workflows/workflow-config.js';
 import type { Workflow } from '../workflows/workflow.js';
 
@@ -144,7 +145,7 @@ function ablationSection(a: Ablation, shared: Record<string, unknown>): Record<s
   if (a === 'grouping-turn') return { ...shared, grouping: 'turn' };
   if (a === 'no-tree') return { ...shared, sampling: 'no-tree' };
   const filterOn = parseWorkflowConfig(shared).groupFilter.lowMeanRatio > 0;
-  return { ...shared, groupFilter: { lowMeanRatio: filterOn ? 0 : 0.5 } };
+  return { ...shared, groupFilter: { lowMeanRatio: filterOn ? 0 : DEFAULT_GROUP_FILTER.lowMeanRatio } };
 }
 
 /** The trained arms, each compared with the arms of VERSUS. */
