@@ -18,7 +18,7 @@ import {
 } from '../src/agents/workflow-agent.js';
 import { AgentSpecSchema, buildModel, buildTokenizer } from '../src/model/agent-spec.js';
 import type { Problem } from '../src/tasks/problem.js';
-import { CALIBRATION_SEED } from '../src/train/workflow-source.js';
+import { CALIBRATION_SEED } from '../src/workflows/play.js';
 import { Rng } from '../src/util/rng.js';
 import { modelPolicy } from '../src/workflows/model-policy.js';
 import { workflowOf } from '../src/workflows/registry.js';

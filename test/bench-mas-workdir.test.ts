@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { SOKOBAN_BENCH } from '../src/envs/sokoban.js';
 import { BENCH_FAST, BENCH_FULL } from '../src/experiments/mas-sizes.js';
-import { BenchMasSchema, benchAgent } from '../src/experiments/mas.js';
+import { BenchMasSchema, benchAgent } from '../src/experiments/mas-options.js';
 import { buildWorkflow } from '../src/workflows/registry.js';
 import { startEpisode } from '../src/workflows/workflow.js';
 import { hacrl } from './cli.js';

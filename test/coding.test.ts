@@ -29,7 +29,8 @@ import { WarmStartSchema, workflowAgent } from '../src/agents/workflow-agent.js'
 import { engine } from '../src/backend/engine.js';
 import { AgentSpecSchema } from '../src/model/agent-spec.js';
 import { runSandboxed } from '../src/sandbox/run-code.js';
-import { HELD_OUT_SEED, WorkflowSource } from '../src/train/workflow-source.js';
+import { WorkflowSource } from '../src/train/workflow-source.js';
+import { HELD_OUT_SEED } from '../src/workflows/play.js';
 import type { Policy } from '../src/workflows/policy.js';
 import { buildWorkflow } from '../src/workflows/registry.js';
 import { treeRollout } from '../src/workflows/tree-sampling.js';

@@ -2,7 +2,7 @@
 // the learner's to leave out (optim.filterZeroVariance, learner-step.test.ts).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { DEFAULT_GROUP_FILTER, filterGroups } from '../src/algorithms/group-filter.js';
+import { DEFAULT_GROUP_FILTER, filterGroups } from '../src/workflows/group-filter.js';
 
 const groups = [
   { key: 'a', rewards: [0, 0.2] }, // mean 0.1

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { runMasEval } from '../src/cli/mas-eval.js';
-import { heldOutSeeds, playGreedy, successRate, trainingSeeds, trainProbeSeeds } from '../src/train/workflow-source.js';
+import { heldOutSeeds, playGreedy, successRate, trainingSeeds, trainProbeSeeds } from '../src/workflows/play.js';
 import { isTestKey } from '../src/tasks/splits.js';
 import { CodingOptionsSchema } from '../src/envs/coding.js';
 import { EXPERT_POLICY, withExpertRoles } from '../src/workflows/expert-roles.js';

@@ -28,7 +28,7 @@ import { Rng } from '../src/util/rng.js';
 import { modelPolicy } from '../src/workflows/model-policy.js';
 import { workflowOf } from '../src/workflows/registry.js';
 import type { MasSample } from '../src/workflows/samples.js';
-import { playStep } from '../src/workflows/tree-sampling.js';
+import { playStep } from '../src/workflows/play.js';
 import { parseWorkflowConfig } from '../src/workflows/workflow-config.js';
 import { hacrl, startHacrlServe } from './cli.js';
 import { saveTinyAdapter, saveTinyAgent } from './tiny-agents.js';

@@ -24,7 +24,7 @@ import {
   playGreedy,
   successRate,
   trainingSeeds,
-} from '../src/train/workflow-source.js';
+} from '../src/workflows/play.js';
 import { Rng } from '../src/util/rng.js';
 import { modelPolicy } from '../src/workflows/model-policy.js';
 import { buildWorkflow } from '../src/workflows/registry.js';

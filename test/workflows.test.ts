@@ -6,7 +6,8 @@ import type { PlanPathState } from '../src/envs/plan-path.js';
 import type { Policy, SamplingSettings } from '../src/workflows/policy.js';
 import { buildWorkflow, registerWorkflow, workflowNames } from '../src/workflows/registry.js';
 import { groupSamples } from '../src/workflows/groups.js';
-import { independentRollout, playStep, rollout, treeRollout } from '../src/workflows/tree-sampling.js';
+import { playStep } from '../src/workflows/play.js';
+import { independentRollout, rollout, treeRollout } from '../src/workflows/tree-sampling.js';
 import { parseWorkflowConfig } from '../src/workflows/workflow-config.js';
 import type { Workflow } from '../src/workflows/workflow.js';
 

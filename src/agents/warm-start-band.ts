@@ -7,7 +7,7 @@
  * so it is retraced from the start to the chunk before and checked in finer steps through the chunk that overshot.
  */
 import { z } from 'zod';
-import { calibrationSeeds } from '../train/workflow-source.js';
+import { calibrationSeeds } from '../workflows/play.js';
 
 /** The band a warm start stops in, and how it is measured. */
 export const WarmStartBandSchema = z

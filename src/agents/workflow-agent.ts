@@ -11,7 +11,7 @@ import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import { warmStartRows } from '../workflows/warm-start.js';
 import type { Workflow } from '../workflows/workflow.js';
 import { buildModel, buildTokenizer, type AgentSpec } from '../model/agent-spec.js';
-import { playGreedy, successRate } from '../train/workflow-source.js';
+import { playGreedy, successRate } from '../workflows/play.js';
 import { modelPolicy } from '../workflows/model-policy.js';
 import { Rng } from '../util/rng.js';
 import { sftStepper, type SftOptions } from './sft-trainer.js';

@@ -9,7 +9,7 @@ import { loadPretrained } from '../model/pretrained.js';
 import { parseWith } from '../util/json-file.js';
 import { Rng } from '../util/rng.js';
 import { mean } from '../util/stats.js';
-import { calibrationSeeds, heldOutSeeds, playGreedy, successRate, trainProbeSeeds } from '../train/workflow-source.js';
+import { calibrationSeeds, heldOutSeeds, playGreedy, successRate, trainProbeSeeds } from '../workflows/play.js';
 import { EXPERT_POLICY, withExpertRoles } from '../workflows/expert-roles.js';
 import { modelPolicy } from '../workflows/model-policy.js';
 import type { Policy } from '../workflows/policy.js';

@@ -8,7 +8,6 @@ import { writeFile } from 'node:fs/promises';
 import { Command, InvalidArgumentError } from 'commander';
 import { z } from 'zod';
 import { engine } from '../backend/engine.js';
-import { filterGroups } from '../algorithms/group-filter.js';
 import { loadPretrained, type BaseModels } from '../model/pretrained.js';
 import { AgentSpecSchema } from '../model/agent-spec.js';
 import { WarmStartSchema, workflowAgent } from '../agents/workflow-agent.js';
@@ -19,10 +18,11 @@ import { Rng } from '../util/rng.js';
 import { mean } from '../util/stats.js';
 import { modelPolicy } from '../workflows/model-policy.js';
 import type { Policy } from '../workflows/policy.js';
+import { keptGroupKeys, playStep, successRate, type PlayedStep } from '../workflows/play.js';
 import { workflowOf } from '../workflows/registry.js';
 import type { MasBatch } from '../workflows/samples.js';
-import { playStep } from '../workflows/tree-sampling.js';
-import { parseWorkflowConfig } from '../workflows/workflow-config.js';
+import { parseWorkflowConfig, type WorkflowConfig } from '../workflows/workflow-config.js';
+import type { Workflow } from '../workflows/workflow.js';
 import { checkPrecisionRuns, precisionOption } from './precision.js';
 
 /** Options of `hacrl mas rollout`. */
@@ -76,12 +76,28 @@ export interface MasRolloutSummary {
     { samples: number; parsed: number; reward: number; own: number; team: number; sandbox: Record<string, number> }
   >;
   groups: number;
-  /** Groups kept and dropped by the configured group filter. */
-  filter: { kept: number; droppedLowMean: number };
+  /**
+   * Groups kept and dropped by the configured group filter, in all and per policy: each policy's groups are ranked
+   * among its own, as in training, so these are the groups a training step on the same instances would train.
+   */
+  filter: GroupCounts & { policies: Record<string, GroupCounts> };
 }
 
-/** Runs one rollout batch and returns its summary (and the batch itself). */
-export async function runMasRollout(raw: MasRolloutOptions): Promise<{ summary: MasRolloutSummary; batch: MasBatch }> {
+/** Groups the filter kept and dropped. */
+export interface GroupCounts {
+  kept: number;
+  droppedLowMean: number;
+}
+
+/** A rollout batch: its summary, the batch, and the keys of the groups kept by the filter, in group order. */
+export interface MasRollout {
+  summary: MasRolloutSummary;
+  batch: MasBatch;
+  kept: string[];
+}
+
+/** Runs one rollout batch and returns its summary, the batch itself and the kept groups' keys. */
+export async function runMasRollout(raw: MasRolloutOptions): Promise<MasRollout> {
   const o = parseWith(MasRolloutSchema, raw, 'mas rollout options');
   checkPrecisionRuns(o.precision);
   if (o.precision !== 'fp32' && Object.keys(o.models).length === 0)
@@ -108,13 +124,20 @@ export async function runMasRollout(raw: MasRolloutOptions): Promise<{ summary: 
     } else throw new Error(`no checkpoint for policy "${name}": pass --model ${name}=DIR`);
   }
   const seeds = Array.from({ length: o.instances }, (_, i) => o.seed + i);
-  const { batch, groups } = await playStep(wf, config, policies, seeds);
-  const filtered = filterGroups(
-    groups.map((g) => ({ key: g.key, rewards: g.members.map((i) => batch.samples[i]!.reward) })),
-    config.groupFilter,
-  );
-  if (o.out) await writeFile(o.out, batch.samples.map((s) => JSON.stringify(s)).join('\n') + '\n');
-  return { summary: summarize(wf.name, config.sampling, config.groupSize, batch, groups.length, filtered), batch };
+  const played = await playRollout(wf, config, policies, seeds);
+  if (o.out) await writeFile(o.out, played.batch.samples.map((s) => JSON.stringify(s)).join('\n') + '\n');
+  return played;
+}
+
+/** Plays one batch of `wf` on the instances of `seeds` with `policies` by name, as a training step does; no files. */
+export async function playRollout(
+  wf: Workflow<unknown>,
+  config: WorkflowConfig,
+  policies: Readonly<Record<string, Policy>>,
+  seeds: readonly number[],
+): Promise<MasRollout> {
+  const step = await playStep(wf, config, policies, seeds);
+  return { summary: summarize(wf.name, config, step), batch: step.batch, kept: keptGroupKeys(step) };
 }
 
 /** A fresh agent whose character vocabulary covers the workflow's prompts (from solver episodes) and printable ASCII. */
@@ -128,15 +151,9 @@ async function freshPolicy(
   return modelPolicy(model, tokenizer, k, rng);
 }
 
-/** Per-role and overall numbers of a batch. */
-function summarize(
-  workflow: string,
-  sampling: string,
-  groupSize: number,
-  batch: MasBatch,
-  groups: number,
-  f: ReturnType<typeof filterGroups>,
-): MasRolloutSummary {
+/** Per-role and overall numbers of a step. */
+function summarize(workflow: string, config: WorkflowConfig, step: PlayedStep): MasRolloutSummary {
+  const { batch } = step;
   const roles: MasRolloutSummary['roles'] = {};
   for (const name of [...new Set(batch.samples.map((s) => s.role))]) {
     const mine = batch.samples.filter((s) => s.role === name);
@@ -151,16 +168,23 @@ function summarize(
       sandbox,
     };
   }
+  const policies = Object.fromEntries(
+    [...step.byPolicy].map(([name, p]) => [
+      name,
+      { kept: p.filter.kept.length, droppedLowMean: p.filter.droppedLowMean.length },
+    ]),
+  );
+  const total = (key: keyof GroupCounts): number => Object.values(policies).reduce((n, p) => n + p[key], 0);
   return {
     workflow,
-    sampling,
-    groupSize,
+    sampling: config.sampling,
+    groupSize: config.groupSize,
     samples: batch.samples.length,
     episodes: batch.episodes.length,
-    successRate: mean(batch.episodes.map((e) => (e.success ? 1 : 0))),
+    successRate: successRate(batch),
     roles,
-    groups,
-    filter: { kept: f.kept.length, droppedLowMean: f.droppedLowMean.length },
+    groups: step.groups.length,
+    filter: { kept: total('kept'), droppedLowMean: total('droppedLowMean'), policies },
   };
 }
 

@@ -36,7 +36,7 @@ export const CodingOptionsSchema = z
     testShare: z.number().gt(0).lt(1).default(0.2),
     /**
      * First instance seed drawing test-side tasks; smaller seeds draw train-side ones. Default 1,500,000,000, the
-     * first held-out seed of src/train/workflow-source.ts (warm-start and training seeds lie below it).
+     * first held-out seed of src/workflows/play.ts (warm-start and training seeds lie below it).
      */
     testSeedsFrom: z.number().int().default(1_500_000_000),
   })

@@ -1,6 +1,6 @@
 /** The sizes of `hacrl bench mas`: full, --fast (a pipeline check of every family) and --tiny (tests). */
 import { SOKOBAN_BENCH } from '../envs/sokoban.js';
-import type { BenchMasOptions } from './mas.js';
+import type { BenchMasOptions } from './mas-options.js';
 
 /** Plan-Path 4×4, 2 turns: small enough that warm-started small agents start with signal. */
 const PLAN_PATH = {

@@ -1,19 +1,18 @@
 /**
- * AT-GRPO's source of samples: each step plays a multi-agent workflow on fresh instances (playStep: tree-sampled,
- * no-tree or single-agent episodes and their validated (instance, agent, turn) groups, src/workflows/tree-sampling.ts),
- * applies the low-mean group filter per policy, and appends the kept responses to the table — each record carrying
- * its role, turn, group key and the policy that generated it, so the learner step routes it to that policy alone.
- * Zero-variance groups are the learner's to leave out, as for every source.
+ * AT-GRPO's source of samples: each step plays a multi-agent workflow on fresh instances (playStep, src/workflows/
+ * play.ts: tree-sampled, no-tree or single-agent episodes, their validated (instance, agent, turn) groups and the
+ * low-mean group filter's verdict per policy, as `hacrl mas rollout` reports it) and appends the kept responses to
+ * the table — each record carrying its role, turn, group key and the policy that generated it, so the learner step
+ * routes it to that policy alone. Zero-variance groups are the learner's to leave out, as for every source.
  */
 import type { Kernels } from '../backend/kernels.js';
-import { filterGroups, type GroupFilterResult } from '../algorithms/group-filter.js';
 import { scoreResponses } from '../model/response-log-probs.js';
-import { SANDBOX_OUTCOMES } from '../sandbox/run-code.js';
 import type { Agent } from '../rollout/rollout.js';
+import type { GroupFilterResult } from '../workflows/group-filter.js';
 import type { SampleGroup } from '../workflows/groups.js';
+import { heldOutSandboxCounts, playHeldOut, playStep, successRate, trainingSeeds } from '../workflows/play.js';
 import type { Policy } from '../workflows/policy.js';
 import type { MasBatch, MasSample } from '../workflows/samples.js';
-import { playStep, rollout } from '../workflows/tree-sampling.js';
 import { mean, std } from '../util/stats.js';
 import type { WorkflowConfig } from '../workflows/workflow-config.js';
 import type { Workflow } from '../workflows/workflow.js';
@@ -37,72 +36,8 @@ export interface WorkflowSourceOptions {
   episodesLogged: number;
 }
 
-/** First seed of the held-out instances: far from every training instance and the warm-start rows (10⁶ on). */
-export const HELD_OUT_SEED = 1_500_000_000;
-
-/** The seeds of the instances played at `step` (from 0). */
-export function trainingSeeds(seed: number, step: number, count: number): number[] {
-  return Array.from({ length: count }, (_, i) => seed * 10_000_000 + step * count + i);
-}
-
-/** The held-out instances' seeds (validation and `hacrl bench mas`). */
-export function heldOutSeeds(count: number): number[] {
-  return Array.from({ length: count }, (_, i) => HELD_OUT_SEED + i);
-}
-
-/**
- * First seed of the train-side probe instances (`hacrl mas eval --split train`): drawn as training instances are
- * (coding: train-side task keys, so a key trained on comes back with other arguments) but never played in training —
- * past every training seed of RL seeds below 100 and every warm-start row, below the held-out seeds.
- */
-export const TRAIN_PROBE_SEED = 1_000_000_000;
-
-/** The train-side probe instances' seeds. */
-export function trainProbeSeeds(count: number): number[] {
-  return Array.from({ length: count }, (_, i) => TRAIN_PROBE_SEED + i);
-}
-
-/**
- * First seed of the calibration instances, on which presets and warm-start stops are chosen: 3·10⁸ past the first
- * held-out seed (disjoint from up to 3·10⁸ held-out instances), past every training seed of seeds below 100, and on
- * the test side of the coding tasks (their test seeds start at HELD_OUT_SEED).
- */
-export const CALIBRATION_SEED = 1_800_000_000;
-
-/** The calibration instances' seeds (warm starts stopped by a band). */
-export function calibrationSeeds(count: number): number[] {
-  return Array.from({ length: count }, (_, i) => CALIBRATION_SEED + i);
-}
-
+/** The fraction of `xs` that are true, in [0, 1]. */
 const frac = (xs: readonly boolean[]): number => mean(xs.map((x) => (x ? 1 : 0)));
-
-/** Episode success rate: the fraction of `batch`'s episodes the environment called solved (a cut-off is not). */
-export function successRate(batch: MasBatch): number {
-  return frac(batch.episodes.map((e) => e.success));
-}
-
-/** The workflow with every role greedy (temperature 0): the validation rollout. */
-function greedy(wf: Workflow<unknown>): Workflow<unknown> {
-  return { ...wf, roles: wf.roles.map((r) => ({ ...r, sampling: { ...r.sampling, temperature: 0 } })) };
-}
-
-/** Plays `wf` greedily, one episode per instance of `seeds` (no training); returns the episodes. */
-export async function playGreedy(
-  wf: Workflow<unknown>,
-  policies: Readonly<Record<string, Policy>>,
-  seeds: readonly number[],
-): Promise<MasBatch> {
-  return rollout(greedy(wf), 'no-tree', { seeds, groupSize: 1, policies });
-}
-
-/** Plays `wf` greedily, one episode per held-out instance (no training); returns the episodes. */
-export async function playHeldOut(
-  wf: Workflow<unknown>,
-  policies: Readonly<Record<string, Policy>>,
-  count: number,
-): Promise<MasBatch> {
-  return playGreedy(wf, policies, heldOutSeeds(count));
-}
 
 /** Reward, success, parse, sandbox and group numbers of a set of samples (one role, or one role's turn). */
 function sampleMetrics(samples: readonly MasSample[]): StepMetrics {
@@ -116,17 +51,6 @@ function sampleMetrics(samples: readonly MasSample[]): StepMetrics {
     parse_failures: samples.filter((s) => !s.parsed).length,
   };
   for (const s of samples) if (s.sandbox) out[`sandbox_${s.sandbox}`] = (out[`sandbox_${s.sandbox}`] ?? 0) + 1;
-  return out;
-}
-
-/** Per role that ran at least one program in `batch`: how many ended with each sandbox outcome (see validate). */
-export function heldOutSandboxCounts(workflow: string, batch: MasBatch): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const role of [...new Set(batch.samples.filter((s) => s.sandbox).map((s) => s.role))]) {
-    const mine = batch.samples.filter((s) => s.role === role && s.sandbox);
-    for (const o of SANDBOX_OUTCOMES)
-      out[`heldout/${workflow}/role/${role}/sandbox_${o}`] = mine.filter((s) => s.sandbox === o).length;
-  }
   return out;
 }
 
@@ -183,19 +107,15 @@ export class WorkflowSource implements SampleSource {
   /** Plays this step's instances, appends the records of the groups that survive the filter, returns metrics. */
   async collect(step: StepInputs, table: SampleRecord[]): Promise<Map<string, StepMetrics>> {
     const seeds = trainingSeeds(this.o.seed, step.step, this.o.instancesPerStep);
-    const { batch, groups } = await playStep(this.wf, this.config, this.generators, seeds);
+    const { batch, groups, byPolicy } = await playStep(this.wf, this.config, this.generators, seeds);
     this.last = batch;
     const out = new Map<string, StepMetrics>();
     for (const [name, p] of this.policies) {
-      const mine = groups.filter((g) => batch.samples[g.members[0]!]!.policy === name);
-      const filtered = filterGroups(
-        mine.map((g) => ({ key: g.key, rewards: g.members.map((i) => batch.samples[i]!.reward) })),
-        this.config.groupFilter,
-      );
-      const kept = new Set(filtered.kept);
+      const mine = byPolicy.get(name)!;
+      const kept = new Set(mine.filter.kept);
       const records = this.records(batch, groups, (g) => kept.has(g.key), p.agent, step.k, table.length);
       table.push(...records);
-      out.set(name, this.metrics(batch, mine, filtered, name, records.length));
+      out.set(name, this.metrics(batch, mine.groups, mine.filter, name, records.length));
     }
     return out;
   }

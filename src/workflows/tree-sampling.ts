@@ -4,10 +4,8 @@
  * first) — and the baselines: K independent episodes per instance (no-tree), of which the single-agent baseline is
  * the planner alone.
  */
-import { type SampleGroup, groupSamples } from './groups.js';
 import type { Policy } from './policy.js';
 import { type Grouping, type MasBatch, type MasSample, groupKey } from './samples.js';
-import type { WorkflowConfig } from './workflow-config.js';
 import { type EpisodeState, type Role, type RoleAct, type Workflow, advance, startEpisode } from './workflow.js';
 
 /** What playing a workflow needs besides the workflow. */
@@ -317,31 +315,4 @@ function checkGroupSize(k: number): void {
 /** The rollout the config's `sampling` asks for: 'tree' → treeRollout; 'no-tree' and 'single' → independentRollout. */
 export function rollout(wf: Workflow<unknown>, sampling: 'tree' | 'no-tree' | 'single', o: PlayOptions) {
   return sampling === 'tree' ? treeRollout(wf, o) : independentRollout(wf, o);
-}
-
-/** One step of a workflow: its episodes and the validated groups of their samples (workflow.grouping's keys). */
-export interface PlayedStep {
-  batch: MasBatch;
-  groups: SampleGroup[];
-}
-
-/**
- * Plays `wf` on the instances of `seeds` as the `workflow` config section asks — its sampling, group size,
- * teamBranches and grouping — with `policies` by name, and groups the samples: what a training step and `hacrl mas rollout` both
- * do, in one place.
- */
-export async function playStep(
-  wf: Workflow<unknown>,
-  config: WorkflowConfig,
-  policies: PlayOptions['policies'],
-  seeds: readonly number[],
-): Promise<PlayedStep> {
-  const batch = await rollout(wf, config.sampling, {
-    seeds,
-    groupSize: config.groupSize,
-    policies,
-    teamBranches: config.teamBranches,
-    grouping: config.grouping,
-  });
-  return { batch, groups: groupSamples(batch.samples, config.groupSize, config.grouping) };
 }

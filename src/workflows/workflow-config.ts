@@ -1,14 +1,16 @@
 /**
  * The `workflow` section of a run config: which registered workflow, its environment knobs, which roles act, each
  * role's policy, sampling, stop strings, reward mix and skipped turns, how episodes are sampled and the group filter.
+ * Each field is documented once, by its `.describe()` text: `hacrl config schema` prints it (configJsonSchema).
  */
 import { z } from 'zod';
 import { SandboxLimitsSchema } from '../sandbox/run-code.js';
+import { DEFAULT_GROUP_FILTER } from './group-filter.js';
 import { GROUPINGS } from './samples.js';
 
 /** Largest workflow.maxTurns (and history): an episode's prompts grow with its turns. */
 const MAX_TURNS = 64;
-/** Largest workflow.k: a tree step samples k responses per role and turn for every instance. */
+/** Largest workflow.groupSize K: a tree step samples K responses per role and turn for every instance. */
 const MAX_K = 64;
 /** Largest maxTokens of a role. */
 const MAX_TOKENS = 4096;
@@ -18,7 +20,6 @@ const MAX_ROLES = 16;
 /** Per-role settings; every field falls back to the workflow's default for that role. */
 export const RoleConfigSchema = z
   .object({
-    /** Name of the policy playing this role (same name for every role: one shared policy); default 'shared'. */
     policy: z
       .string()
       .min(1)
@@ -26,16 +27,13 @@ export const RoleConfigSchema = z
       .describe(
         "Name of the policy playing this role (same name for every role: one shared policy); default 'shared'.",
       ),
-    /** Sampling temperature; default 1.0 (the spec's training setting), at most 10. */
     temperature: z
       .number()
       .min(0)
       .max(10, 'must be at most 10')
       .optional()
       .describe("Sampling temperature; default 1.0 (the spec's training setting), at most 10."),
-    /** Nucleus mass; default 0.95 (the spec's training setting). */
     topP: z.number().gt(0).max(1).optional().describe("Nucleus mass; default 0.95 (the spec's training setting)."),
-    /** Most new tokens per response; default set by the workflow (e.g. 48 for a move list), at most 4096. */
     maxNewTokens: z
       .number()
       .int()
@@ -45,15 +43,13 @@ export const RoleConfigSchema = z
       .describe(
         `Most new tokens per response; default set by the workflow (e.g. 48 for a move list), at most ${MAX_TOKENS}.`,
       ),
-    /** Strings that end a response (kept out of it); default set by the workflow (e.g. ["\n"] for one-line answers); at most 16 of 256 characters. */
     stopStrings: z
       .array(z.string().min(1).max(256, 'a stop string has at most 256 characters'))
       .max(16, 'at most 16 stop strings')
       .optional()
       .describe(
-        'Strings that end a response; default set by the workflow (e.g. ["\\n"] for one-line answers); at most 16 of 256 characters.',
+        'Strings that end a response (kept out of it); default set by the workflow (e.g. ["\\n"] for one-line answers); at most 16 of 256 characters.',
       ),
-    /** Turns (from 0) in which the role does not act; default none; each below maxTurns' bound. */
     skipTurns: z
       .array(
         z
@@ -64,22 +60,19 @@ export const RoleConfigSchema = z
       )
       .max(MAX_TURNS, `at most ${MAX_TURNS} turns`)
       .optional()
-      .describe('Turns (from 0) in which the role does not act; default none.'),
-    /** Own reward = ownScale · r_env of the role's action; default 2 for planners/reasoners, 1 for tool agents. */
+      .describe(`Turns (from 0) in which the role does not act; default none; each below ${MAX_TURNS}.`),
     ownScale: z
       .number()
       .optional()
       .describe(
         "Own reward = ownScale · r_env of the role's action; default 2 for planners/reasoners, 1 for tool agents.",
       ),
-    /** Own reward when no action can be parsed (planners add r_env of no action); default −2 (0 for the math reasoner). */
     parseFailure: z
       .number()
       .optional()
       .describe(
         'Own reward when no action can be parsed (planners add r_env of no action); default −2 (0 for the math reasoner).',
       ),
-    /** Weight of the team term (r_env of the later role named by the workflow); default 1; 0 turns it off. */
     teamWeight: z
       .number()
       .min(0)
@@ -93,7 +86,6 @@ export type RoleConfig = z.output<typeof RoleConfigSchema>;
 /** The `workflow` section. */
 export const WorkflowConfigSchema = z
   .object({
-    /** Registered workflow: 'plan-path', 'sokoban', 'sudoku', 'math-tool', 'coding' or one added with registerWorkflow. */
     name: z
       .string()
       .min(1)
@@ -101,14 +93,12 @@ export const WorkflowConfigSchema = z
       .describe(
         "Registered workflow: 'plan-path', 'sokoban', 'sudoku', 'math-tool', 'coding' or one added with registerWorkflow; default 'plan-path'.",
       ),
-    /** Environment knobs of the workflow's environment (size, walls, blanks, task…); default the environment's. */
     env: z
       .record(z.string(), z.unknown())
       .default({})
       .describe(
         "Environment knobs of the workflow's environment (size, walls, blanks, task…); default the environment's.",
       ),
-    /** Roles that act, in turn order, each once (at most 16); default all of the workflow's (the single-agent baseline: ["planner"]). */
     agents: z
       .array(z.string().min(1))
       .min(1)
@@ -124,11 +114,9 @@ export const WorkflowConfigSchema = z
       })
       .optional()
       .describe(
-        'Roles that act, in turn order, each once; default all of the workflow\'s (the single-agent baseline: ["planner"]).',
+        `Roles that act, in turn order, each once (at most ${MAX_ROLES}); default all of the workflow's (the single-agent baseline: ["planner"]).`,
       ),
-    /** Settings per role name. */
     roles: z.record(z.string(), RoleConfigSchema).default({}).describe('Settings per role name.'),
-    /** Turns before an episode is cut off (not a success); default 5 (the spec; Sokoban 4), at most 64. */
     maxTurns: z
       .number()
       .int()
@@ -138,7 +126,6 @@ export const WorkflowConfigSchema = z
       .describe(
         `Turns before an episode is cut off (not a success); default 5 (the spec; Sokoban 4), at most ${MAX_TURNS}.`,
       ),
-    /** Past history entries shown in each prompt; default 4; 0 shows none; at most 64. */
     history: z
       .number()
       .int()
@@ -146,33 +133,21 @@ export const WorkflowConfigSchema = z
       .max(MAX_TURNS, `must be at most ${MAX_TURNS}`)
       .default(4)
       .describe(`Past history entries shown in each prompt; default 4; 0 shows none; at most ${MAX_TURNS}.`),
-    /**
-     * 'tree': K candidates per role and turn from one state, continue from the best; 'no-tree': K independent
-     * episodes per instance; 'single': one agent alone — agents[0] when given, else the workflow's last role (the
-     * planner or reasoner) — K independent episodes. Default 'tree'.
-     */
     sampling: z
       .enum(['tree', 'no-tree', 'single'])
       .default('tree')
       .describe(
         "'tree': K candidates per role and turn from one state, continue from the best; 'no-tree': K independent " +
-          "episodes per instance; 'single': one agent alone (agents[0] when given, else the workflow's last role), K " +
-          "independent episodes; default 'tree'.",
+          "episodes per instance; 'single': one agent alone (agents[0] when given, else the workflow's last role: the " +
+          "planner or reasoner), K independent episodes; default 'tree'.",
       ),
-    /**
-     * Tree only: later roles also act (one response each) in every non-chosen branch, so team terms differ within a
-     * group and train; default false (the spec's default: they cancel).
-     */
     teamBranches: z
       .boolean()
       .default(false)
       .describe(
-        'Tree only: later roles also act in every non-chosen branch, so team terms differ within a group; default false.',
+        'Tree only: later roles also act (one response each) in every non-chosen branch, so team terms differ ' +
+          "within a group and train; default false (the spec's: they cancel).",
       ),
-    /**
-     * The group size: candidates per role and turn (tree) or episodes per instance (no-tree, single) — the K of the
-     * AT-GRPO spec; default 4 (head scripts), at most 64.
-     */
     groupSize: z
       .number()
       .int()
@@ -180,46 +155,40 @@ export const WorkflowConfigSchema = z
       .max(MAX_K, `must be at most ${MAX_K}`)
       .default(4)
       .describe(
-        `Group size K: candidates per role and turn (tree) or episodes per instance (no-tree, single); default 4, at most ${MAX_K}.`,
+        `Group size, the K of the AT-GRPO spec: candidates per role and turn (tree) or episodes per instance ` +
+          `(no-tree, single); default 4, at most ${MAX_K}.`,
       ),
-    /**
-     * Which samples share an advantage baseline, within one instance: 'agent-turn' (one group per role and turn, the
-     * AT-GRPO spec), 'agent' (per role, all turns pooled) or 'turn' (per turn, all roles pooled: needs one shared
-     * policy); default 'agent-turn'. The pooled modes are the ablations of `hacrl bench mas --ablations`.
-     */
     grouping: z
       .enum(GROUPINGS)
       .default('agent-turn')
       .describe(
         "Which samples share an advantage baseline within an instance: 'agent-turn' (per role and turn), 'agent' (per " +
-          "role, turns pooled) or 'turn' (per turn, roles pooled; one shared policy only); default 'agent-turn'.",
+          "role, turns pooled) or 'turn' (per turn, roles pooled; one shared policy only); default 'agent-turn' (the " +
+          'spec); the pooled modes are the ablations of `hacrl bench mas --ablations`.',
       ),
-    /** How a grid workflow's tool agent answers: 'text' (a move list) or 'code' (JavaScript printing one); default 'text'. */
     toolMode: z
       .enum(['text', 'code'])
       .default('text')
       .describe(
         "How a grid workflow's tool agent answers: 'text' (a move list) or 'code' (JavaScript printing one); default 'text'.",
       ),
-    /** Limits of the sandbox running tool code. */
     sandbox: SandboxLimitsSchema.partial().default({}).describe('Limits of the sandbox running tool code.'),
-    /** Which groups train (src/algorithms/group-filter.ts); default: the reference's, lowest-mean half dropped. */
     groupFilter: z
       .object({
-        /** Fraction of groups with the lowest mean reward to drop, in [0, 1); default 0.5 (the reference); 0 = off. */
         lowMeanRatio: z
           .number()
           .min(0)
           .lt(1)
-          .default(0.5)
+          .default(DEFAULT_GROUP_FILTER.lowMeanRatio)
           .describe(
-            'Fraction of groups with the lowest mean reward to drop, in [0, 1); default 0.5 (the reference); 0 = off.',
+            "Fraction of groups with the lowest mean reward to drop, in [0, 1), among each policy's own groups; " +
+              `default ${DEFAULT_GROUP_FILTER.lowMeanRatio} (the reference); 0 = off.`,
           ),
       })
       .strict()
-      .default({ lowMeanRatio: 0.5 })
+      .prefault({})
       .describe(
-        "Which groups train (src/algorithms/group-filter.ts); default: the reference's, lowest-mean half dropped; " +
+        "Which groups train (src/workflows/group-filter.ts); default: the reference's, lowest-mean half dropped; " +
           'groups whose rewards are all equal are left out by optim.filterZeroVariance, in the learner, as for every source.',
       ),
   })
