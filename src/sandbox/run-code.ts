@@ -15,8 +15,6 @@ import { SCRATCH, isolationPrefix } from './isolation.js';
 import { runInLauncher } from './launcher.js';
 import type { SandboxResult } from './sandbox-types.js';
 
-export { SANDBOX_OUTCOMES, type SandboxOutcome, type SandboxResult } from './sandbox-types.js';
-
 const MIB = 1 << 20;
 
 /** Sandbox limits; each has a stated bound, checked when a workflow config is read. */

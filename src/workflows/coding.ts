@@ -23,7 +23,8 @@ import {
   withCases,
 } from '../envs/coding.js';
 import type { Environment } from '../envs/environment.js';
-import { type SandboxLimits, type SandboxOutcome, runSandboxed } from '../sandbox/run-code.js';
+import { type SandboxLimits, runSandboxed } from '../sandbox/run-code.js';
+import type { SandboxOutcome } from '../sandbox/sandbox-types.js';
 import { actingRoles, roleSettings } from './builtin.js';
 import { type RoleSettings, actorRole, buildPrompt, extractCode } from './roles.js';
 import type { WorkflowConfig } from './workflow-config.js';

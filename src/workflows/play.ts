@@ -3,7 +3,7 @@
  * calibration seeds), one training step's episodes with their groups and the group filter's verdict — in the one
  * scope, per policy, that both a training step and `hacrl mas rollout` use — and greedy evaluation.
  */
-import { SANDBOX_OUTCOMES } from '../sandbox/run-code.js';
+import { SANDBOX_OUTCOMES } from '../sandbox/sandbox-types.js';
 import { mean } from '../util/stats.js';
 import { filterGroups, type GroupFilterResult } from './group-filter.js';
 import { type SampleGroup, groupSamples } from './groups.js';

@@ -4,7 +4,8 @@
  * the sandbox. Each builds its prompt from the environment's observation and the history the workflow shows.
  */
 import type { Environment } from '../envs/environment.js';
-import { type SandboxLimits, type SandboxResult, runSandboxed } from '../sandbox/run-code.js';
+import { type SandboxLimits, runSandboxed } from '../sandbox/run-code.js';
+import type { SandboxResult } from '../sandbox/sandbox-types.js';
 import type { SamplingSettings } from './policy.js';
 import type { EpisodeState, Role, RoleAct, TeamTerm } from './workflow.js';
 

@@ -2,7 +2,7 @@
  * The plain-data records a multi-agent rollout produces: one per response (the training sample) and one per episode.
  * Everything is JSON-serialisable so the trainer's table of samples, the logs and the report can take it as is.
  */
-import type { SandboxOutcome } from '../sandbox/run-code.js';
+import type { SandboxOutcome } from '../sandbox/sandbox-types.js';
 
 /** One response of one role in one turn: a training sample. */
 export interface MasSample {

@@ -4,7 +4,7 @@
  * Workflow; a new one is added by registering a factory (registry.ts), without touching the trainer.
  */
 import type { Environment } from '../envs/environment.js';
-import type { SandboxOutcome } from '../sandbox/run-code.js';
+import type { SandboxOutcome } from '../sandbox/sandbox-types.js';
 import type { SamplingSettings } from './policy.js';
 
 /** One acted turn of one role, as later prompts may show it. */
