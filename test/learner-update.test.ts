@@ -1,8 +1,9 @@
 // What one learner step does to a real (tiny) model, through the public learnerStep: the rewarded response of a
 // two-response group becomes likelier and the other less likely, under GRPO's token ratio, GSPO's sequence ratio and
-// HACPO's foreign objective; and each HACPO mechanism (Eqs. 6–9, 10, 12, 13–14) changes the update of a hand-built
-// team the way the spec (shared/spec/hacpo.md §2–5) predicts, read on the learner's log-probs of foreign responses; and a rollout correction (TIS, mask) changes the
-// loss and gradient of a step whose sampler disagreed with the learner, by the weights worked out by hand.
+// HACPO's foreign objective; each HACPO mechanism (Eqs. 6–9, 10, 12, 13–14) changes the update of a hand-built team
+// the way the spec (shared/spec/hacpo.md §2–5) predicts, read on the learner's log-probs of foreign responses; and a
+// rollout correction (TIS, mask) changes the loss and gradient of a step whose sampler disagreed with the learner by
+// the weights worked out by hand.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
