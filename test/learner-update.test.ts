@@ -1,7 +1,9 @@
 // What one learner step does to a real (tiny) model, through the public learnerStep: the rewarded response of a
 // two-response group becomes likelier and the other less likely, under GRPO's token ratio, GSPO's sequence ratio and
-// HACPO's foreign objective; and each HACPO mechanism (Eqs. 6–9, 10, 12, 13–14) changes the update of a hand-built
-// team the way the spec (shared/spec/hacpo.md §2–5) predicts, read on the learner's log-probs of foreign responses.
+// HACPO's foreign objective; each HACPO mechanism (Eqs. 6–9, 10, 12, 13–14) changes the update of a hand-built team
+// the way the spec (shared/spec/hacpo.md §2–5) predicts, read on the learner's log-probs of foreign responses; and a
+// rollout correction (TIS, mask) changes the loss and gradient of a step whose sampler disagreed with the learner by
+// the weights worked out by hand.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
@@ -20,6 +22,7 @@ import { scoreResponses } from '../src/model/response-log-probs.js';
 import { AdamW } from '../src/optim/adamw.js';
 import { CharTokenizer } from '../src/tokenizer/char-tokenizer.js';
 import { Rng } from '../src/util/rng.js';
+import { near } from './helpers.js';
 import { CONFIGS, VOCAB, testModel } from './tiny-models.js';
 
 const k = engine();
@@ -305,5 +308,54 @@ describe('each HACPO mechanism changes the update of a hand-built team as the sp
     assert.ok(Math.abs(flat / once - 2) < 0.1, `fixed band, two updates: ${flat} vs one update ${once}`);
     // At m = 1 the band is [0.9, 1]: the second update has no gradient and (plain descent) no step.
     assert.equal(rising, once, 'rising band: the second update adds nothing');
+  });
+});
+
+describe('a rollout correction reaches the update: a learner step weighs or masks by the sampler/learner ratio', () => {
+  const rows = [
+    { generator: 'a', response: R0, reward: 1 },
+    { generator: 'a', response: R1, reward: 0 },
+  ];
+  // Group-std advantages of rewards (1, 0): ±0.5 / (std + 1e-6), std the unbiased √0.5.
+  const A = 0.5 / (Math.sqrt(0.5) + 1e-6);
+  /**
+   * One GRPO step of a fresh learner, its own responses recorded by a sampler whose ratio ρ_t = π_old/π_sampler is
+   * `rho[i]` on every token of response i; the step's metrics.
+   */
+  const step = (rho: readonly [number, number], correction?: UpdateRecipe['rolloutCorrection']) => {
+    const l = learner('a', 1);
+    const table = groupTable(l, rows).map((r, i) => ({
+      ...r,
+      samplingLogProbs: Array.from(r.generatorLogProbs, (old) => old - Math.log(rho[i]!)),
+    }));
+    const recipe = correction ? { ...GRPO, rolloutCorrection: correction } : GRPO;
+    const r = learnerStep(table, [l], 0, recipe, [NaN], k, new Rng(0));
+    assert.equal(r.skippedUpdates, 0);
+    return r.metrics;
+  };
+  // Every PPO ratio starts at 1 (the old log-probs are the current ones), so under token-mean each token's term is
+  // −A_i·c_t / (tokens counted), c_t the correction's weight. R0 (A > 0) at ρ = 3, R1 (A < 0) at ρ = 0.6, cap 2
+  // (ρ = 0.5 would sit on the mask's edge, on either side by rounding).
+  const skewed = [3, 0.6] as const;
+
+  test('uncorrected, the two responses cancel: loss 0', () => {
+    assert.ok(Math.abs(step(skewed).loss!) < 1e-6);
+  });
+
+  test('token TIS weighs R0 by min(3, 2) = 2 and R1 by 0.6: loss −(4·2·A − 4·0.6·A)/8 = −0.7·A', () => {
+    const m = step(skewed, { mode: 'tis', cap: 2, level: 'token' });
+    near(m.loss!, -0.7 * A, 1e-5, 'loss');
+    near([m.rollout_ratio_max!, m.rollout_corrected_frac!], [3, 0.5], 1e-9, 'mismatch metrics');
+  });
+
+  test('token mask drops R0 (ρ = 3 outside [0.5, 2]) from the loss and its denominator: loss −(4·(−A))/4 = A', () => {
+    near(step(skewed, { mode: 'mask', cap: 2, level: 'token' }).loss!, A, 1e-5, 'loss');
+  });
+
+  test('TIS weight 0.6 on every token scales the gradient the optimizer steps on by 0.6', () => {
+    const plain = step([0.6, 0.6]).grad_norm!;
+    const tis = step([0.6, 0.6], { mode: 'tis', cap: 2, level: 'token' }).grad_norm!;
+    assert.ok(plain > 1e-3, `gradient norm ${plain}`);
+    near(tis / plain, 0.6, 1e-6, `gradient norms ${tis} and ${plain}`);
   });
 });

@@ -1,7 +1,7 @@
 // LoRA agents at the model layer: gradients of A and B against finite differences and against a LoRA written in
 // PyTorch on the same weights, the PEFT folder (names, shapes, config keys) both ways with its refusals, merging
 // (a plain checkpoint with the adapted model's logits, also through `hacrl lora merge`), the inference copies, and
-// seeded dropout.
+// seeded dropout with its 1/(1 − p) scale.
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -23,10 +23,11 @@ import { SafetensorsReader, writeSafetensors } from '../src/model/safetensors.js
 import type { Transformer } from '../src/model/transformer.js';
 import { saveModel } from '../src/model/weights.js';
 import { Tape } from '../src/tensor/tape.js';
+import { Tensor } from '../src/tensor/tensor.js';
 import { Rng } from '../src/util/rng.js';
 import { parseRunConfig } from '../src/config/load-config.js';
 import { hacrl } from './cli.js';
-import { mulberry32, randInt, relError, uniform } from './helpers.js';
+import { mulberry32, near, randInt, relError, uniform } from './helpers.js';
 import { saveTinyAgent } from './tiny-agents.js';
 import { requireTorch, runTorchReference } from './torch-reference.js';
 import { CONFIGS, testModel, VOCAB } from './tiny-models.js';
@@ -144,6 +145,59 @@ describe('LoRA adapters', () => {
     }
     assert.ok(checked >= 10, `checked ${checked} entries`);
     assert.notEqual(masked(), loss(model, x), 'dropout changed the training pass');
+  });
+
+  test('dropout scales kept inputs by 1/(1 − p): exactly in the gradients, unbiased in the output over many masks', () => {
+    const p = 0.25;
+    const cfg = testModel(CONFIGS.qwen3!, 70).cfg;
+    const rng = mulberry32(71);
+    /** Adapters with dropout `dropout`, the same A, B and input for every `dropout`. */
+    const make = (dropout: number) => {
+      const adapters = LoraAdapters.init(cfg, { ...SETTINGS, dropout }, 'b', 72);
+      const { module, inF, outF } = adapters.modules[0]!;
+      const b = adapters.params.get(`${module}.lora_B.weight`)!;
+      b.data.set(uniform(b.size, mulberry32(73), -0.5, 0.5));
+      return { adapters, module, inF, outF, a: adapters.params.get(`${module}.lora_A.weight`)! };
+    };
+    const x = uniform(make(0).inF, rng, 0.5, 1.5);
+    /** One training pass of one row through the adapter alone (y = 0), and its backward from Σ output. */
+    const pass = (m: ReturnType<typeof make>) => {
+      m.a.grad?.fill(0);
+      const input = new Tensor(x.slice(), [1, m.inF], true);
+      const tape = new Tape();
+      const out = m.adapters.apply({ k, tape }, input, m.module, new Tensor(new Float32Array(m.outF), [1, m.outF]));
+      const y = out.data.slice();
+      tape.backward(out);
+      return { y, aGrad: m.a.grad!.slice(), xGrad: input.grad!.slice() };
+    };
+    const plain = pass(make(0));
+    const dropped = make(p);
+    const once = pass(dropped);
+    // A's gradient is dDownᵀ·input and x's is the masked dIn: per input element, the same factor — 0 or 1/(1 − p).
+    const factors = Array.from(x, (_, i) => once.xGrad[i]! / plain.xGrad[i]!);
+    const kept = factors.filter((f) => f !== 0);
+    assert.ok(kept.length > 0 && kept.length < x.length, `${kept.length} of ${x.length} inputs kept`);
+    for (const f of kept) near(f, 1 / (1 - p), 1e-5, 'a kept input of the x gradient');
+    for (let j = 0; j < SETTINGS.rank; j++)
+      for (let i = 0; i < x.length; i++) {
+        const at = j * x.length + i;
+        near(
+          once.aGrad[at]!,
+          factors[i]! * plain.aGrad[at]!,
+          1e-5 * Math.abs(plain.aGrad[at]!) + 1e-9,
+          `A[${j}, ${i}]`,
+        );
+      }
+    // Averaged over masks, the output is the output without dropout (the unscaled one would be 1 − p = 0.75 of it).
+    const passes = 2000;
+    const sum = new Float64Array(plain.y.length);
+    for (let n = 0; n < passes; n++) pass(dropped).y.forEach((v, o) => (sum[o] += v / passes));
+    let dot = 0;
+    let norm = 0;
+    plain.y.forEach((v, o) => ((dot += v * sum[o]!), (norm += v * v)));
+    assert.ok(norm > 1e-4, 'the adapter writes something');
+    // Seeded masks: 0.992 measured; the unscaled output gives 0.744.
+    near(dot / norm, 1, 0.05, 'mean output over masks against the output without dropout');
   });
 
   test('lora.dropout with activation checkpointing is refused (the masks would be drawn only when recomputing)', () => {

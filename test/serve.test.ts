@@ -1,5 +1,6 @@
 // `hacrl serve` driven by the official openai client: both endpoints, streamed and not, the same tokens as generate,
-// batching that changes no token, and bad requests answered with 4xx while the server keeps serving.
+// stop strings that a stream never shows, top log-probs that are log-probs, batching that changes no token, and bad
+// requests answered with 4xx while the server keeps serving.
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -12,9 +13,12 @@ import { loadServedModels } from '../src/cli/serve.js';
 import { generate } from '../src/model/generate.js';
 import { loadPretrained, type Pretrained } from '../src/model/pretrained.js';
 import type { Transformer } from '../src/model/transformer.js';
-import { Batcher } from '../src/serve/batcher.js';
+import { Batcher, type SampledToken } from '../src/serve/batcher.js';
 import { HacrlServer } from '../src/serve/server.js';
+import { TextStream } from '../src/serve/text-stream.js';
+import { CharTokenizer } from '../src/tokenizer/char-tokenizer.js';
 import { hacrl, startHacrlServe } from './cli.js';
+import { near } from './helpers.js';
 import { saveTinyAdapter, saveTinyAgent } from './tiny-agents.js';
 
 const root = await mkdtemp(join(tmpdir(), 'hacrl-serve-'));
@@ -224,6 +228,118 @@ test('a stop string cuts the text before it', async () => {
   const cut = await client.completions.create({ ...body, stop: [stop] });
   assert.equal(cut.choices[0]!.text, full.slice(0, full.indexOf(stop)));
   assert.equal(cut.choices[0]!.finish_reason, 'stop');
+});
+
+test('a streamed stop string never shows: the text before it streams as the unstreamed completion has it', async () => {
+  // A stop string across a token boundary: its first character arrives a token before it is complete, so a stream
+  // that sent every token's text at once would already have shown that character when the stop string appears.
+  const prompt = 'hello world';
+  const { ids } = reference(agent.tokenizer.encode(prompt), { seed: 1, maxTokens: 24, temperature: 0 });
+  const upTo = (n: number): string => agent.tokenizer.decode(ids.slice(0, n), { skipSpecialTokens: true });
+  let stop = '';
+  for (let n = 1; n < ids.length && stop === ''; n++) {
+    const [before, after] = [upTo(n), upTo(n + 1)];
+    const candidate = before.slice(-1) + after.slice(before.length, before.length + 1);
+    if (/^[ -~]{2}$/.test(candidate) && after.startsWith(before) && after.indexOf(candidate) === before.length - 1)
+      stop = candidate;
+  }
+  assert.notEqual(stop, '', `no stop string across a token boundary in ${JSON.stringify(upTo(ids.length))}`);
+  const body = { model: 'tiny', prompt, max_tokens: 24, temperature: 0, seed: 1, stop: [stop] };
+  const cut = (await client.completions.create(body)).choices[0]!;
+  assert.equal(cut.text, upTo(ids.length).slice(0, upTo(ids.length).indexOf(stop)));
+  let streamed = '';
+  let finish: string | null = null;
+  for await (const chunk of await client.completions.create({ ...body, stream: true })) {
+    streamed += chunk.choices[0]?.text ?? '';
+    finish = chunk.choices[0]?.finish_reason ?? finish;
+  }
+  assert.equal(streamed, cut.text, `stop ${JSON.stringify(stop)}`);
+  assert.equal(finish, 'stop');
+});
+
+test('TextStream holds back what may start a stop string or end inside a character, and lets it go once it cannot', () => {
+  const tok = new CharTokenizer({
+    alphabet: 'abcdefghijklmnopqrstuvwxyz ',
+    specialTokens: ['<eos>'],
+    names: { eos: '<eos>' },
+  });
+  /** The text shown after each token of `text` under `stops`, then at the end. */
+  const shown = (text: string, stops: string[]) => {
+    const stream = new TextStream(tok, stops);
+    const out: string[] = [];
+    let sent = '';
+    for (const id of tok.encode(text)) if (!stream.stopped) out.push((sent += stream.push(id)));
+    out.push((sent += stream.finish()));
+    return { out, stopped: stream.stopped };
+  };
+  // The stop string completes: nothing of it was ever shown, and what was shown was never taken back.
+  const stopped = shown('hello world', ['wor']);
+  assert.equal(stopped.stopped, true);
+  assert.deepEqual(stopped.out, ['h', 'he', 'hel', 'hell', 'hello', 'hello ', 'hello ', 'hello ', 'hello ', 'hello ']);
+  // Held back while it could start a stop string (the "o" of "hello" and "or" of "world" for "or ", "w" and "wo" for
+  // "wox"), let go as soon as it cannot.
+  const through = shown('hello world', ['wox', 'or ']);
+  assert.equal(through.stopped, false);
+  assert.deepEqual(through.out, [
+    ...['h', 'he', 'hel', 'hell', 'hell', 'hello ', 'hello ', 'hello '],
+    ...['hello w', 'hello worl', 'hello world', 'hello world'],
+  ]);
+  // A byte-level token that ends inside a UTF-8 character shows nothing until the character is whole.
+  const bytes = agent.tokenizer.encode('é!');
+  const utf8 = new TextStream(agent.tokenizer, []);
+  const pieces = bytes.map((id) => utf8.push(id));
+  assert.ok(bytes.length >= 2 && pieces[0] === '', `${bytes.length} tokens: ${JSON.stringify(pieces)}`);
+  assert.equal(pieces.join('') + utf8.finish(), 'é!');
+});
+
+test('top log-probs are log-softmax values of the logits: the most likely tokens, ≤ 0, and the sampled one as scored', async () => {
+  const k = engine();
+  const batcher = new Batcher(agent.model, k, 4);
+  const prompt = agent.tokenizer.encode('the answer is');
+  const steps: SampledToken[] = [];
+  const request = { prompt, maxTokens: 6, temperature: 1, topP: 1, seed: 3, stopTokens: new Set<number>() };
+  await batcher.submit({ ...request, topLogprobs: 5, onToken: (t) => !steps.push(t) });
+  await batcher.close();
+  // Independently: one forward pass over the prompt and the sampled tokens, log-softmax in float64.
+  const ids = [...prompt, ...steps.map((t) => t.id)];
+  const vocab = agent.model.cfg.vocabSize;
+  const hidden = agent.model.forward({ k, tape: null }, { ids: Int32Array.from(ids), batch: 1, seqLen: ids.length });
+  const logits = agent.model.logits(k, hidden.data, ids.length);
+  steps.forEach((t, i) => {
+    const row = Array.from(logits.subarray((prompt.length - 1 + i) * vocab, (prompt.length + i) * vocab));
+    const max = Math.max(...row);
+    const lse = max + Math.log(row.reduce((a, v) => a + Math.exp(v - max), 0));
+    const want = row.map((v, id) => ({ id, logProb: v - lse })).sort((a, b) => b.logProb - a.logProb);
+    assert.deepEqual(
+      t.top.map((a) => a.id),
+      want.slice(0, 5).map((a) => a.id),
+      `step ${i}: the five most likely`,
+    );
+    t.top.forEach((a, j) => near(a.logProb, want[j]!.logProb, 1e-4, `step ${i}, alternative ${j}`));
+    near(t.logProb, row[t.id]! - lse, 1e-4, `step ${i}: the sampled token`);
+  });
+  // Over the server: greedy, so the chosen token is the first alternative, with the log-prob the token has.
+  const chat = await client.chat.completions.create({
+    model: 'tiny',
+    messages: [{ role: 'user', content: 'hello agents' }],
+    max_tokens: 6,
+    temperature: 0,
+    logprobs: true,
+    top_logprobs: 3,
+  });
+  const content = chat.choices[0]!.logprobs!.content!;
+  assert.equal(content.length, 6);
+  for (const [i, c] of content.entries()) {
+    assert.equal(c.top_logprobs.length, 3);
+    assert.equal(c.top_logprobs[0]!.token, c.token, `token ${i}`);
+    near(c.top_logprobs[0]!.logprob, c.logprob, 1e-6, `token ${i}: the chosen one's log-prob`);
+    const values = c.top_logprobs.map((a) => a.logprob);
+    assert.ok(
+      values.every((v, j) => v <= 0 && (j === 0 || v <= values[j - 1]!)),
+      `token ${i}: ${values}`,
+    );
+    assert.ok(values.reduce((a, v) => a + Math.exp(v), 0) <= 1 + 1e-6, `token ${i}: more than all the mass`);
+  }
 });
 
 test('32 concurrent streams give the same text as one at a time', async () => {

@@ -14,8 +14,13 @@ export const tokenizer = new CharTokenizer({ alphabet: ALPHABET, specialTokens: 
  * embedding of the current token and lm_head alone picks the next one. After the prompt's last character (" " of
  * "A: ") it writes "\boxed{", then 7 or 3 (logits 40 and 40 − ln 1.5: probabilities 0.6 and 0.4, everything else
  * about e^-40), then "}" and EOS.
+ *
+ * With `separateChoice`, the same behaviour with 7's and 3's logits read from two different coordinates of "{"'s
+ * embedding (its own and a spare one past the vocabulary) rather than one: LoRA adapters, which cannot touch
+ * lm_head, can then change which answer wins by writing into the residual stream (with one coordinate they could
+ * only scale both logits together).
  */
-export function bigramModel(): Transformer {
+export function bigramModel(o: { separateChoice?: boolean } = {}): Transformer {
   const id = (c: string): number => tokenizer.encode(c)[0]!;
   const vocab = tokenizer.vocabSize;
   const hidden = 32;
@@ -47,8 +52,17 @@ export function bigramModel(): Transformer {
     void (head[to * hidden + id(from)] = logit / Math.sqrt(hidden));
   const chain = [' ', '\\', 'b', 'o', 'x', 'e', 'd', '{'];
   for (let i = 0; i + 1 < chain.length; i++) next(chain[i]!, id(chain[i + 1]!), 40);
-  next('{', id('7'), 40);
-  next('{', id('3'), 40 - Math.log(1.5));
+  if (o.separateChoice) {
+    // "{" is one at its own coordinate and at the spare one, which RMSNorm scales to √(hidden / 2) each.
+    const spare = vocab;
+    embed[id('{') * hidden + spare] = 1;
+    const scale = Math.sqrt(hidden / 2);
+    head[id('7') * hidden + id('{')] = 40 / scale;
+    head[id('3') * hidden + spare] = (40 - Math.log(1.5)) / scale;
+  } else {
+    next('{', id('7'), 40);
+    next('{', id('3'), 40 - Math.log(1.5));
+  }
   next('7', id('}'), 40);
   next('3', id('}'), 40);
   next('}', tokenizer.eosId, 40);
