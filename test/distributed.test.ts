@@ -17,9 +17,10 @@ import {
   printableBroker,
   type NatsSettings,
 } from '../src/distributed/nats-transport.js';
-import { decodeStep, encodeStep } from '../src/distributed/records.js';
+import { decodeStep, encodeHello, encodeStep } from '../src/distributed/records.js';
 import { readSafetensors } from '../src/model/safetensors.js';
 import { InProcessTransport } from '../src/distributed/transport.js';
+import { loadDataSpec } from '../src/tasks/data-spec.js';
 import type { SampleRecord } from '../src/train/sample-table.js';
 import { hacrl, metricRows, TINY_AGENT_FLAGS } from './cli.js';
 import { NatsServer } from './nats-server.js';
@@ -53,13 +54,21 @@ const exchangeOptions = (local: string, extra: Partial<ExchangeOptions> = {}): E
   limits: () => ({ groups: 2, groupSize: 2, vocabSize: 10 }),
   waitSeconds: 5,
   onLate: 'stop',
+  fingerprint: {},
   log: () => {},
   ...extra,
 });
 
+/** A transport on which both agents have published their (empty) fingerprints, as greet() does. */
+async function greetedTransport(): Promise<InProcessTransport> {
+  const transport = new InProcessTransport();
+  for (const agent of ['a', 'b']) await transport.publish(0, agent, encodeHello('unit', agent, {}));
+  return transport;
+}
+
 describe('the rollout exchange', () => {
   test('every agent gets the same table, in agent order whatever the arrival order, numbered as one process', async () => {
-    const transport = new InProcessTransport();
+    const transport = await greetedTransport();
     const b = new RolloutExchange(transport, exchangeOptions('b')).complete(1, records('b'), metricsOf('b'));
     await sleep(20); // b has published and waits for a
     const a = await new RolloutExchange(transport, exchangeOptions('a')).complete(1, records('a'), metricsOf('a'));
@@ -72,19 +81,19 @@ describe('the rollout exchange', () => {
     assert.deepEqual([...fromB.sampled.keys()], ['a', 'b']);
   });
 
-  test('a record that fails validation is rejected naming the agent and the step', async () => {
-    const transport = new InProcessTransport();
+  test('a record that fails validation is refused naming the agent and the step', async () => {
+    const transport = await greetedTransport();
     const bad = records('b');
     bad[2] = { ...bad[2]!, tokens: { ...bad[2]!.tokens, response: [4, 5, 99] } };
     await transport.publish(3, 'b', encodeStep('unit', 3, 'b', bad, { reward_mean: 0.5 }));
     await assert.rejects(
       new RolloutExchange(transport, exchangeOptions('a')).complete(3, records('a'), metricsOf('a')),
-      /rejected agent b's records of step 3: record 2: token id 99 outside the vocabulary \(10\)/,
+      /refused agent b's records of step 3: record 2: token id 99 outside the vocabulary \(10\); stopping before any learner reads it/,
     );
     await transport.publish(4, 'b', new TextEncoder().encode('{"format": "hacrl-step", "code": "rm -rf /"}'));
     await assert.rejects(
       new RolloutExchange(transport, exchangeOptions('a')).complete(4, records('a'), metricsOf('a')),
-      /rejected agent b's records of step 4: /,
+      /refused agent b's records of step 4: /,
     );
   });
 
@@ -363,6 +372,30 @@ describe('hacrl agent: one process per agent over a real nats-server', () => {
     await assertSameAsOneProcess(whole, again, ['char']);
   });
 
+  test('machines holding different data behind the same path are refused before any step', async () => {
+    const data = join(root, 'train-data.jsonl');
+    const rows = (await loadDataSpec('easy:train:16')).problems.map((p) => ({ prompt: p.prompt, answer: p.answer }));
+    const write = (answers: string[]): Promise<void> =>
+      writeFile(data, rows.map((r, i) => JSON.stringify({ ...r, answer: answers[i] })).join('\n') + '\n');
+    await write(rows.map((r) => r.answer));
+    const dir = join(root, 'data-differs');
+    const extra = ['exchange.runId=data-differs', `data.train=${data}`];
+    const a = startAgent(config, dir, 'char', extra);
+    const t = await openTransport('data-differs');
+    await when('its fingerprint was published', async () => (await t.fetch(0, 'char')) !== null, a.done);
+    await t.close();
+    // The second machine's file at the same path holds one other gold answer.
+    await write(rows.map((r, i) => (i === 3 ? `${r.answer}0` : r.answer)));
+    const b = startAgent(config, dir, 'bpe', extra);
+    const [ea, eb] = await Promise.all([a.done, b.done]);
+    assert.notEqual(eb.status, 0);
+    assert.match(eb.stderr, /agent char's machine holds other data\.train than this one/);
+    assert.notEqual(ea.status, 0);
+    assert.match(ea.stderr, /agent bpe's machine holds other data\.train than this one/);
+    for (const agent of ['char', 'bpe'])
+      assert.ok(!existsSync(checkpoint(join(dir, agent), 1)), `${agent} trained no step`);
+  });
+
   test('an agent SIGKILLed mid-run and started again resumes and ends byte-equal', async () => {
     const dist = join(root, 'killed-agent');
     const a = startAgent(config, dist, 'char', ['exchange.runId=killed-agent']);
@@ -469,7 +502,12 @@ describe('hacrl agent: one process per agent over a real nats-server', () => {
     const r = await startAgent(config, join(root, 'late'), 'char', ['exchange.waitSeconds=2']).done;
     const seconds = (Date.now() - t0) / 1e3;
     assert.equal(r.status, 1, r.stderr);
-    assert.match(r.stderr, /agent bpe did not publish records of step 1 within 2 s \(exchange\.waitSeconds\)/);
+    // A partner that never started is missed at the greeting, before step 1 is sampled.
+    assert.match(
+      r.stderr,
+      /agent bpe did not publish its fingerprint before step 1 within 2 s \(exchange\.waitSeconds\)/,
+    );
+    assert.ok(!existsSync(checkpoint(join(root, 'late', 'char'), 1)), 'no step was trained');
     assert.ok(seconds < 2 + 20, `stopped after ${seconds} s`);
   });
 });

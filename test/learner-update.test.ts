@@ -324,12 +324,13 @@ describe('a rollout correction reaches the update: a learner step weighs or mask
    */
   const step = (rho: readonly [number, number], correction?: UpdateRecipe['rolloutCorrection']) => {
     const l = learner('a', 1);
-    const table = groupTable(l, rows).map((r, i) => ({
+    const { table, view } = groupTable(l, rows);
+    const sampled = table.map((r, i) => ({
       ...r,
       samplingLogProbs: Array.from(r.generatorLogProbs, (old) => old - Math.log(rho[i]!)),
     }));
     const recipe = correction ? { ...GRPO, rolloutCorrection: correction } : GRPO;
-    const r = learnerStep(table, [l], 0, recipe, [NaN], k, new Rng(0));
+    const r = learnerStep(sampled, view, [l], 0, recipe, [NaN], k, new Rng(0));
     assert.equal(r.skippedUpdates, 0);
     return r.metrics;
   };

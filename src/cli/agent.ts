@@ -1,5 +1,6 @@
 import { loadRunConfig } from '../config/load-config.js';
-import { runAgentProcess } from '../distributed/agent-run.js';
+import { brokerPermissions } from '../distributed/broker-config.js';
+import { runAgentProcess, runIdOf } from '../distributed/agent-run.js';
 import { closeDefaultPool } from '../rewards/worker-pool.js';
 import { StopRequest } from '../run/interrupt.js';
 import { createProgressDisplay } from '../train/progress.js';
@@ -39,4 +40,18 @@ export async function runAgent(o: AgentCliOptions): Promise<void> {
     stop.dispose();
     await closeDefaultPool();
   }
+}
+
+/**
+ * `hacrl broker-users`: the nats-server authorization block of the run the configuration describes — one user per
+ * agent, named after it, its password read from the server's environment (HACRL_PASSWORD_<AGENT>), allowed to
+ * publish only its own subjects of the run.
+ */
+export async function runBrokerUsers(o: Pick<AgentCliOptions, 'config' | 'set'>): Promise<void> {
+  const cfg = await loadRunConfig(o.config, o.set);
+  const users = cfg.agents.map((a) => ({
+    agent: a.name,
+    password: `$HACRL_PASSWORD_${a.name.toUpperCase().replace(/[^A-Z0-9]/g, '_')}`,
+  }));
+  process.stdout.write(brokerPermissions(runIdOf(cfg), users));
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { writeFile } from 'node:fs/promises';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { runAgent, type AgentCliOptions } from './agent.js';
+import { runAgent, runBrokerUsers, type AgentCliOptions } from './agent.js';
 import { BENCH_FAST, BENCH_FULL, BENCH_TINY } from '../experiments/mas-sizes.js';
 import { runBenchPaper, type BenchPaperCliOptions } from '../experiments/paper.js';
 import { baselineBenchOptions, type BaselineBenchCliOptions } from '../experiments/baseline-bias.js';
@@ -216,6 +216,16 @@ program
       'what then; `hacrl config schema` documents every exchange field.',
   )
   .action((o: AgentCliOptions) => runAgent(o));
+
+program
+  .command('broker-users')
+  .description(
+    'prints a nats-server authorization block for the run: one user per agent, each allowed to publish only its own ' +
+      "subjects (docs/distributed.md, 'One user per agent'); passwords from the server's environment",
+  )
+  .option('--config <file>', 'run configuration (YAML or JSON), the same file the agents get')
+  .option('--set <key=value...>', 'overrides after the file, the same the agents get', [])
+  .action((o: Pick<AgentCliOptions, 'config' | 'set'>) => runBrokerUsers(o));
 
 /** Adds the flags of a small agent built from scratch (hacrl sft, hacrl mas warmstart). */
 function withAgentOptions(c: Command): Command {

@@ -461,6 +461,12 @@ export const RunConfigObject = z.strictObject({
           'A late agent: stop naming it and the step, or train this step without its records (logged; the run is ' +
             'then no longer equal to one process)',
         ),
+        onBadRecord: field(
+          z.enum(['stop', 'skip']),
+          'stop',
+          "A partner's step that fails the arrival checks (docs/distributed.md): stop naming the agent, step, field " +
+            'and value, or train this step without that partner (logged; the run is then no longer equal to one process)',
+        ),
         maxMessageBytes: field(
           count(1024),
           1048576,

@@ -11,11 +11,15 @@ import { readHfConfig } from '../model/hf-config.js';
 import type { StopRequest } from '../run/interrupt.js';
 import { findLatestCheckpoint, RunFolder } from '../run/run-folder.js';
 import type { ProgressDisplay } from '../train/progress.js';
-import { resolveRun } from '../train/resolved-run.js';
+import { loadTokenizer } from '../tokenizer/load.js';
+import { resolveRun, type ResolvedRun } from '../train/resolved-run.js';
 import { trainRl } from '../train/rl-trainer.js';
-import { RolloutExchange } from './exchange.js';
+import { buildRewards } from '../train/run-source.js';
+import { RolloutExchange, type PartnerCheck } from './exchange.js';
 import { brokerCredentials, NatsTransport } from './nats-transport.js';
+import { checkPartnerStep, type PartnerSettings } from './record-checks.js';
 import type { StepLimits } from './records.js';
+import { runFingerprint } from './run-fingerprint.js';
 
 /** How one agent process runs. */
 export interface AgentRunOptions {
@@ -41,7 +45,8 @@ export function runIdOf(cfg: RunConfig): string {
 
 /** Runs agent `o.agent` of `cfg` until the last step; a restart continues from its newest checkpoint. */
 export async function runAgentProcess(cfg: RunConfig, o: AgentRunOptions): Promise<void> {
-  const { agents, exchange: shapes } = resolveRun(cfg);
+  const resolved = resolveRun(cfg);
+  const { agents, exchange: shapes } = resolved;
   if (!agents.some((a) => a.name === o.agent))
     throw new Error(
       `--agent ${o.agent}: the config has no such agent (it has ${agents.map((a) => a.name).join(', ')})`,
@@ -82,10 +87,31 @@ export async function runAgentProcess(cfg: RunConfig, o: AgentRunOptions): Promi
       limits,
       waitSeconds: x.waitSeconds,
       onLate: x.onLate,
+      check: await partnerCheck(resolved, o.agent),
+      onBadRecord: x.onBadRecord,
+      fingerprint: await runFingerprint(resolved),
       log: (line) => o.progress.message(line),
     });
+    await exchange.greet();
     await trainRl(mine, { resume, progress: o.progress, exchange, ...(o.stop ? { stop: o.stop } : {}) });
   } finally {
     await transport.close();
   }
+}
+
+/** The arrival checks of every partner of `self` (record-checks.ts): its settings as the run resolves them. */
+async function partnerCheck(run: ResolvedRun, self: string): Promise<PartnerCheck> {
+  if (run.source.kind !== 'rollout') throw new Error('hacrl agent runs single-turn rollouts only');
+  const rewards = await buildRewards(run.source.rewards);
+  const partners = new Map<string, PartnerSettings>();
+  for (const a of run.agents)
+    if (a.name !== self)
+      partners.set(a.name, {
+        tokenizer: await loadTokenizer(a.checkpoint),
+        groupSize: a.groupSize,
+        maxNewTokens: a.maxNewTokens,
+        stopStrings: a.stopStrings,
+      });
+  return (agent, step, partner, own) =>
+    checkPartnerStep(agent, step, partner.records, partner.metrics, own, partners.get(agent)!, rewards);
 }

@@ -24,7 +24,7 @@ import {
   type NodeConnectionOptions,
 } from '@nats-io/transport-node';
 import { z } from 'zod';
-import { ConflictingPayload, type RolloutTransport } from './transport.js';
+import { ConflictingPayload, PublishRefused, type RolloutTransport } from './transport.js';
 
 /** How to reach the broker and what it may carry. */
 export interface NatsSettings {
@@ -164,14 +164,26 @@ export class NatsTransport implements RolloutTransport {
       h.set(KIND, 'object');
       body = new TextEncoder().encode(JSON.stringify({ object, size: payload.length, digest }));
     }
-    const ack = await this.js.publish(subject, body, { msgID: this.id(step, agent), headers: h });
+    const ack = await this.js
+      .publish(subject, body, { msgID: this.id(step, agent), headers: h })
+      .catch((e: unknown) => {
+        if (!/Permissions Violation/.test((e as Error).message)) throw e;
+        throw new PublishRefused(
+          `the broker refused to store agent ${agent}'s records of step ${step} (${(e as Error).message}): the user ` +
+            `this process logs in as may publish only its own agent's subjects; run agent ${agent} with its own ` +
+            'credentials (docs/distributed.md, "One user per agent")',
+        );
+      });
     if (!ack.duplicate) return;
     const first = await this.firstWithId(subject, this.id(step, agent));
     if (first !== null && (first.header.get(KIND) !== h.get(KIND) || !Buffer.from(first.data).equals(body)))
       throw new ConflictingPayload(
         `the broker already holds different records of agent ${agent} for step ${step} of run ${this.s.run}: ` +
           'another run under the same name (the same configuration started over, or its starting checkpoints ' +
-          `changed)? Set exchange.runId to a new name, or delete the stream HACRL_${this.s.run}`,
+          `changed), or records published under agent ${agent}'s name by someone else — then they may be forged, ` +
+          `and partners that read step ${step} before this agent may have trained on them (their logs show what ` +
+          `they refused). Set exchange.runId to a new name, or delete the stream HACRL_${this.s.run}; give each ` +
+          'agent its own broker user (docs/distributed.md, "One user per agent")',
       );
   }
 
@@ -189,6 +201,11 @@ export class NatsTransport implements RolloutTransport {
     if (data === null || data.length !== ref.size || digestOf(data) !== ref.digest)
       throw new Error(`agent ${agent}'s records of step ${step} in the Object Store do not match their reference`);
     return data;
+  }
+
+  /** The stream sequence of the first message of (step, agent): the broker's order of stores. */
+  async storedAt(step: number, agent: string): Promise<number | null> {
+    return (await this.firstWithId(this.subject(step, agent), this.id(step, agent)))?.seq ?? null;
   }
 
   /** The first message on `subject` carrying message id `id` (a later one with the same id is a duplicate). */

@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import type { StepMetrics } from '../train/sample-sources.js';
 import { SampleSchema, type SampleRecord } from '../train/sample-table.js';
+import { BadRecord } from './record-checks.js';
 
 /**
  * One record as it travels: the sample's fields that single-turn rollouts fill, less its place in the table (the
@@ -80,13 +81,9 @@ export interface StepLimits {
 
 /** Decodes and checks agent `agent`'s step `step` of run `run`; throws naming the agent, the step and what is wrong. */
 export function decodeStep(run: string, step: number, agent: string, bytes: Uint8Array, limits: StepLimits): AgentStep {
-  const reject = (why: string): Error => new Error(`rejected agent ${agent}'s records of step ${step}: ${why}`);
-  let json: unknown;
-  try {
-    json = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
-  } catch (e) {
-    throw reject(`not JSON (${(e as Error).message})`);
-  }
+  const reject = (why: string): BadRecord => new BadRecord(`refused agent ${agent}'s records of step ${step}: ${why}`);
+  const json = parseJson(bytes);
+  if (json instanceof Error) throw reject(`not JSON (${json.message})`);
   const parsed = StepPayloadSchema.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -110,4 +107,38 @@ export function decodeStep(run: string, step: number, agent: string, bytes: Uint
   });
   const metrics = Object.fromEntries(Object.entries(p.metrics).map(([k, v]) => [k, v ?? NaN]));
   return { records, metrics };
+}
+
+/** One agent's fingerprint of the run as it travels (step 0 of its subject). */
+const HelloSchema = z.strictObject({
+  format: z.literal('hacrl-hello'),
+  version: z.literal(1),
+  run: z.string(),
+  agent: z.string(),
+  fingerprint: z.record(z.string(), z.string()),
+});
+
+/** The bytes agent `agent` publishes before its first step: its machine's fingerprint of run `run`. */
+export function encodeHello(run: string, agent: string, fingerprint: Record<string, string>): Uint8Array {
+  const payload = { format: 'hacrl-hello', version: 1, run, agent, fingerprint };
+  return new TextEncoder().encode(JSON.stringify(payload));
+}
+
+/** Decodes agent `agent`'s fingerprint of run `run`; throws naming the agent and what is wrong. */
+export function decodeHello(run: string, agent: string, bytes: Uint8Array): Record<string, string> {
+  const json = parseJson(bytes);
+  if (json instanceof Error) throw new Error(`agent ${agent}'s fingerprint is not JSON (${json.message})`);
+  const parsed = HelloSchema.safeParse(json);
+  if (!parsed.success || parsed.data.run !== run || parsed.data.agent !== agent)
+    throw new Error(`agent ${agent}'s fingerprint of run ${run} is malformed or names another run or agent`);
+  return parsed.data.fingerprint;
+}
+
+/** `bytes` as UTF-8 JSON, or the error that says why they are not. */
+function parseJson(bytes: Uint8Array): unknown {
+  try {
+    return JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes)) as unknown;
+  } catch (e) {
+    return e as Error;
+  }
 }

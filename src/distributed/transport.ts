@@ -9,6 +9,9 @@
  */
 export class ConflictingPayload extends Error {}
 
+/** The broker refused a publish this agent's credentials do not allow; waiting cannot change that. */
+export class PublishRefused extends Error {}
+
 /** Stores and serves each (step, agent) payload; the first one stored for a pair is the one every reader gets. */
 export interface RolloutTransport {
   /**
@@ -18,18 +21,26 @@ export interface RolloutTransport {
   publish(step: number, agent: string, payload: Uint8Array): Promise<void>;
   /** The payload agent `agent` published for step `step`, or null while there is none. */
   fetch(step: number, agent: string): Promise<Uint8Array | null>;
+  /**
+   * When agent `agent`'s payload of step `step` was stored, as a position comparable across agents and steps (a
+   * later store has a larger one), or null while there is none.
+   */
+  storedAt(step: number, agent: string): Promise<number | null>;
   close(): Promise<void>;
 }
 
 /** Agents of one process: payloads in memory. */
 export class InProcessTransport implements RolloutTransport {
   private readonly payloads = new Map<string, Uint8Array>();
+  private readonly order = new Map<string, number>();
 
   publish(step: number, agent: string, payload: Uint8Array): Promise<void> {
     const key = `${step}/${agent}`;
     const stored = this.payloads.get(key);
-    if (stored === undefined) this.payloads.set(key, payload);
-    else if (!Buffer.from(stored).equals(payload))
+    if (stored === undefined) {
+      this.payloads.set(key, payload);
+      this.order.set(key, this.order.size);
+    } else if (!Buffer.from(stored).equals(payload))
       return Promise.reject(
         new ConflictingPayload(`agent ${agent}'s records of step ${step} differ from the stored ones`),
       );
@@ -38,6 +49,10 @@ export class InProcessTransport implements RolloutTransport {
 
   fetch(step: number, agent: string): Promise<Uint8Array | null> {
     return Promise.resolve(this.payloads.get(`${step}/${agent}`) ?? null);
+  }
+
+  storedAt(step: number, agent: string): Promise<number | null> {
+    return Promise.resolve(this.order.get(`${step}/${agent}`) ?? null);
   }
 
   close(): Promise<void> {

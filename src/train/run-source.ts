@@ -35,7 +35,7 @@ export async function runSource(
 }
 
 /** The rewards the reward section asks for. */
-async function buildRewards(reward: RolloutSettings['rewards']): Promise<WeightedReward[]> {
+export async function buildRewards(reward: RolloutSettings['rewards']): Promise<WeightedReward[]> {
   const out: WeightedReward[] = [];
   if (reward.math !== 0) out.push({ name: 'math', fn: mathReward(), weight: reward.math });
   if (reward.format !== 0) out.push({ name: 'format', fn: formatReward(), weight: reward.format });
