@@ -21,7 +21,7 @@ export function exportCommand(print: (line: string) => void = console.log): Comm
     .option('--force', 'replace an existing --out file', false)
     .action(async (o: { model: string; out: string; type: GgufTensorType; force: boolean }) => {
       const read = (await modelFolders(o.model)).map((path, i) => ({ flag: i === 0 ? '--model' : 'its base', path }));
-      await checkOutput({ flag: '--out', path: o.out }, read, o.force);
+      await checkOutput({ flag: '--out', path: o.out }, read, { force: o.force, folder: false });
       const s = await exportGguf(o.model, o.out, o.type);
       print(`${o.out}: ${s.architecture}, ${s.tensors} tensors (${o.type}), ${s.vocabulary} tokens`);
     });

@@ -17,7 +17,10 @@ export function loraCommand(print: (line: string) => void = console.log): Comman
     .action(async (o: { adapter: string; out: string; base?: string; force: boolean }) => {
       const base = o.base ?? (await adapterBase(o.adapter));
       const bases = (await modelFolders(base)).map((path) => ({ flag: o.base ? '--base' : 'its base', path }));
-      await checkOutput({ flag: '--out', path: o.out }, [{ flag: '--adapter', path: o.adapter }, ...bases], o.force);
+      await checkOutput({ flag: '--out', path: o.out }, [{ flag: '--adapter', path: o.adapter }, ...bases], {
+        force: o.force,
+        folder: true,
+      });
       const merged = await mergeAdapterFolder(o.adapter, o.out, o.base);
       print(`${o.out}: ${merged.model.cfg.family}, ${merged.model.numParameters} parameters (adapters merged)`);
     });

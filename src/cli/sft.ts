@@ -68,7 +68,7 @@ export async function runSft(raw: SftCliOptions): Promise<void> {
   const o = parseWith(SftCliSchema, raw, 'sft options');
   checkAgentSize(o.agent);
   // The folder is checked before training, so a bad --out never costs a finished training.
-  await checkOutput({ flag: '--out', path: o.out }, [], o.force);
+  await checkOutput({ flag: '--out', path: o.out }, [], { force: o.force, folder: true });
   await ensureWritableDir(o.out, '--out');
   const train = makeTaskDataset(presetSpec(o.task, 'train', o.trainN, o.dataSeed)).problems;
   const test = makeTaskDataset(presetSpec(o.task, 'test', o.evalN, o.dataSeed)).problems;

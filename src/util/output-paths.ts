@@ -20,7 +20,9 @@ async function realPath(path: string): Promise<string> {
   try {
     return await realpath(abs);
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || dirname(abs) === abs) throw e;
+    // ENOTDIR: part of the path is a file; the writer says so, naming its flag.
+    const code = (e as NodeJS.ErrnoException).code;
+    if ((code !== 'ENOENT' && code !== 'ENOTDIR') || dirname(abs) === abs) throw e;
     return join(await realPath(dirname(abs)), basename(abs));
   }
 }
@@ -54,13 +56,18 @@ export async function refuseOverlap(out: NamedPath, inputs: readonly NamedPath[]
 }
 
 /**
- * refuseOverlap, then refuses an `out` that already holds something (a file, or a folder that is not empty) unless
- * `force`: replacing a finished model must be asked for.
+ * refuseOverlap, then refuses an `out` that already holds an output (a file, or a `folder` that is not empty) unless
+ * `force`: replacing a finished model must be asked for. Anything else in the way (a file where a folder goes) is
+ * left to the writer's own checks, whose messages say what is wrong.
  */
-export async function checkOutput(out: NamedPath, inputs: readonly NamedPath[], force: boolean): Promise<void> {
+export async function checkOutput(
+  out: NamedPath,
+  inputs: readonly NamedPath[],
+  o: { force: boolean; folder: boolean },
+): Promise<void> {
   await refuseOverlap(out, inputs);
-  if (force) return;
+  if (o.force) return;
   const s = await stat(out.path).catch(() => null);
-  if (s !== null && (!s.isDirectory() || (await readdir(out.path)).length > 0))
+  if (s !== null && (o.folder ? s.isDirectory() && (await readdir(out.path)).length > 0 : !s.isDirectory()))
     throw new Error(`${out.flag} ${out.path} already exists: pass --force to replace it, or choose another path`);
 }
