@@ -269,24 +269,23 @@ export class LoraAdapters {
    * dimension, offset): the copies then hold the merged weights without a merged copy of the base beside them.
    */
   addToCopies(locate: (name: string, outF: number) => { data: Float32Array; ld: number; offset: number }): void {
-    const k = defaultBackend();
-    for (const m of this.modules) {
-      const { a, b } = this.byModule.get(m.module)!;
-      const c = locate(`${m.module}.weight`, m.outF);
-      // Aᵀ [in, r] · Bᵀ [r, out], both read transposed from their stored [r, in] and [out, r].
-      k.gemm({
-        transA: true,
-        transB: true,
-        m: m.inF,
-        n: m.outF,
-        k: this.settings.rank,
-        alpha: this.scale,
-        beta: 1,
-        a: { data: a.data },
-        b: { data: b.data },
-        c: { data: c.data, ld: c.ld, offset: c.offset },
-      });
-    }
+    for (const m of this.modules) this.addUpdate(m, locate(`${m.module}.weight`, m.outF), true);
+  }
+
+  /**
+   * Adds (alpha/rank)·B·A of module `m` into `c`: a [out, in] weight, or `transposed` an [in, out] inference copy
+   * (then Aᵀ [in, r] · Bᵀ [r, out], both read transposed from their stored [r, in] and [out, r]).
+   */
+  private addUpdate(
+    m: AdaptedModule,
+    c: { data: Float32Array; ld?: number; offset?: number },
+    transposed: boolean,
+  ): void {
+    const { a, b } = this.byModule.get(m.module)!;
+    const product = transposed
+      ? { transA: true, transB: true, m: m.inF, n: m.outF, a: { data: a.data }, b: { data: b.data } }
+      : { m: m.outF, n: m.inF, a: { data: b.data }, b: { data: a.data } };
+    defaultBackend().gemm({ ...product, k: this.settings.rank, alpha: this.scale, beta: 1, c });
   }
 
   /**
@@ -316,18 +315,8 @@ export class LoraAdapters {
 
   /** W + (alpha/rank)·B·A of one adapted module, as a new float32 array (also for a base stored as bfloat16). */
   private mergedWeight(m: AdaptedModule, w: Tensor): Float32Array {
-    const { a, b } = this.byModule.get(m.module)!;
     const c = w.bf16 ? bf16ToF32(w.bf16) : w.data.slice();
-    defaultBackend().gemm({
-      m: m.outF,
-      n: m.inF,
-      k: this.settings.rank,
-      alpha: this.scale,
-      beta: 1,
-      a: { data: b.data },
-      b: { data: a.data },
-      c: { data: c },
-    });
+    this.addUpdate(m, { data: c }, false);
     return c;
   }
 }
