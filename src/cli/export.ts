@@ -2,6 +2,8 @@
 import { Command, Option } from 'commander';
 import { exportGguf } from '../export/gguf.js';
 import type { GgufTensorType } from '../export/gguf-file.js';
+import { modelFolders } from '../model/pretrained.js';
+import { checkOutput } from '../util/output-paths.js';
 
 /** `hacrl export …` as a commander command. */
 export function exportCommand(print: (line: string) => void = console.log): Command {
@@ -10,13 +12,16 @@ export function exportCommand(print: (line: string) => void = console.log): Comm
     .command('gguf')
     .description('one GGUF file for llama.cpp (Llama, Qwen2, Qwen3, GPT-2), tokenizer and chat template included')
     .requiredOption('--model <dir>', 'checkpoint folder (config.json, model.safetensors, tokenizer files)')
-    .requiredOption('--out <file>', 'GGUF file to write')
+    .requiredOption('--out <file>', 'GGUF file to write (outside the checkpoint folders it reads)')
     .addOption(
       new Option('--type <type>', 'storage type of the matrices (norms and biases stay f32)')
         .choices(['f32', 'f16', 'bf16'])
         .default('f32'),
     )
-    .action(async (o: { model: string; out: string; type: GgufTensorType }) => {
+    .option('--force', 'replace an existing --out file', false)
+    .action(async (o: { model: string; out: string; type: GgufTensorType; force: boolean }) => {
+      const read = (await modelFolders(o.model)).map((path, i) => ({ flag: i === 0 ? '--model' : 'its base', path }));
+      await checkOutput({ flag: '--out', path: o.out }, read, { force: o.force, folder: false });
       const s = await exportGguf(o.model, o.out, o.type);
       print(`${o.out}: ${s.architecture}, ${s.tensors} tensors (${o.type}), ${s.vocabulary} tokens`);
     });

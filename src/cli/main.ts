@@ -128,6 +128,7 @@ const sft = program
   .command('sft')
   .description('warm start: train a small agent from scratch on generated worked solutions, save it as a checkpoint')
   .requiredOption('--out <dir>', 'folder to write the agent into')
+  .option('--force', 'replace an --out folder that already holds something', false)
   .option('--task <preset>', 'task preset: easy (2-digit + and −) or easy-mix', 'easy')
   .option('--train-n <n>', 'training problems', num, 8000)
   .option('--eval-n <n>', 'held-out test problems for the accuracy', num, 200)

@@ -8,12 +8,15 @@ import { AgentSpecSchema } from '../model/agent-spec.js';
 import { taskAgent, trainSft } from '../agents/sft-trainer.js';
 import { writeJsonAtomic } from '../util/atomic-write.js';
 import { ensureWritableDir } from '../util/fs-errors.js';
+import { checkOutput } from '../util/output-paths.js';
 import { parseWith } from '../util/json-file.js';
 
 /** Options of `hacrl sft`, validated before anything runs. */
 export const SftCliSchema = z.object({
   /** Folder to write the agent into (a Hugging Face checkpoint). */
   out: z.string().min(1),
+  /** Replace an --out folder that already holds something (an agent); default false. */
+  force: z.boolean().default(false),
   /** Task preset to train on: 'easy' (2-digit + and −) or 'easy-mix'. */
   task: z.enum(Object.keys(PRESETS) as [keyof typeof PRESETS, ...(keyof typeof PRESETS)[]]).default('easy'),
   /** Training problems generated; default 8000 (the easy preset has about 9,700 distinct ones). */
@@ -65,6 +68,7 @@ export async function runSft(raw: SftCliOptions): Promise<void> {
   const o = parseWith(SftCliSchema, raw, 'sft options');
   checkAgentSize(o.agent);
   // The folder is checked before training, so a bad --out never costs a finished training.
+  await checkOutput({ flag: '--out', path: o.out }, [], { force: o.force, folder: true });
   await ensureWritableDir(o.out, '--out');
   const train = makeTaskDataset(presetSpec(o.task, 'train', o.trainN, o.dataSeed)).problems;
   const test = makeTaskDataset(presetSpec(o.task, 'test', o.evalN, o.dataSeed)).problems;

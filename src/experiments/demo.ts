@@ -17,6 +17,7 @@ import { loadDataSpec } from '../tasks/data-spec.js';
 import type { ProgressDisplay } from '../train/progress.js';
 import { trainRl } from '../train/rl-trainer.js';
 import { writeFileAtomic, writeJsonAtomic } from '../util/atomic-write.js';
+import { refuseOverlap } from '../util/output-paths.js';
 import { cpuSecondsSince, defaultZooDir, ensurePair, pct } from '../zoo/build.js';
 import { pairRecipe } from '../zoo/recipes.js';
 
@@ -72,6 +73,8 @@ export async function runDemo(
   // Checked before the zoo build and the first evaluation, which take minutes.
   if (!(o.lr > 0 && Number.isFinite(o.lr))) throw new Error(`--lr must be a positive number, got ${o.lr}`);
   const zooDir = o.zooDir ?? defaultZooDir();
+  // The run folder is deleted before the run (by design: each demo starts afresh), so it must not hold the zoo.
+  await refuseOverlap({ flag: '--run-dir', path: o.runDir }, [{ flag: '--zoo-dir', path: zooDir }]);
   const started = performance.now();
   const cpuStart = process.cpuUsage();
   try {

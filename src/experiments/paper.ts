@@ -5,6 +5,7 @@ import { benchPlan, overridePlan, type BenchPlan, type PlanOverrides } from './p
 import { runOneOfPlan, runPaperBench } from './paper-run.js';
 import { defaultZooDir } from '../zoo/build.js';
 import { ZOO, type PairName } from '../zoo/recipes.js';
+import { refuseOverlap } from '../util/output-paths.js';
 
 /** Options of `hacrl bench paper`. */
 export interface BenchPaperCliOptions extends PlanOverrides {
@@ -62,6 +63,8 @@ export async function runBenchPaper(o: BenchPaperCliOptions): Promise<void> {
   if (o.steps !== undefined && o.out === undefined) throw new Error('--steps changes every run: give --out too');
   const out = o.out ?? `runs/bench-paper-${mode}`;
   const zooDir = o.zooDir ?? defaultZooDir();
+  // An existing --out is how a bench resumes, so only an overlap with the zoo it reads is refused.
+  await refuseOverlap({ flag: '--out', path: out }, [{ flag: '--zoo-dir', path: zooDir }]);
   const jobs = o.jobs ?? 1;
   if (o.runOne !== undefined) {
     await runOneOfPlan({ plan, out, zooDir, header: [], log: () => undefined }, o.runOne).finally(closeDefaultPool);

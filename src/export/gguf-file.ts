@@ -6,6 +6,7 @@
  * small and the export tests check every file against llama.cpp itself.
  */
 import { writeFileAtomic } from '../util/atomic-write.js';
+import { checkFinite } from '../model/finite.js';
 import { f32ToBf16, f32ToF16 } from '../tensor/half.js';
 
 /** A metadata value with its GGUF type. */
@@ -113,9 +114,13 @@ function writeValue(out: Bytes, v: GgufValue): void {
   }
 }
 
-/** The bytes of a tensor's data in its storage type. */
+/**
+ * The bytes of a tensor's data in its storage type; throws naming the tensor when a value is NaN or infinite as
+ * stored (f16 also turns values beyond ±65504 into infinities), since llama.cpp would load them without a word.
+ */
 function tensorBytes(t: GgufTensor): Uint8Array {
   const data = t.type === 'f32' ? t.data : t.type === 'f16' ? f32ToF16(t.data) : f32ToBf16(t.data);
+  checkFinite(t.name, data, `refusing to write non-finite weights as ${t.type}`, t.type === 'f16' ? 'f16' : 'bf16');
   return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
 }
 

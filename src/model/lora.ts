@@ -9,6 +9,7 @@ import { bf16ToF32 } from '../tensor/half.js';
 import type { Ctx } from '../tensor/tape.js';
 import { Tensor } from '../tensor/tensor.js';
 import { Rng } from '../util/rng.js';
+import { checkFinite } from './finite.js';
 import type { Family, TransformerConfig } from './hf-config.js';
 import { hfWeightNames } from './weight-names.js';
 
@@ -268,24 +269,23 @@ export class LoraAdapters {
    * dimension, offset): the copies then hold the merged weights without a merged copy of the base beside them.
    */
   addToCopies(locate: (name: string, outF: number) => { data: Float32Array; ld: number; offset: number }): void {
-    const k = defaultBackend();
-    for (const m of this.modules) {
-      const { a, b } = this.byModule.get(m.module)!;
-      const c = locate(`${m.module}.weight`, m.outF);
-      // Aᵀ [in, r] · Bᵀ [r, out], both read transposed from their stored [r, in] and [out, r].
-      k.gemm({
-        transA: true,
-        transB: true,
-        m: m.inF,
-        n: m.outF,
-        k: this.settings.rank,
-        alpha: this.scale,
-        beta: 1,
-        a: { data: a.data },
-        b: { data: b.data },
-        c: { data: c.data, ld: c.ld, offset: c.offset },
-      });
-    }
+    for (const m of this.modules) this.addUpdate(m, locate(`${m.module}.weight`, m.outF), true);
+  }
+
+  /**
+   * Adds (alpha/rank)·B·A of module `m` into `c`: a [out, in] weight, or `transposed` an [in, out] inference copy
+   * (then Aᵀ [in, r] · Bᵀ [r, out], both read transposed from their stored [r, in] and [out, r]).
+   */
+  private addUpdate(
+    m: AdaptedModule,
+    c: { data: Float32Array; ld?: number; offset?: number },
+    transposed: boolean,
+  ): void {
+    const { a, b } = this.byModule.get(m.module)!;
+    const product = transposed
+      ? { transA: true, transB: true, m: m.inF, n: m.outF, a: { data: a.data }, b: { data: b.data } }
+      : { m: m.outF, n: m.inF, a: { data: b.data }, b: { data: a.data } };
+    defaultBackend().gemm({ ...product, k: this.settings.rank, alpha: this.scale, beta: 1, c });
   }
 
   /**
@@ -293,27 +293,31 @@ export class LoraAdapters {
    * base stored as bfloat16; the rest shared): what a merged checkpoint holds.
    */
   merged(params: ReadonlyMap<string, Tensor>): Map<string, Tensor> {
-    const k = defaultBackend();
     const out = new Map(params);
     for (const m of this.modules) {
       const name = `${m.module}.weight`;
-      const w = params.get(name)!;
-      const { a, b } = this.byModule.get(m.module)!;
-      const c = w.bf16 ? bf16ToF32(w.bf16) : w.data.slice();
-      const r = this.settings.rank;
-      k.gemm({
-        m: m.outF,
-        n: m.inF,
-        k: r,
-        alpha: this.scale,
-        beta: 1,
-        a: { data: b.data },
-        b: { data: a.data },
-        c: { data: c },
-      });
-      out.set(name, new Tensor(c, w.shape));
+      out.set(name, new Tensor(this.mergedWeight(m, params.get(name)!), params.get(name)!.shape));
     }
     return out;
+  }
+
+  /**
+   * Throws naming the weight and `source` when a merged weight W + (alpha/rank)·B·A is NaN or infinite: finite
+   * adapters on a finite base can still overflow, and would then be served or exported as infinities. One adapted
+   * weight at a time, so the check holds no merged copy of the model.
+   */
+  checkMergedFinite(params: ReadonlyMap<string, Tensor>, source: string): void {
+    for (const m of this.modules) {
+      const name = `${m.module}.weight`;
+      checkFinite(name, this.mergedWeight(m, params.get(name)!), `${source} (merged with its base)`);
+    }
+  }
+
+  /** W + (alpha/rank)·B·A of one adapted module, as a new float32 array (also for a base stored as bfloat16). */
+  private mergedWeight(m: AdaptedModule, w: Tensor): Float32Array {
+    const c = w.bf16 ? bf16ToF32(w.bf16) : w.data.slice();
+    this.addUpdate(m, { data: c }, false);
+    return c;
   }
 }
 

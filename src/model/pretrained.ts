@@ -69,6 +69,11 @@ export async function tokenizerFolder(dir: string): Promise<string | null> {
   return (await isAdapterFolder(dir)) ? tokenizerFolder(await adapterBase(dir)) : null;
 }
 
+/** The folders a load of `dir` reads: `dir`, then for an adapter folder its base's (and theirs). */
+export async function modelFolders(dir: string): Promise<string[]> {
+  return (await isAdapterFolder(dir)) ? [dir, ...(await modelFolders(await adapterBase(dir)))] : [dir];
+}
+
 /**
  * The model alone, as loadPretrained loads it (an adapter folder: its frozen base with the adapters on), for work on
  * token ids: no tokenizer or generation defaults are read, so a folder without them loads.
@@ -77,7 +82,17 @@ export async function loadPretrainedModel(dir: string, options: LoadOptions = {}
   if (!(await isAdapterFolder(dir))) return loadModel(dir, options);
   const baseDir = await adapterBase(dir);
   const base = await loadPretrainedModel(baseDir, { precision: options.precision, frozen: true });
-  return adapt(base, await readAdapterFiles(dir, base.cfg, baseDir));
+  return adaptedBy(dir, base, baseDir);
+}
+
+/**
+ * `base` with the adapters of folder `dir`, refused naming the weight and the adapter file when a merged weight is not
+ * finite: every load of an adapter folder (serving, merging, exporting, resuming) goes through here.
+ */
+async function adaptedBy(dir: string, base: Transformer, baseDir: string): Promise<Transformer> {
+  const adapters = await readAdapterFiles(dir, base.cfg, baseDir);
+  adapters.checkMergedFinite(base.params, join(dir, ADAPTER_WEIGHTS));
+  return adapt(base, adapters);
 }
 
 /**
@@ -105,7 +120,7 @@ export async function loadPretrained(
 
 /** `base` with the adapters of folder `dir`, and that folder's tokenizer and generation defaults where it has them. */
 async function withAdapterFolder(dir: string, base: Pretrained, baseDir: string): Promise<Pretrained> {
-  const model = adapt(base.model, await readAdapterFiles(dir, base.model.cfg, baseDir));
+  const model = await adaptedBy(dir, base.model, baseDir);
   const own = await hasTokenizer(dir);
   return checked(dir, {
     model,

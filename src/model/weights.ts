@@ -3,6 +3,7 @@
  * shards, generation_config.json), and fresh random initialisation for agents trained here from scratch.
  */
 import { CheckpointReader, notWeightFile, writeCheckpoint } from './checkpoint.js';
+import { checkFinite } from './finite.js';
 import { readHfConfig, writeHfConfig, type TransformerConfig } from './hf-config.js';
 import type { Precision } from '../tensor/bf16.js';
 import { Tensor } from '../tensor/tensor.js';
@@ -55,16 +56,6 @@ export function tensorsForCheckpoint(model: Transformer): [string, { shape: numb
     const t = model.p(w.name);
     return [w.name, { shape: w.shape, data: w.transposed ? transpose(t.data, w.shape[1]!, w.shape[0]!) : t.data }];
   });
-}
-
-/** Throws naming the tensor when a weight (float32, or bfloat16 bits) holds NaN or ±Infinity (diverged or corrupt). */
-function checkFinite(name: string, data: Float32Array | Uint16Array, source: string): void {
-  let bad = 0;
-  if (data instanceof Uint16Array) {
-    for (let i = 0; i < data.length; i++) if ((data[i]! & 0x7f80) === 0x7f80) bad++;
-  } else for (let i = 0; i < data.length; i++) if (!Number.isFinite(data[i]!)) bad++;
-  if (bad > 0)
-    throw new Error(`${source}: tensor "${name}" has ${bad} of ${data.length} values that are NaN or infinite`);
 }
 
 /** How loadModel holds a checkpoint's weights. */

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { open, rename, unlink, writeFile, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { fsyncPath } from './fsync.js';
 
@@ -19,7 +19,10 @@ export async function writeFileAtomic(path: string, data: AtomicData): Promise<v
   try {
     const fh = await open(tmp, 'wx', 0o644);
     try {
-      for (const chunk of chunks) await writeAll(fh, chunk);
+      for (const [i, chunk] of chunks.entries()) {
+        await writeAll(fh, chunk);
+        if (i === 0 && process.env[STALL_ENV]) await stallForTest(process.env[STALL_ENV]);
+      }
       await fh.sync();
     } finally {
       await fh.close();
@@ -41,6 +44,18 @@ export async function writeFileAtomic(path: string, data: AtomicData): Promise<v
 /** Writes `value` as JSON (2-space indent unless `indent` says otherwise, trailing newline) atomically. */
 export async function writeJsonAtomic(path: string, value: unknown, indent: number = 2): Promise<void> {
   await writeFileAtomic(path, JSON.stringify(value, null, indent) + '\n');
+}
+
+/**
+ * Tests SIGKILL a writer in the middle of a file deterministically: with this variable set to a path, every atomic
+ * write creates that path once its first chunk is in the temporary file, then waits for good (until killed).
+ */
+export const STALL_ENV = 'HACRL_TEST_STALL_ATOMIC_WRITE';
+
+async function stallForTest(marker: string): Promise<never> {
+  await writeFile(marker, '');
+  // A pending timer keeps the process alive; a bare unresolved promise would let it exit.
+  for (;;) await new Promise((resolve) => setTimeout(resolve, 60_000));
 }
 
 // FileHandle.write may write fewer bytes than asked (large buffers, signals), so loop until all are out.
