@@ -30,7 +30,7 @@ function intAtLeast(min: number): (value: string) => number {
 }
 
 /** True when `host` is a loopback address or name, which only this machine can reach. */
-export function isLoopback(host: string): boolean {
+function isLoopback(host: string): boolean {
   const h = host.replace(/^\[|\]$/g, '').toLowerCase();
   if (h === 'localhost' || h === '::1') return true;
   return isIP(h) === 4 && h.startsWith('127.');
