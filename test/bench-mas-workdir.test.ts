@@ -74,6 +74,21 @@ describe('bench mas and its folders', () => {
     assert.ok(third.filter((l) => l !== shared).every((l) => l.endsWith('(cached)')));
   });
 
+  test('--work-dir naming a file, or a path under one, is refused clearly before the bench runs', async () => {
+    const file = join(root, 'a-file');
+    await writeFile(file, 'not a folder');
+    for (const [dir, why] of [
+      [file, 'is a file, not a folder'],
+      [join(file, 'below'), 'lies under a file, not a folder'],
+    ] as const) {
+      const r = hacrl(['bench', 'mas', '--tiny', '--seeds', '1', '--only', 'plan-path', '--work-dir', dir]);
+      assert.notEqual(r.status, 0);
+      assert.ok(r.stderr.includes(`bench mas: --work-dir ${dir} ${why}; give a folder`), r.stderr);
+      assert.doesNotMatch(r.stderr, /ENOTDIR/);
+      assert.equal(r.stdout, '', 'nothing ran');
+    }
+  });
+
   test('--json naming a folder fails before the bench runs', async () => {
     const r = hacrl(['bench', 'mas', '--tiny', '--seeds', '1', '--work-dir', join(root, 'w2'), '--json', root]);
     assert.notEqual(r.status, 0);

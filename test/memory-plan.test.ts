@@ -408,6 +408,24 @@ describe('hacrl plan, and the refusal of hacrl train', async () => {
     assert.equal(machineMemory({ HACRL_MEMORY_LIMIT_BYTES: '12345' }).available, 12345);
     const m = machineMemory({});
     assert.ok(m.available > 0 && m.available <= m.total);
-    assert.throws(() => machineMemory({ HACRL_MEMORY_LIMIT_BYTES: '1.5GB' }), /whole number of bytes/);
+    for (const bad of [
+      '1.5GB',
+      '0x10',
+      '0o20',
+      '0b10000',
+      '1e9',
+      ' 16',
+      '16 ',
+      '+16',
+      '-16',
+      '0',
+      '16.0',
+      '9'.repeat(20),
+    ])
+      assert.throws(
+        () => machineMemory({ HACRL_MEMORY_LIMIT_BYTES: bad }),
+        /HACRL_MEMORY_LIMIT_BYTES must be a whole number of bytes in decimal digits/,
+        JSON.stringify(bad),
+      );
   });
 });

@@ -207,7 +207,7 @@ describe('sandbox containment', () => {
     // PATH holds every tool the sandbox uses except bwrap.
     const bin = mkdtempSync(join(tmpdir(), 'hacrl-nobwrap-'));
     try {
-      for (const tool of ['prlimit', 'setpriv', 'true']) symlinkSync(`/usr/bin/${tool}`, join(bin, tool));
+      for (const tool of ['prlimit', 'setpriv', 'true', 'env']) symlinkSync(`/usr/bin/${tool}`, join(bin, tool));
       const child = spawn(
         process.execPath,
         [

@@ -37,6 +37,12 @@ describe('sandbox', () => {
     assert.notEqual(fresh.stdout, a.stdout);
   });
 
+  test('the program sees PATH and no other environment variable', async () => {
+    const r = await runSandboxed('console.log(JSON.stringify(Object.keys(process.env)))', SLOW_OK);
+    assert.equal(r.outcome, 'ok', r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout), ['PATH']);
+  });
+
   test('an exception is an error, with its message', async () => {
     const r = await runSandboxed('throw new Error("boom")', SLOW_OK);
     assert.equal(r.outcome, 'error');

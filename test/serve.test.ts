@@ -388,10 +388,15 @@ test('bad requests get 4xx with a message, and the server goes on serving', asyn
   );
   assert.equal(negative, 400);
   assert.match(negativeMsg, /max_tokens/);
-  const malformed = await fetch(`${baseURL}/completions`, { method: 'POST', body: '{"model": "tiny",' });
+  const json = { 'Content-Type': 'application/json' };
+  const malformed = await fetch(`${baseURL}/completions`, { method: 'POST', headers: json, body: '{"model": "tiny",' });
   assert.equal(malformed.status, 400);
   assert.match(((await malformed.json()) as { error: { message: string } }).error.message, /not valid JSON/);
-  const huge = await fetch(`${baseURL}/completions`, { method: 'POST', body: `"${'x'.repeat(2 << 20)}"` });
+  const huge = await fetch(`${baseURL}/completions`, {
+    method: 'POST',
+    headers: json,
+    body: `"${'x'.repeat(2 << 20)}"`,
+  });
   assert.equal(huge.status, 413);
   const ok = await client.completions.create({ model: 'tiny', prompt: 'hi', max_tokens: 3, seed: 1 });
   assert.equal(ok.usage!.completion_tokens <= 3, true);

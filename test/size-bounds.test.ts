@@ -36,10 +36,10 @@ describe('size bounds', () => {
       assert.throws(() => parseWorkflowConfig(section), message, JSON.stringify(section));
   });
 
-  test("environment knobs are bounded, and their errors are readable, not zod's JSON", () => {
+  test("environment knobs are bounded, and their errors name the field's whole path, not zod's JSON", () => {
     for (const [env, message] of [
-      [{ height: 1000 }, /workflow\.env \(plan-path knobs\) is invalid:\n[\s\S]*height/],
-      [{ minShortest: 1e9 }, /workflow\.env \(plan-path knobs\) is invalid:\n[\s\S]*minShortest/],
+      [{ height: 1000 }, /invalid plan-path knobs:\n {2}workflow\.env\.height: /],
+      [{ minShortest: 1e9 }, /invalid plan-path knobs:\n {2}workflow\.env\.minShortest: /],
     ] as const) {
       const error = (() => {
         try {
@@ -54,7 +54,11 @@ describe('size bounds', () => {
     }
     assert.throws(
       () => buildWorkflow(parseWorkflowConfig({ name: 'sokoban', env: { maxSteps: 1e9 } })),
-      /workflow\.env \(sokoban knobs\) is invalid:\n[\s\S]*maxSteps/,
+      /invalid sokoban knobs:\n {2}workflow\.env\.maxSteps: /,
+    );
+    assert.throws(
+      () => buildWorkflow(parseWorkflowConfig({ name: 'coding', env: { families: ['regex'] } })),
+      /invalid coding knobs:\n {2}workflow\.env\.families\.0: /,
     );
   });
 

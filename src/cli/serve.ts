@@ -1,6 +1,7 @@
 // `hacrl serve`: the OpenAI-compatible server over checkpoint folders, until SIGINT or SIGTERM.
 import { basename, resolve } from 'node:path';
-import { Command, InvalidArgumentError } from 'commander';
+import { isIP } from 'node:net';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { engine } from '../backend/engine.js';
 import { isAdapterFolder } from '../model/peft.js';
 import { loadPretrained, sharedBase, type BaseModels, type Pretrained } from '../model/pretrained.js';
@@ -28,8 +29,17 @@ function intAtLeast(min: number): (value: string) => number {
   };
 }
 
+/** True when `host` is a loopback address or name, which only this machine can reach. */
+function isLoopback(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  if (h === 'localhost' || h === '::1') return true;
+  return isIP(h) === 4 && h.startsWith('127.');
+}
+
 /** Options of `hacrl serve` (ServeOptions plus the models, the shutdown grace and the precision). */
-interface ServeCli extends ServeOptions {
+interface ServeCli extends Omit<ServeOptions, 'apiKey'> {
+  /** The key clients must send; absent: none asked for. */
+  apiKey?: string;
   model: string[];
   shutdownGraceMs: number;
   /** Precision of every served model's products, as a training agent's (src/cli/precision.ts); default fp32. */
@@ -62,8 +72,14 @@ export async function loadServedModels(
 /** Loads the models, serves them, and on SIGINT/SIGTERM shuts down gracefully (a second signal exits at once). */
 async function runServe(o: ServeCli, print: (line: string) => void): Promise<void> {
   checkPrecisionRuns(o.precision);
+  const apiKey = o.apiKey || null;
+  if (apiKey === null && !isLoopback(o.host))
+    console.error(
+      `hacrl serve: warning: ${o.host} is reachable from other machines and no --api-key (or HACRL_API_KEY) is ` +
+        'set: anyone who can reach it can generate with these models',
+    );
   const models = await loadServedModels(parseServedModels(o.model), o.precision);
-  const server = await HacrlServer.start(models, engine(), o);
+  const server = await HacrlServer.start(models, engine(), { ...o, apiKey });
   print(`hacrl serve: ${[...models.keys()].join(', ')} at ${server.url} (Ctrl-C stops)`);
   await new Promise<void>((done) => {
     const onSignal = (signal: NodeJS.Signals): void => {
@@ -90,6 +106,17 @@ export function serveCommand(print: (line: string) => void = console.log): Comma
     .option('--max-batch <n>', 'most sequences of one model decoded together', intAtLeast(1), d.maxBatch)
     .option('--max-waiting <n>', 'most sequences waiting for the batch; more get 429', intAtLeast(0), d.maxWaiting)
     .option('--max-body-bytes <n>', 'largest request body in bytes; larger get 413', intAtLeast(1), d.maxBodyBytes)
+    .option(
+      '--max-stream-buffer-bytes <n>',
+      "most bytes of a stream's events a client has not read; past it the client is dropped",
+      intAtLeast(1),
+      d.maxStreamBufferBytes,
+    )
+    .addOption(
+      new Option('--api-key <key>', 'answer only requests with Authorization: Bearer KEY (else 401)').env(
+        'HACRL_API_KEY',
+      ),
+    )
     .option('--shutdown-grace-ms <n>', 'on SIGINT/SIGTERM, how long running requests may finish', intAtLeast(0), 10000)
     .addOption(precisionOption())
     .action((o: ServeCli) => runServe(o, print));

@@ -10,6 +10,7 @@
  */
 import { z } from 'zod';
 import { isTestKey } from '../tasks/splits.js';
+import { parseSection } from '../util/json-file.js';
 import { Rng } from '../util/rng.js';
 import { type EnvStep, type Environment, finishedStep } from './environment.js';
 
@@ -664,7 +665,7 @@ export function renderCoding(s: CodingState): string {
 
 /** The coding environment (the coder's side; the tester's cases go through parseTestCases, scoreTester, withCases). */
 export function codingEnv(options: Partial<CodingOptions> = {}): Environment<CodingState, CodingAction> {
-  const o = CodingOptionsSchema.parse(options);
+  const o = parseSection(CodingOptionsSchema, options, 'workflow.env', 'coding knobs');
   return {
     name: 'coding',
     actionFormat: 'Answer with the function on one line, e.g. function f(a,b){return a+b}',

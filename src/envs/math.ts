@@ -6,7 +6,7 @@
  * word); fraction's prints the gold answer.
  */
 import { z } from 'zod';
-import { parseWith } from '../util/json-file.js';
+import { parseSection } from '../util/json-file.js';
 import { extractAnswer } from '../rewards/extract.js';
 import { verifyFast } from '../rewards/math-equal.js';
 import { BASE_GENERATORS, BASE_TASKS, type BaseTask } from '../tasks/generators/mix.js';
@@ -42,7 +42,7 @@ export function mathAnswerCorrect(gold: string, candidate: string): boolean {
 
 /** The math environment: the reasoner answers with \boxed{…}. */
 export function mathEnv(options: Partial<MathOptions> = {}): Environment<MathState, string> {
-  const o = parseWith(MathOptionsSchema, options, 'workflow.env (math knobs)');
+  const o = parseSection(MathOptionsSchema, options, 'workflow.env', 'math knobs');
   const gen = BASE_GENERATORS[o.task];
   const knobs = gen.resolve(o.difficulty as never);
   return {

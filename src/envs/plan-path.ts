@@ -3,7 +3,7 @@
  * generated instance has its goal reachable from its start (checked by BFS; regenerated otherwise).
  */
 import { z } from 'zod';
-import { parseWith } from '../util/json-file.js';
+import { parseSection } from '../util/json-file.js';
 import { Rng } from '../util/rng.js';
 import { type EnvStep, type Environment, finishedStep, noActionStep } from './environment.js';
 import {
@@ -86,7 +86,7 @@ const GENERATION_ATTEMPTS = 10_000;
 
 /** The Plan-Path environment with the given knobs. */
 export function planPathEnv(options: Partial<PlanPathOptions> = {}): Environment<PlanPathState, Move[]> {
-  const o = parseWith(PlanPathOptionsSchema, options, 'workflow.env (plan-path knobs)');
+  const o = parseSection(PlanPathOptionsSchema, options, 'workflow.env', 'plan-path knobs');
   return {
     name: 'plan-path',
     ...moveListAction(o.moves),

@@ -3,7 +3,7 @@
  * walks and pulls the box away from the goal, so undoing those pulls as pushes solves every instance.
  */
 import { z } from 'zod';
-import { parseWith } from '../util/json-file.js';
+import { parseSection } from '../util/json-file.js';
 import { Rng } from '../util/rng.js';
 import { type EnvStep, type Environment, finishedStep, noActionStep } from './environment.js';
 import {
@@ -113,7 +113,7 @@ export const SOKOBAN_BENCH: Partial<SokobanOptions> = { size: 6, reverseSteps: 4
 
 /** The Sokoban environment with the given knobs. */
 export function sokobanEnv(options: Partial<SokobanOptions> = {}): Environment<SokobanState, Move[]> {
-  const o = parseWith(SokobanOptionsSchema, options, 'workflow.env (sokoban knobs)');
+  const o = parseSection(SokobanOptionsSchema, options, 'workflow.env', 'sokoban knobs');
   const action = moveListAction(o.moves);
   return {
     name: 'sokoban',

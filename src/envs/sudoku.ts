@@ -3,7 +3,7 @@
  * answer counts only when it is a valid grid AND keeps every given.
  */
 import { z } from 'zod';
-import { parseWith } from '../util/json-file.js';
+import { parseSection } from '../util/json-file.js';
 import { Rng } from '../util/rng.js';
 import { type EnvStep, type Environment, finishedStep, noActionStep } from './environment.js';
 import { gridProgram, gridProgramRows } from './grid.js';
@@ -50,7 +50,7 @@ export const SUDOKU_REWARD = {
 
 /** The Sudoku environment with the given knobs. */
 export function sudokuEnv(options: Partial<SudokuOptions> = {}): Environment<SudokuState, Grid4> {
-  const o = parseWith(SudokuOptionsSchema, options, 'workflow.env (sudoku knobs)');
+  const o = parseSection(SudokuOptionsSchema, options, 'workflow.env', 'sudoku knobs');
   return {
     name: 'sudoku',
     actionFormat:

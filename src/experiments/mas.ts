@@ -15,7 +15,7 @@
  * arm's per-instance successes are kept in its run folder, keyed by its resolved run config, so an interrupted bench
  * (or one asked for more seeds) trains only what is missing.
  */
-import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { engine } from '../backend/engine.js';
@@ -108,6 +108,17 @@ async function prepareWorkflowDir(dir: string): Promise<void> {
   await writeFile(join(dir, MADE_HERE), 'made by hacrl bench mas: it reuses or replaces its seed-* folders here\n');
 }
 
+/** Refuses, before any work, a work folder that is a file or lies under one (the bench would fail on it later). */
+async function checkWorkDir(dir: string): Promise<void> {
+  const notFolder = (why: string): Error =>
+    new Error(`bench mas: --work-dir ${dir} ${why}; give a folder (one that does not exist yet is made)`);
+  const s = await stat(dir).catch((e: NodeJS.ErrnoException) => {
+    if (e.code === 'ENOENT') return null;
+    throw e.code === 'ENOTDIR' ? notFolder('lies under a file, not a folder') : e;
+  });
+  if (s !== null && !s.isDirectory()) throw notFolder('is a file, not a folder');
+}
+
 /** Logs what decides the results' rounding, as the caches' keys hold it: CPU and its features, kernels, BLAS, threads. */
 function logMachine(k: Kernels, log: (line: string) => void): void {
   const flags = cpuFlags();
@@ -121,6 +132,7 @@ function logMachine(k: Kernels, log: (line: string) => void): void {
 /** Runs the benchmark; `log` receives progress lines. */
 export async function runBenchMas(raw: BenchMasOptions, log: (line: string) => void): Promise<BenchMasResult[]> {
   const o = parseWith(BenchMasSchema, raw, 'bench mas options');
+  await checkWorkDir(o.workDir);
   const k = engine();
   logMachine(k, log);
   const chosen = o.ablations;

@@ -149,7 +149,7 @@ function probe(): Probe {
 
 /**
  * The command prefix that runs a program under every layer (limits, unprivileged user, namespaces, scratch tmpfs
- * holding the source read from fd SOURCE_FD, working directory SCRATCH). Throws, naming the missing layer and how to
+ * holding the source read from fd SOURCE_FD, working directory SCRATCH, PATH its only environment variable). Throws, naming the missing layer and how to
  * get it, when this machine cannot give every guarantee of docs/sandbox.md.
  */
 export function isolationPrefix(limits: IsolationLimits): string[] {
@@ -174,6 +174,11 @@ export function isolationPrefix(limits: IsolationLimits): string[] {
     `${SCRATCH}/main.cjs`,
     '--chdir',
     SCRATCH,
+    '--',
+    // bubblewrap sets PWD after its own --unsetenv: env takes it out, so the program sees PATH alone.
+    'env',
+    '-u',
+    'PWD',
     '--',
   ];
 }

@@ -134,7 +134,8 @@ export class Batcher {
         this.admit();
         this.step();
       } catch (e) {
-        // A failed step (or a failing onToken) ends every sequence with the error; the next request starts afresh.
+        // A failed forward pass holds every running sequence's state, so it ends them all; the next request starts
+        // afresh. (What one sequence does wrong, its sampling or its onToken, ends that sequence only: see emit.)
         for (const s of [...this.live]) s.fail(e as Error);
         this.waiting.length = 0;
         this.running = [];
@@ -169,7 +170,7 @@ export class Batcher {
       const logits = model.logits(k, hidden.data.slice((p - 1) * cfg.hidden, p * cfg.hidden), 1);
       arena.release();
       const end = this.emit([seq], logits)[0];
-      if (end) seq.done(end);
+      if (end) this.finish(seq, end);
       else {
         this.running.push(seq);
         joined = true;
@@ -200,31 +201,52 @@ export class Batcher {
     const logits = model.logits(k, hidden, batch, cache.buffer('logits', batch * model.cfg.vocabSize));
     const ends = this.emit(this.running, logits);
     if (ends.every((e) => e === null)) return;
-    this.running.forEach((s, i) => ends[i] && s.done(ends[i]));
+    this.running.forEach((s, i) => ends[i] && this.finish(s, ends[i]));
     this.running = this.running.filter((_, i) => ends[i] === null);
     if (this.running.length > 0) this.rebuild();
   }
 
-  /** Samples one token per sequence from its row of `logits`, hands it over, and says which sequences ended. */
-  private emit(seqs: readonly Sequence[], logits: Float32Array): (SequenceEnd | null)[] {
+  /** Ends `seq` as `end` says: with how it ended, or with the error that ended it. */
+  private finish(seq: Sequence, end: SequenceEnd | Error): void {
+    if (end instanceof Error) seq.fail(end);
+    else seq.done(end);
+  }
+
+  /**
+   * Samples one token per sequence from its row of `logits`, hands it over, and says which sequences ended: how, or
+   * with the error their sampling or onToken threw. One request's failure (a row top-p cannot sample, a client's
+   * callback) is its own: the other rows of the batch go on.
+   */
+  private emit(seqs: readonly Sequence[], logits: Float32Array): (SequenceEnd | Error | null)[] {
     const { k } = this;
     const vocab = this.model.cfg.vocabSize;
     const tokens = new Int32Array(seqs.length);
+    const failed: (Error | undefined)[] = [];
     seqs.forEach((s, i) => {
       const row = logits.subarray(i * vocab, (i + 1) * vocab);
       const knobs = { temperature: s.req.temperature, topP: s.req.topP, topK: 0 };
-      tokens[i] = sampleRows(k, row, vocab, [true], knobs, s.rng)[0]!;
+      try {
+        tokens[i] = sampleRows(k, row, vocab, [true], knobs, s.rng)[0]!;
+      } catch (e) {
+        failed[i] = e as Error;
+      }
     });
     const logProb = new Float32Array(seqs.length);
     const lse = new Float32Array(seqs.length);
     k.gatherLogProbs(logits, tokens, logProb, lse, seqs.length, vocab);
     return seqs.map((s, i) => {
+      if (failed[i]) return failed[i];
       const id = tokens[i]!;
       s.generated++;
       s.pending = id;
       const row = logits.subarray(i * vocab, (i + 1) * vocab);
       const top = s.req.topLogprobs > 0 ? topLogProbs(row, lse[i]!, s.req.topLogprobs) : [];
-      const stopString = s.req.onToken({ id, logProb: logProb[i]!, top });
+      let stopString: boolean;
+      try {
+        stopString = s.req.onToken({ id, logProb: logProb[i]!, top });
+      } catch (e) {
+        return e as Error;
+      }
       if (s.req.stopTokens.has(id)) return 'stop_token';
       if (stopString) return 'stop_string';
       if (s.generated >= s.req.maxTokens) return 'length';

@@ -30,12 +30,16 @@ export const MAX_STOP_STRINGS = 4;
 export const MAX_CHAT_TOP_LOGPROBS = 20;
 /** Most alternatives per token for completions `logprobs` (OpenAI's limit). */
 export const MAX_COMPLETION_LOGPROBS = 5;
+/** Largest `seed`: a sequence's generator is seeded with 32 bits, and a larger seed would alias a smaller one. */
+export const MAX_SEED = 2 ** 32 - 1;
 
 const stop = z
   .union([z.string().min(1), z.array(z.string().min(1)).max(MAX_STOP_STRINGS)])
   .nullable()
   .optional()
   .transform((s) => (s === null || s === undefined ? [] : typeof s === 'string' ? [s] : s));
+
+const seedRange = `must be an integer from 0 to ${MAX_SEED}`;
 
 const maxTokens = z.number().int().min(1, 'must be at least 1').nullable().optional();
 
@@ -44,7 +48,7 @@ const common = {
   model: z.string().min(1),
   temperature: z.number().min(0).max(2).nullable().optional(),
   top_p: z.number().gt(0).max(1).nullable().optional(),
-  seed: z.number().int().nullable().optional(),
+  seed: z.number().int(seedRange).min(0, seedRange).max(MAX_SEED, seedRange).nullable().optional(),
   stop,
   stream: z.boolean().nullable().optional(),
   stream_options: z.looseObject({ include_usage: z.boolean().optional() }).nullable().optional(),
@@ -73,6 +77,7 @@ export const CompletionRequest = z.looseObject({
   logprobs: z.number().int().min(0).max(MAX_COMPLETION_LOGPROBS).nullable().optional(),
   echo: z.literal(false, 'echo is not supported').nullable().optional(),
   best_of: z.literal(1, 'only best_of = 1 is supported').nullable().optional(),
+  suffix: z.null('suffix is not supported').optional(),
 });
 /** A parsed completions request. */
 export type CompletionRequest = z.output<typeof CompletionRequest>;

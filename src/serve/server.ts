@@ -3,7 +3,7 @@
  * JSON or server-sent events, every model's requests decoded together by its Batcher. Node's own http module is
  * enough for four routes and SSE; request bodies are checked with zod (protocol.ts).
  */
-import { randomInt, randomUUID } from 'node:crypto';
+import { createHash, randomInt, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Kernels } from '../backend/kernels.js';
@@ -13,6 +13,7 @@ import {
   ApiError,
   ChatRequest,
   CompletionRequest,
+  MAX_SEED,
   messageText,
   parseBody,
   type ChatCompletion,
@@ -42,6 +43,13 @@ export interface ServeOptions {
   maxWaiting: number;
   /** Largest request body, in bytes; larger ones are refused with 413. Default 1 MiB. */
   maxBodyBytes: number;
+  /**
+   * Most bytes of one stream's events waiting for a client that does not read them; past it the client is dropped
+   * and its sequences cancelled. Default 1 MiB.
+   */
+  maxStreamBufferBytes: number;
+  /** The key every request must bring as `Authorization: Bearer KEY` (else 401); null: no key is asked for. */
+  apiKey: string | null;
 }
 
 /** Defaults of ServeOptions. */
@@ -51,7 +59,15 @@ export const SERVE_DEFAULTS: ServeOptions = {
   maxBatch: 32,
   maxWaiting: 64,
   maxBodyBytes: 1 << 20,
+  maxStreamBufferBytes: 1 << 20,
+  apiKey: null,
 };
+
+/**
+ * How long a shutdown waits for the last events of cancelled requests to reach their clients before it closes the
+ * connections: a client that reads nothing would otherwise hold the shutdown forever.
+ */
+const FLUSH_MS = 2_000;
 
 interface Served {
   name: string;
@@ -143,7 +159,8 @@ export class HacrlServer {
 
   /**
    * Stops accepting requests, lets running ones finish for up to `graceMs` milliseconds, then cancels the rest
-   * (streams end with an error event, other requests get 503) and closes every connection.
+   * (streams end with an error event and [DONE], other requests get 503) and closes every connection once those last
+   * bytes are sent (or after FLUSH_MS, for a client that does not read them).
    */
   async stop(graceMs = 10_000): Promise<void> {
     this.closing = true;
@@ -158,8 +175,11 @@ export class HacrlServer {
       clearTimeout(timer);
     }
     for (const f of this.inFlight) f.abort.abort();
-    await all();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([all(), new Promise((r) => (timer = setTimeout(r, FLUSH_MS)))]);
+    clearTimeout(timer);
     this.http.closeAllConnections();
+    await all();
     await closed;
     for (const m of this.models.values()) await m.batcher.close();
   }
@@ -167,20 +187,22 @@ export class HacrlServer {
   private track(req: IncomingMessage, res: ServerResponse): void {
     const abort = new AbortController();
     res.on('close', () => abort.abort());
-    const entry = { done: this.handle(req, res, abort.signal), abort };
+    // Done once the answer's last bytes are handed to the socket: closing the connection before that would cut them.
+    const entry = { done: this.handle(req, res, abort.signal).then(() => sent(res)), abort };
     this.inFlight.add(entry);
     void entry.done.finally(() => this.inFlight.delete(entry));
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse, signal: AbortSignal): Promise<void> {
     try {
+      this.authorize(req);
       if (this.closing) throw new ApiError(503, 'the server is shutting down');
       const path = new URL(req.url ?? '/', 'http://localhost').pathname.replace(/\/+$/, '');
       const route = `${req.method} ${path}`;
       if (route === 'GET /v1/models')
         return sendJson(res, 200, { object: 'list', data: [...this.models.values()].map(modelCard) });
       if (req.method === 'GET' && path.startsWith('/v1/models/'))
-        return sendJson(res, 200, modelCard(this.model(decodeURIComponent(path.slice('/v1/models/'.length)))));
+        return sendJson(res, 200, modelCard(this.model(decodePath(path.slice('/v1/models/'.length)))));
       if (route === 'POST /v1/completions')
         return await this.completions(parseBody(CompletionRequest, await this.readJson(req, signal)), res, signal);
       if (route === 'POST /v1/chat/completions')
@@ -190,10 +212,22 @@ export class HacrlServer {
         ? new ApiError(405, `${req.method} is not allowed on ${path}`)
         : new ApiError(404, `no such endpoint: ${req.method} ${path}`, null, 'unknown_url');
     } catch (e) {
-      const err = e instanceof ApiError ? e : new ApiError(500, (e as Error).message);
+      const err = e instanceof ApiError ? e : failure(500, e);
       if (!res.headersSent) sendJson(res, err.status, err.body());
-      else if (!res.writableEnded) res.end(`data: ${JSON.stringify(err.body())}\n\n`);
+      else if (!res.writableEnded && !res.destroyed) res.end(`data: ${JSON.stringify(err.body())}\n\n${DONE}`);
     }
+  }
+
+  /** Throws 401 unless the request brings the server's key as OpenAI clients send it, `Authorization: Bearer KEY`. */
+  private authorize(req: IncomingMessage): void {
+    if (this.o.apiKey === null) return;
+    const given = /^Bearer +(.+)$/i.exec(req.headers.authorization ?? '')?.[1]?.trim();
+    if (given === undefined)
+      throw new ApiError(401, 'no API key given: send it as Authorization: Bearer KEY', null, 'invalid_api_key');
+    // Digests of equal length compare in constant time, whatever the lengths of the keys.
+    const digest = (key: string): Buffer => createHash('sha256').update(key).digest();
+    if (!timingSafeEqual(digest(given), digest(this.o.apiKey)))
+      throw new ApiError(401, 'incorrect API key given', null, 'invalid_api_key');
   }
 
   private model(name: string): Served {
@@ -209,10 +243,20 @@ export class HacrlServer {
   }
 
   /**
-   * The body as JSON, refusing more than maxBodyBytes (413) and text that is not JSON (400). Cancelling the request
+   * The body as JSON, refusing another Content-Type (415), more than maxBodyBytes (413) and text that is not JSON
+   * (400). Cancelling the request
    * ends a body still arriving: a client stalled mid-body would otherwise hold stop() forever.
    */
   private async readJson(req: IncomingMessage, signal: AbortSignal): Promise<unknown> {
+    const type = req.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
+    // A web page may post a form or text to a local server without asking; only a script allowed by CORS sends JSON.
+    if (type !== 'application/json')
+      throw new ApiError(
+        415,
+        `the request body must be JSON sent with Content-Type: application/json, not ${type ?? 'no Content-Type'}`,
+        null,
+        'unsupported_media_type',
+      );
     const chunks: Buffer[] = [];
     let size = 0;
     const end = (): void => void req.destroy();
@@ -250,7 +294,7 @@ export class HacrlServer {
       for (const id of p)
         if (id >= m.pretrained.model.cfg.vocabSize)
           throw new ApiError(400, `prompt token id ${id} is outside the vocabulary`, 'prompt', 'invalid_value');
-    const settings = this.settings(m, r, r.max_tokens ?? 16, r.logprobs ?? 0);
+    const settings = this.settings(m, r, r.max_tokens ?? 16, r.logprobs ?? 0, prompts.length);
     const id = `cmpl-${randomUUID()}`;
     const head = { id, object: 'text_completion' as const, created: now(), model: m.name };
     const logprobs = (tokens: SampledToken[], offset: number) =>
@@ -286,12 +330,12 @@ export class HacrlServer {
       const messages = r.messages.map((msg) => ({ ...msg, content: messageText(msg.content) }));
       text = tok.applyChatTemplate(messages, { addGenerationPrompt: true });
     } catch (e) {
-      throw new ApiError(400, (e as Error).message, 'messages');
+      throw failure(400, e, 'messages');
     }
     const prompt = encode(m, text, 'messages');
     const room = m.pretrained.model.cfg.maxPositions - prompt.length;
     const want = r.max_completion_tokens ?? r.max_tokens ?? Math.max(room, 1);
-    const settings = this.settings(m, r, want, r.logprobs ? (r.top_logprobs ?? 0) : 0);
+    const settings = this.settings(m, r, want, r.logprobs ? (r.top_logprobs ?? 0) : 0, 1);
     const id = `chatcmpl-${randomUUID()}`;
     const head = { id, created: now(), model: m.name };
     const chunk = { ...head, object: 'chat.completion.chunk' as const };
@@ -338,11 +382,11 @@ export class HacrlServer {
       const results = await this.decode(m, prompts, settings, signal);
       return sendJson(res, 200, a.whole(results, usage(prompts, results)));
     }
-    const sse = startSse<Chunk>(res);
+    const sse = startSse<Chunk>(res, this.o.maxStreamBufferBytes);
     if (a.opening !== undefined) sse(a.opening);
     const results = await this.decode(m, prompts, settings, signal, (...piece) => sse(a.piece(...piece)));
     if (r.stream_options?.include_usage) sse(a.usage(usage(prompts, results)));
-    res.end('data: [DONE]\n\n');
+    if (!res.destroyed) res.end(DONE);
   }
 
   private settings(
@@ -350,8 +394,17 @@ export class HacrlServer {
     r: ChatRequest | CompletionRequest,
     maxTokens: number,
     topLogprobs: number,
+    choices: number,
   ): DecodeSettings {
     const positions = m.pretrained.model.cfg.maxPositions;
+    // Choice i draws with seed + i: every one of them must be a seed, or two requests would share a generator.
+    if (r.seed !== null && r.seed !== undefined && r.seed + choices - 1 > MAX_SEED)
+      throw new ApiError(
+        400,
+        `seed: with ${choices} prompts, seed + ${choices - 1} must be at most ${MAX_SEED} (choice i draws with seed + i)`,
+        'seed',
+        'invalid_value',
+      );
     return {
       maxTokens,
       temperature: r.temperature ?? 1,
@@ -438,7 +491,28 @@ function encode(m: Served, text: string, param: string): number[] {
     if (ids.length === 0) throw new Error('the prompt encodes to no tokens');
     return ids;
   } catch (e) {
-    throw new ApiError(400, (e as Error).message, param);
+    throw failure(400, e, param);
+  }
+}
+
+/**
+ * The answer to an error thrown inside the server: its message without the server's folder paths (a tokenizer's
+ * error names its folder), which are no business of the client's.
+ */
+function failure(status: number, e: unknown, param: string | null = null): ApiError {
+  const message = e instanceof Error ? e.message : String(e);
+  return new ApiError(status, message.replace(ABSOLUTE_PATH, '$1<path>'), param);
+}
+
+/** A POSIX or Windows absolute path of two or more parts, after a start, a space or an opening quote/bracket. */
+const ABSOLUTE_PATH = /(^|[\s'"`([=])(?:[A-Za-z]:)?[\\/][^\s'"`)\]\\/]+(?:[\\/][^\s'"`)\]\\/]*)+/g;
+
+/** A percent-decoded URL path segment; a malformed escape is the client's mistake (400). */
+function decodePath(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new ApiError(400, `the URL path has a malformed percent escape: ${segment}`, null, 'invalid_url');
   }
 }
 
@@ -465,11 +539,29 @@ function sendJson(res: ServerResponse, status: number, body: JsonBody): void {
   res.end(text);
 }
 
-/** Opens a server-sent-event stream; returns the function that sends one event. */
-function startSse<Event>(res: ServerResponse): (event: Event) => void {
+/** The last event of every stream. */
+const DONE = 'data: [DONE]\n\n';
+
+/** Resolves once `res` has handed its last bytes to the socket, or its connection is gone. */
+function sent(res: ServerResponse): Promise<void> {
+  if (res.writableFinished || res.destroyed) return Promise.resolve();
+  return new Promise((r) => {
+    res.once('finish', r);
+    res.once('close', r);
+  });
+}
+
+/**
+ * Opens a server-sent-event stream; returns the function that sends one event. Decoding does not wait for a slow
+ * client (the batch it shares would wait too), so events a client has not taken pile up: past `maxBuffered` bytes
+ * the client is dropped, which cancels its sequences, rather than the server's memory growing with it.
+ */
+function startSse<Event>(res: ServerResponse, maxBuffered: number): (event: Event) => void {
   res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
   return (event) => {
-    if (!res.writableEnded) res.write(`data: ${JSON.stringify(event)}\n\n`);
+    if (res.writableEnded || res.destroyed) return;
+    res.write(`data: ${JSON.stringify(event)}\n\n`);
+    if (res.writableLength > maxBuffered) res.destroy();
   };
 }
 

@@ -9,6 +9,22 @@ export function parseWith<S extends z.ZodType>(schema: S, value: unknown, what: 
   return r.data;
 }
 
+/**
+ * Validates `value`, the config section at `prefix` (e.g. `workflow.env`), with a zod schema; the error says what is
+ * invalid (`what`) and names every failing field by its whole path, e.g. `workflow.env.height: …`.
+ */
+export function parseSection<S extends z.ZodType>(
+  schema: S,
+  value: unknown,
+  prefix: string,
+  what: string,
+): z.output<S> {
+  const r = schema.safeParse(value);
+  if (r.success) return r.data;
+  const lines = r.error.issues.map((i) => `${[prefix, ...i.path.map(String)].join('.')}: ${i.message}`);
+  throw new Error(`invalid ${what}:\n  ${lines.join('\n  ')}`);
+}
+
 /** Reads and parses a JSON file; errors name the file (missing, unreadable or not JSON). */
 export async function readJsonFile(path: string): Promise<unknown> {
   const text = await readTextFile(path);

@@ -35,16 +35,19 @@ export interface MachineMemory {
 }
 
 /**
- * The machine's total and available memory; HACRL_MEMORY_LIMIT_BYTES (a whole number of bytes) replaces the
- * available figure, for a budget below what the machine has free or for tests.
+ * The machine's total and available memory; HACRL_MEMORY_LIMIT_BYTES (a whole number of bytes in decimal digits)
+ * replaces the available figure, for a budget below what the machine has free or for tests.
  */
 export function machineMemory(env: NodeJS.ProcessEnv = process.env): MachineMemory {
   const total = totalmem();
   const limit = env.HACRL_MEMORY_LIMIT_BYTES;
   if (limit !== undefined && limit !== '') {
-    const bytes = Number(limit);
+    // Digits only: Number() would also read 0x10 as 16 bytes, 1e9 as a billion and ' 5 ' as 5, each a likely mistake.
+    const bytes = /^[0-9]+$/.test(limit) ? Number(limit) : NaN;
     if (!Number.isSafeInteger(bytes) || bytes < 1)
-      throw new Error(`HACRL_MEMORY_LIMIT_BYTES must be a whole number of bytes, got "${limit}"`);
+      throw new Error(
+        `HACRL_MEMORY_LIMIT_BYTES must be a whole number of bytes in decimal digits (e.g. 8589934592 for 8 GiB), got "${limit}"`,
+      );
     return { total, available: bytes, limitFromEnv: true };
   }
   let available = freemem();

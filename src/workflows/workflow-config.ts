@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { SandboxLimitsSchema } from '../sandbox/run-code.js';
+import { parseSection } from '../util/json-file.js';
 import { DEFAULT_GROUP_FILTER } from './group-filter.js';
 import { GROUPINGS } from './samples.js';
 
@@ -198,8 +199,5 @@ export type WorkflowConfig = z.output<typeof WorkflowConfigSchema>;
 
 /** Parses a `workflow` section; errors name the field and say what is allowed. */
 export function parseWorkflowConfig(input: unknown): WorkflowConfig {
-  const r = WorkflowConfigSchema.safeParse(input ?? {});
-  if (r.success) return r.data;
-  const lines = r.error.issues.map((i) => `workflow.${i.path.join('.')}: ${i.message}`);
-  throw new Error(`invalid workflow config:\n  ${lines.join('\n  ')}`);
+  return parseSection(WorkflowConfigSchema, input ?? {}, 'workflow', 'workflow config');
 }
