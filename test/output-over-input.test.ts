@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, symlink } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -84,6 +84,11 @@ describe('an output over an input is refused with the inputs unchanged', () => {
       /--out .*zoo and --zoo-dir .*zoo are the same path/,
       [zoo],
     );
+    await refused(
+      ['bench', 'baseline', '--fast', '--out', join(zoo, 'tiny', 'bias'), '--zoo-dir', zoo],
+      /--out .*bias lies inside --zoo-dir .*zoo, which this command reads/,
+      [zoo],
+    );
     assert.ok(existsSync(join(zoo, 'tiny')));
   });
 });
@@ -111,6 +116,16 @@ describe('an existing output needs --force', () => {
       (await hashes(merged))[join(merged, 'model.safetensors')],
       first[join(merged, 'model.safetensors')],
     );
+  });
+
+  test('mas warmstart refuses an --out folder that holds something, and replaces it with --force', async () => {
+    const out = join(root, 'warm');
+    await mkdir(out, { recursive: true });
+    await writeFile(join(out, 'notes.txt'), 'mine');
+    await refused(['mas', 'warmstart', '--out', out], /--out .*warm already exists: pass --force/, [out]);
+    const r = hacrl(['mas', 'warmstart', '--out', out, '--force', '--hidden', '16', '--layers', '1', '--heads', '2']);
+    assert.equal(r.status, 0, r.stderr);
+    assert.ok(existsSync(join(out, 'config.json')));
   });
 
   test('sft refuses an --out folder that holds something before training; an empty one is fine', async () => {

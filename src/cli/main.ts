@@ -254,6 +254,7 @@ withAgentOptions(mas.command('warmstart'))
     "a small agent for a workflow (tokenizer fitted to its text), SFT'd on solver rows, saved as a checkpoint",
   )
   .requiredOption('--out <dir>', 'folder to write the agent into')
+  .option('--force', 'replace an --out folder that already holds something', false)
   .option('--workflow <json>', 'the workflow config section as JSON (docs/at-grpo.md)', '{}')
   .option('--steps <n>', 'SFT steps on solver rows (0: untrained)', num, 0)
   .option('--rows <n>', 'solver rows', num, 2000)
@@ -306,6 +307,7 @@ withAgentOptions(mas.command('warmstart'))
       bandRefine,
       bandInstances,
       bandAttempts,
+      force,
     } = rest;
     const [low, high] = band === undefined ? [] : String(band).split(',').map(Number);
     if (band !== undefined && !(Number.isFinite(low) && Number.isFinite(high)))
@@ -338,6 +340,7 @@ withAgentOptions(mas.command('warmstart'))
               }),
         } as never,
         seed: seed as number,
+        force: force === true,
       },
       (line) => console.log(line),
     );

@@ -9,6 +9,7 @@ import { savePretrained } from '../model/pretrained.js';
 import { AgentSpecSchema } from '../model/agent-spec.js';
 import { WarmStartSchema, workflowAgent } from '../agents/workflow-agent.js';
 import { ensureWritableDir } from '../util/fs-errors.js';
+import { checkOutput } from '../util/output-paths.js';
 import { parseWith } from '../util/json-file.js';
 import { buildWorkflow } from '../workflows/registry.js';
 
@@ -25,6 +26,8 @@ export const MasWarmstartSchema = z
     warmStart: WarmStartSchema.prefault({}),
     /** Seed of the SFT batch order; default 0. */
     seed: z.number().int().default(0),
+    /** Replace an `out` folder that already holds something; default false. */
+    force: z.boolean().default(false),
   })
   .strict();
 /** Options as passed. */
@@ -33,7 +36,8 @@ export type MasWarmstartOptions = z.input<typeof MasWarmstartSchema>;
 /** Builds, warm-starts and saves the agent; returns its folder. */
 export async function runMasWarmstart(raw: MasWarmstartOptions, log: (line: string) => void): Promise<string> {
   const o = parseWith(MasWarmstartSchema, raw, 'mas warmstart options');
-  // Checked before training, so a bad --out never costs a finished warm start.
+  // Checked before training, so a bad --out never costs a finished warm start, and never replaces one unasked.
+  await checkOutput({ flag: '--out', path: o.out }, [], { force: o.force, folder: true });
   await ensureWritableDir(o.out, '--out');
   const wf = buildWorkflow(o.workflow);
   const { model, tokenizer, band } = await workflowAgent(wf, o.agent, o.warmStart, o.seed, engine(), log);

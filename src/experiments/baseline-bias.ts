@@ -28,6 +28,7 @@ import { Rng } from '../util/rng.js';
 import { mean } from '../util/stats.js';
 import { defaultZooDir, ensurePair } from '../zoo/build.js';
 import { type PairName, pairRecipe } from '../zoo/recipes.js';
+import { refuseOverlap } from '../util/output-paths.js';
 
 /** The estimators compared: the learner's own group mean (GRPO's baseline) and every hacpo.baseline variant. */
 export const BIAS_ESTIMATORS = ['own', ...HACPO_BASELINES] as const;
@@ -270,6 +271,8 @@ export async function runBaselineBench(
 ): Promise<AgentBias[]> {
   const started = performance.now();
   const agents: AgentBias[] = [];
+  // The tables replace files in --out: a zoo inside it (or it inside the zoo) would be written over.
+  await refuseOverlap({ flag: '--out', path: o.out }, [{ flag: '--zoo-dir', path: o.zooDir ?? defaultZooDir() }]);
   try {
     for (const name of o.pairs) {
       const pair = pairRecipe(name);
