@@ -53,19 +53,24 @@ before(async () => {
   );
 });
 
-test('GRPO on the two-answer agent with every gold 3: greedy accuracy rises from 0 to 1', async () => {
-  const rows = await train('grpo', [
+/** Six GRPO steps of agent a from `checkpoint` (with `extra` overrides) in run folder `name`: its greedy rows. */
+const grpoRows = (name: string, checkpoint: string, extra: string[] = []): Promise<unknown[]> =>
+  train(name, [
     'algorithm=grpo',
     'agents.0.name=a',
-    `agents.0.checkpoint=${agent}`,
+    `agents.0.checkpoint=${checkpoint}`,
+    ...extra,
     'optim.lr=0.01',
     'steps=6',
     'eval.every=6',
   ]);
-  assert.deepEqual(rows, [
-    { step: 0, agent: 'a', greedy: 0 },
-    { step: 6, agent: 'a', greedy: 1 },
-  ]);
+const ZERO_TO_ONE = [
+  { step: 0, agent: 'a', greedy: 0 },
+  { step: 6, agent: 'a', greedy: 1 },
+];
+
+test('GRPO on the two-answer agent with every gold 3: greedy accuracy rises from 0 to 1', async () => {
+  assert.deepEqual(await grpoRows('grpo', agent), ZERO_TO_ONE);
 });
 
 test('HACPO with two copies of it: both agents go from 0 to 1', async () => {
@@ -89,19 +94,7 @@ test('HACPO with two copies of it: both agents go from 0 to 1', async () => {
 });
 
 test('GRPO with LoRA adapters on the frozen agent: 3 goes from probability 0.4 to near 1, greedy accuracy 0 to 1', async () => {
-  const rows = await train('lora', [
-    'algorithm=grpo',
-    'agents.0.name=a',
-    `agents.0.checkpoint=${loraAgent}`,
-    'agents.0.lora={rank: 4, alpha: 8}',
-    'optim.lr=0.01',
-    'steps=6',
-    'eval.every=6',
-  ]);
-  assert.deepEqual(rows, [
-    { step: 0, agent: 'a', greedy: 0 },
-    { step: 6, agent: 'a', greedy: 1 },
-  ]);
+  assert.deepEqual(await grpoRows('lora', loraAgent, ['agents.0.lora={rank: 4, alpha: 8}']), ZERO_TO_ONE);
   const trained = join(root, 'lora', 'checkpoints', 'step-000006', 'agents', 'a');
   assert.ok(existsSync(join(trained, 'adapter_model.safetensors')), 'the run trained adapters, not the agent');
   /** The probability of answering 3 at the choice, by the agent in `dir` (an adapter folder loads on its base). */
