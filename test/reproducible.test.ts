@@ -78,6 +78,33 @@ const CASES: Record<string, Case> = {
     });
     return [c];
   },
+  // Large enough that the native kernels split their outputs across threads (HACRL_THREADS or the cores).
+  'large shapes: gemm, rmsNormBackward, softmax': (k, rng) => {
+    const c = new Float32Array(150 * 300);
+    k.gemm({
+      m: 150,
+      n: 300,
+      k: 120,
+      a: { data: randn(150 * 120, rng) },
+      b: { data: randn(120 * 300, rng) },
+      c: { data: c },
+    });
+    const [rows, dim] = [700, 200];
+    const [dx, dw] = [new Float32Array(rows * dim), randn(dim, rng)];
+    k.rmsNormBackward(
+      randn(rows * dim, rng),
+      randn(rows * dim, rng),
+      randn(dim, rng),
+      randn(rows, rng),
+      dx,
+      dw,
+      rows,
+      dim,
+    );
+    const p = new Float32Array(rows * dim);
+    k.softmax(randn(rows * dim, rng, 4), p, rows, dim);
+    return [c, dx, dw, p];
+  },
   rmsNorm: (k, rng) => {
     const [out, inv] = [new Float32Array(R * D), new Float32Array(R)];
     k.rmsNorm(randn(R * D, rng), randn(D, rng), out, inv, R, D, 1e-5);
