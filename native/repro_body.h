@@ -90,12 +90,23 @@ static inline double at(const float *x, int trans, int ld, int64_t i, int64_t p)
   return trans ? x[p * ld + i] : x[i * ld + p];
 }
 
-/* The GR×GC tile of sums of one row block of packed A by one panel of packed B. */
+/* Eight doubles as one value: GCC lowers each operation to lane-wise IEEE operations on whatever vectors the build
+ * has (one zmm, two ymm), so the lanes' bits cannot depend on the width. */
+typedef double v8d __attribute__((vector_size(64), aligned(8)));
+
+/* The GR×GC tile of sums of one row block of packed A by one panel of packed B, in registers over all of k. */
 static void tile_sums(const double *restrict ap, const double *restrict bp, int64_t k, double out[GR][GC]) {
-  double t[GR][GC] = {{0}};
-  for (int64_t p = 0; p < k; p++)
-    for (int r = 0; r < GR; r++)
-      for (int s = 0; s < GC; s++) t[r][s] += ap[p * GR + r] * bp[p * GC + s];
+  v8d t[GR][2] = {{{0}}};
+  for (int64_t p = 0; p < k; p++) {
+    v8d b0, b1;
+    memcpy(&b0, bp + p * GC, sizeof b0);
+    memcpy(&b1, bp + p * GC + 8, sizeof b1);
+    for (int r = 0; r < GR; r++) {
+      double a = ap[p * GR + r];
+      t[r][0] += a * b0;
+      t[r][1] += a * b1;
+    }
+  }
   memcpy(out, t, sizeof t);
 }
 
