@@ -29,26 +29,32 @@ static const double inv_int[14] = {0,        1.0 / 1,  1.0 / 2,  1.0 / 3,  1.0 /
 static const double inv_odd[13] = {1.0 / 1,  1.0 / 3,  1.0 / 5,  1.0 / 7,  1.0 / 9,  1.0 / 11, 1.0 / 13,
                                    1.0 / 15, 1.0 / 17, 1.0 / 19, 1.0 / 21, 1.0 / 23, 1.0 / 25};
 
-/* 2^e for e in [-1022, 1023], exactly. */
-static inline double pow2(int64_t e) {
-  uint64_t bits = (uint64_t)(e + 1023) << 52;
-  double d;
-  memcpy(&d, &bits, sizeof d);
-  return d;
+/* 2^e for an integral e in [-1022, 1023], exactly: e + 1023 lands in the low bits of e + 1023 + 2^52, whence a
+ * shift moves it into the exponent field (no float-to-integer conversion, so loops calling it still vectorise). */
+static inline double pow2(double e) {
+  double t = e + 1023.0 + 4503599627370496.0;
+  uint64_t bits;
+  memcpy(&bits, &t, sizeof bits);
+  bits <<= 52;
+  memcpy(&t, &bits, sizeof t);
+  return t;
 }
 
 /* e^x = 2^k·e^r with |r| ≤ ln2/2, e^r by its Taylor polynomial of degree 13 (truncation below 5e-18). 2^k is applied in
- * two exact halves so that subnormal and overflowing results round once, as IEEE says. */
+ * two exact halves so that subnormal and overflowing results round once, as IEEE says. Written without branches
+ * (out-of-range and NaN inputs are clamped, computed and replaced at the end) so that loops over it vectorise; for x in
+ * range it is operation for operation reproducible.ts's reproExp. */
 static inline double r_exp(double x) {
-  if (x != x) return x;
-  if (x > 709.8) return INFINITY;
-  if (x < -745.2) return 0.0;
-  double k = floor(x * LOG2E + 0.5);
-  double r = (x - k * LN2_HI) - k * LN2_LO;
+  double xc = x > 709.8 ? 709.8 : x;
+  xc = xc < -745.2 ? -745.2 : xc;
+  xc = x != x ? 0.0 : xc;
+  double k = floor(xc * LOG2E + 0.5);
+  double r = (xc - k * LN2_HI) - k * LN2_LO;
   double p = 1.0;
   for (int i = 13; i >= 1; i--) p = 1.0 + r * p * inv_int[i];
-  int64_t k1 = (int64_t)k >> 1, k2 = (int64_t)k - k1;
-  return p * pow2(k1) * pow2(k2);
+  double k1 = floor(k * 0.5);
+  double y = p * pow2(k1) * pow2(k - k1);
+  return x != x ? x : x > 709.8 ? INFINITY : x < -745.2 ? 0.0 : y;
 }
 
 /* log x = e·ln2 + log m with m in (√½, √2]: log m = 2·atanh(s), s = (m−1)/(m+1), by its series to s^25. */
@@ -429,24 +435,42 @@ static void r_gelu_backward(const float *dy, const float *x, float *dx, int64_t 
 }
 
 /* ---------------------------------------------------------------------------------------------------------------- */
-/* Attention: one query row at a time against the keys it sees, as the TypeScript reference does.                   */
+/* Attention: one query row at a time against the keys it sees, as the TypeScript reference does. Keys (and, for the
+ * backward, values) are first transposed into doubles, so the dot products of one query with all its keys run as
+ * lane-wise sums over the key index, each still summed over d = 0.. in order.                                       */
 
-/* The keys and values one query sees: rows j < count at off + j·stride of k and v, each dim long. */
+/* The keys and values one query sees: rows j < count at off + j·stride of k and v, each dim long; kt and vt hold
+ * them transposed (element d of row j at d·ldt + j). */
 typedef struct {
   const float *k, *v;
   int64_t off, stride, count, dim;
+  const double *kt, *vt;
+  int64_t ldt;
 } key_span;
+
+/* The `count` rows of x from `off` (rows `stride` apart, `dim` long) transposed into doubles: xt[d·count + j]. */
+static void transpose_rows(const float *x, int64_t off, int64_t stride, int64_t count, int64_t dim, double *xt) {
+  for (int64_t j = 0; j < count; j++)
+    for (int64_t d = 0; d < dim; d++) xt[d * count + j] = x[off + j * stride + d];
+}
+
+/* out[j] = Σ_d a[d]·xt[d·ldt + j] for j < count, each summed over d = 0.. from 0. */
+static void dots_t(const float *a, const double *xt, int64_t ldt, int64_t count, int64_t dim, double *out) {
+  for (int64_t j = 0; j < count; j++) out[j] = 0;
+  for (int64_t d = 0; d < dim; d++) {
+    double ad = a[d];
+    const double *row = xt + d * ldt;
+    for (int64_t j = 0; j < count; j++) out[j] += ad * row[j];
+  }
+}
 
 /* scores[j] = (q·k_j)·scale; returns their maximum. */
 static double score_keys(const float *q, const key_span *sp, double scale, double *scores) {
+  dots_t(q, sp->kt, sp->ldt, sp->count, sp->dim, scores);
   double mx = -INFINITY;
   for (int64_t j = 0; j < sp->count; j++) {
-    const float *kj = sp->k + sp->off + j * sp->stride;
-    double s = 0;
-    for (int64_t d = 0; d < sp->dim; d++) s += (double)q[d] * kj[d];
-    s *= scale;
-    scores[j] = s;
-    if (s > mx) mx = s;
+    scores[j] *= scale;
+    if (scores[j] > mx) mx = scores[j];
   }
   return mx;
 }
@@ -455,8 +479,10 @@ static double score_keys(const float *q, const key_span *sp, double scale, doubl
 static float attend_one(const float *q, const key_span *sp, double scale, float *out, double *scores, double *acc) {
   double mx = score_keys(q, sp, scale, scores), sum = 0;
   for (int64_t d = 0; d < sp->dim; d++) acc[d] = 0;
+  /* The exponentials first, in a loop of independent lanes, then the sums in order. */
+  for (int64_t j = 0; j < sp->count; j++) scores[j] = r_exp(scores[j] - mx);
   for (int64_t j = 0; j < sp->count; j++) {
-    double p = r_exp(scores[j] - mx);
+    double p = scores[j];
     sum += p;
     const float *vj = sp->v + sp->off + j * sp->stride;
     for (int64_t d = 0; d < sp->dim; d++) acc[d] += p * vj[d];
@@ -466,26 +492,37 @@ static float attend_one(const float *q, const key_span *sp, double scale, float 
   return sum > 0 ? (float)(mx + r_log(sum)) : -INFINITY;
 }
 
-/* The causal span of query t of sequence b in a [B, T, Hkv, D] tensor, kv head g. */
-static key_span causal_span(const float *k, const float *v, const hx_attn_shape *s, int64_t b, int64_t g, int64_t t) {
+/* The span of query t of sequence b (kv head g) in a [B, T, Hkv, D] tensor: keys from keyStart to t. kt and vt hold
+ * all the head's keys from keyStart on, transposed. */
+static key_span causal_span(const float *k, const float *v, const hx_attn_shape *s, int64_t b, int64_t g, int64_t t,
+                            const double *kt, const double *vt) {
   int64_t stride = (int64_t)s->kv_heads * s->head_dim, first = s->key_start ? s->key_start[b] : 0;
   int64_t off = b * s->seq * stride + g * s->head_dim + first * stride, count = t + 1 - first;
-  key_span sp = {k, v, off, stride, count > 0 ? count : 0, s->head_dim};
+  key_span sp = {k, v, off, stride, count > 0 ? count : 0, s->head_dim, kt, vt, s->seq - first};
   return sp;
 }
 
+/* Transposes the keys (and values, when vt) of kv head g of sequence b from keyStart on into kt and vt. */
+static void transpose_head(const float *k, const float *v, const hx_attn_shape *s, int64_t b, int64_t g, double *kt,
+                           double *vt) {
+  key_span sp = causal_span(k, v, s, b, g, s->seq - 1, NULL, NULL);
+  transpose_rows(k, sp.off, sp.stride, sp.ldt, sp.dim, kt);
+  if (vt) transpose_rows(v, sp.off, sp.stride, sp.ldt, sp.dim, vt);
+}
+
 static int r_attention(const float *q, const float *k, const float *v, float *out, float *lse, const hx_attn_shape *s) {
-  int64_t tasks = (int64_t)s->batch * s->q_heads, per = s->seq + s->head_dim;
+  int64_t tasks = (int64_t)s->batch * s->q_heads, per = s->seq + s->head_dim + (int64_t)s->seq * s->head_dim;
   int nt = team(4.0 * tasks * s->seq * (double)s->seq * s->head_dim);
-  double *scratch = malloc((size_t)(nt * per) * sizeof *scratch);
+  double *scratch = malloc((size_t)(nt * per + 1) * sizeof *scratch);
   if (!scratch) return -1;
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int64_t task = 0; task < tasks; task++) {
-    double *scores = scratch + (int64_t)omp_get_thread_num() * per, *acc = scores + s->seq;
+    double *scores = scratch + (int64_t)omp_get_thread_num() * per, *acc = scores + s->seq, *kt = acc + s->head_dim;
     int64_t b = task / s->q_heads, h = task % s->q_heads, g = h / (s->q_heads / s->kv_heads);
+    transpose_head(k, v, s, b, g, kt, NULL);
     for (int64_t t = 0; t < s->seq; t++) {
       int64_t qo = ((b * s->seq + t) * s->q_heads + h) * s->head_dim;
-      key_span sp = causal_span(k, v, s, b, g, t);
+      key_span sp = causal_span(k, v, s, b, g, t, kt, NULL);
       lse[task * s->seq + t] = attend_one(q + qo, &sp, s->scale, out + qo, scores, acc);
     }
   }
@@ -497,7 +534,7 @@ static int r_attention(const float *q, const float *k, const float *v, float *ou
 typedef struct {
   const float *dout, *out;
   float *dq;
-  double *dk, *dv, *dq_acc, *scores;
+  double *dk, *dv, *dq_acc, *scores, *dps;
 } grads_t;
 
 static void backward_one(const float *q, int64_t qo, const key_span *sp, double scale, double lse, grads_t *g) {
@@ -507,13 +544,13 @@ static void backward_one(const float *q, int64_t qo, const key_span *sp, double 
   for (int64_t d = 0; d < dim; d++) row_dot += (double)dout[d] * g->out[qo + d];
   for (int64_t d = 0; d < dim; d++) g->dq_acc[d] = 0;
   score_keys(q + qo, sp, scale, g->scores);
+  dots_t(dout, sp->vt, sp->ldt, sp->count, dim, g->dps);
+  for (int64_t j = 0; j < sp->count; j++) g->scores[j] = r_exp(g->scores[j] - lse);
   for (int64_t j = 0; j < sp->count; j++) {
-    const float *kj = sp->k + sp->off + j * sp->stride, *vj = sp->v + sp->off + j * sp->stride;
-    double p = r_exp(g->scores[j] - lse), dp = 0;
-    for (int64_t d = 0; d < dim; d++) dp += (double)dout[d] * vj[d];
-    double ds = scale * p * (dp - row_dot);
-    /* Span rows are numbered from keyStart; the double sums are indexed like the head's rows of k. */
-    double *dk = g->dk + (sp->off + j * sp->stride) , *dv = g->dv + (sp->off + j * sp->stride);
+    const float *kj = sp->k + sp->off + j * sp->stride;
+    double p = g->scores[j], ds = scale * p * (g->dps[j] - row_dot);
+    /* The double sums are laid out like k and v. */
+    double *dk = g->dk + (sp->off + j * sp->stride), *dv = g->dv + (sp->off + j * sp->stride);
     for (int64_t d = 0; d < dim; d++) {
       dv[d] += p * dout[d];
       dk[d] += ds * q[qo + d];
@@ -528,19 +565,21 @@ static int r_attention_backward(const float *dout, const float *q, const float *
   int64_t tasks = (int64_t)s->batch * s->kv_heads, group = s->q_heads / s->kv_heads;
   int64_t nkv = (int64_t)s->batch * s->seq * s->kv_heads * s->head_dim;
   int nt = team(8.0 * s->batch * s->q_heads * s->seq * (double)s->seq * s->head_dim);
-  int64_t per = s->seq + s->head_dim;
+  int64_t per = 2 * s->seq + s->head_dim + 2 * (int64_t)s->seq * s->head_dim;
   /* Double sums of dk and dv in the layout of k; each task owns the rows of its kv head. */
   double *sums = calloc((size_t)(2 * nkv + nt * per + 1), sizeof *sums);
   if (!sums) return -1;
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int64_t task = 0; task < tasks; task++) {
-    double *scores = sums + 2 * nkv + (int64_t)omp_get_thread_num() * per;
-    grads_t gr = {dout, out, dq, sums, sums + nkv, scores + s->seq, scores};
+    double *scores = sums + 2 * nkv + (int64_t)omp_get_thread_num() * per, *dps = scores + s->seq;
+    double *dq_acc = dps + s->seq, *kt = dq_acc + s->head_dim, *vt = kt + (int64_t)s->seq * s->head_dim;
+    grads_t gr = {dout, out, dq, sums, sums + nkv, dq_acc, scores, dps};
     int64_t b = task / s->kv_heads, g = task % s->kv_heads;
+    transpose_head(k, v, s, b, g, kt, vt);
     for (int64_t h = g * group; h < (g + 1) * group; h++)
       for (int64_t t = 0; t < s->seq; t++) {
         int64_t qo = ((b * s->seq + t) * s->q_heads + h) * s->head_dim;
-        key_span sp = causal_span(k, v, s, b, g, t);
+        key_span sp = causal_span(k, v, s, b, g, t, kt, vt);
         backward_one(q, qo, &sp, s->scale, lse[(b * s->q_heads + h) * s->seq + t], &gr);
       }
     for (int64_t t = 0; t < s->seq; t++)
@@ -557,18 +596,21 @@ static int r_attention_backward(const float *dout, const float *q, const float *
 static int r_attention_decode(const float *q, const float *k_cache, const float *v_cache, float *out, int64_t batch,
                               int64_t q_heads, int64_t kv_heads, int64_t head_dim, int64_t capacity, int64_t length,
                               float scale, const int32_t *key_start) {
-  int64_t tasks = batch * q_heads, per = length + head_dim, group = q_heads / kv_heads;
-  int nt = team(4.0 * tasks * (double)length * head_dim);
+  int64_t tasks = batch * kv_heads, per = length + head_dim + length * head_dim, group = q_heads / kv_heads;
+  int nt = team(4.0 * batch * q_heads * (double)length * head_dim);
   double *scratch = malloc((size_t)(nt * per + 1) * sizeof *scratch);
   if (!scratch) return -1;
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int64_t task = 0; task < tasks; task++) {
-    double *scores = scratch + (int64_t)omp_get_thread_num() * per, *acc = scores + length;
-    int64_t b = task / q_heads, h = task % q_heads, g = h / group;
-    int64_t first = key_start ? key_start[b] : 0;
-    key_span sp = {k_cache, v_cache, ((b * kv_heads + g) * capacity + first) * head_dim, head_dim, length - first,
-                   head_dim};
-    attend_one(q + task * head_dim, &sp, scale, out + task * head_dim, scores, acc);
+    double *scores = scratch + (int64_t)omp_get_thread_num() * per, *acc = scores + length, *kt = acc + head_dim;
+    int64_t b = task / kv_heads, first = key_start ? key_start[b] : 0;
+    key_span sp = {k_cache, v_cache, (task * capacity + first) * head_dim, head_dim, length - first, head_dim, kt,
+                   NULL, length - first};
+    transpose_rows(k_cache, sp.off, sp.stride, sp.count, head_dim, kt);
+    for (int64_t h = (task % kv_heads) * group; h < (task % kv_heads + 1) * group; h++) {
+      int64_t qo = (b * q_heads + h) * head_dim;
+      attend_one(q + qo, &sp, scale, out + qo, scores, acc);
+    }
   }
   free(scratch);
   return 0;
