@@ -250,8 +250,17 @@ const VARIANTS: Record<string, NodeJS.ProcessEnv> = {
   'native, forced AVX2': { HACRL_FORCE_AVX2: '1' },
 };
 
+/** The digests of the weights a run under each variant saved (`weights(dir)` lists them), by variant. */
+type Digests = [variant: string, digests: string[]][];
+
+/** Asserts that every variant saved the reference variant's weights, byte for byte. */
+function assertAllEqual(what: string, runs: Digests): void {
+  for (const [name, digests] of runs)
+    assert.deepEqual(digests, runs[0]![1], `${what}: ${name} differs from ${runs[0]![0]}`);
+}
+
 describe(
-  'reproducible training: byte-equal weights after SFT and RL steps',
+  'reproducible training: byte-equal weights after SFT and HACPO steps',
   { skip: native ? false : nativeLoadError() },
   () => {
     let root = '';
@@ -264,29 +273,31 @@ describe(
     });
     after(() => rm(root, { recursive: true, force: true }));
 
-    /** Runs `args(dir)` under each variant and returns the digest of the weights it saved, by variant. */
-    function acrossVariants(label: string, args: (dir: string) => string[], weights: (dir: string) => string) {
-      return Promise.all(
-        Object.entries(VARIANTS).map(async ([name, env], i) => {
-          const dir = join(root, `${label}-${i}`);
-          const r = hacrl(args(dir), { ...env, HACRL_REPRODUCIBLE: '1' });
-          assert.equal(r.status, 0, `${name}: ${r.stderr}`);
-          return [name, await digest(weights(dir))] as const;
-        }),
-      );
+    /** Runs `args(dir)` under each variant (one child process each) and digests the files `weights(dir)` names. */
+    async function acrossVariants(label: string, args: (dir: string) => string[], weights: (dir: string) => string[]) {
+      const runs: Digests = [];
+      for (const [i, [name, env]] of Object.entries(VARIANTS).entries()) {
+        const dir = join(root, `${label}-${i}`);
+        const r = hacrl(args(dir), { ...env, HACRL_REPRODUCIBLE: '1' });
+        assert.equal(r.status, 0, `${name}: ${r.stderr}`);
+        runs.push([name, await Promise.all(weights(dir).map(digest))]);
+      }
+      return runs;
     }
 
-    test('SFT, then GRPO from the SFT agent', async () => {
+    test('SFT, then HACPO of a tiny pair', async () => {
       const sft = (dir: string): string[] => tinySftArgs(dir, ['--steps', '4', '--max-new-tokens', '8']);
-      const sftDigests = await acrossVariants('sft', sft, (dir) => join(dir, 'model.safetensors'));
-      for (const [name, d] of sftDigests) assert.equal(d, sftDigests[0]![1], `SFT weights of ${name}`);
-      const agent = join(root, 'sft-0');
-      const rl = (dir: string): string[] => [
+      assertAllEqual('SFT', await acrossVariants('sft', sft, (dir) => [join(dir, 'model.safetensors')]));
+      // The partner: another initialisation, trained once; every variant's HACPO run starts from the same two agents.
+      const partner = join(root, 'partner');
+      const p = hacrl([...sft(partner), '--model-seed', '1'], { HACRL_REPRODUCIBLE: '1' });
+      assert.equal(p.status, 0, p.stderr);
+      const agents = [join(root, 'sft-0'), partner];
+      const hacpo = (dir: string): string[] => [
         'train',
         '--set',
-        'algorithm=grpo',
-        'agents.0.name=a',
-        `agents.0.checkpoint=${agent}`,
+        ...agents.flatMap((path, i) => [`agents.${i}.name=a${i}`, `agents.${i}.checkpoint=${path}`]),
+        'preset=hacpo',
         `runDir=${dir}`,
         'data.train=easy:train:16',
         'data.validation=[]',
@@ -300,11 +311,12 @@ describe(
         'steps=2',
         'checkpoint.every=2',
       ];
-      const weights = (dir: string): string =>
-        join(dir, 'checkpoints', 'step-000002', 'agents', 'a', 'model.safetensors');
-      const rlDigests = await acrossVariants('rl', rl, weights);
-      for (const [name, d] of rlDigests) assert.equal(d, rlDigests[0]![1], `GRPO weights of ${name}`);
-      assert.notEqual(rlDigests[0]![1], sftDigests[0]![1], 'the RL steps changed the weights');
+      const saved = (dir: string): string[] =>
+        agents.map((_, i) => join(dir, 'checkpoints', 'step-000002', 'agents', `a${i}`, 'model.safetensors'));
+      const runs = await acrossVariants('hacpo', hacpo, saved);
+      assertAllEqual('HACPO', runs);
+      const before = await Promise.all(agents.map((dir) => digest(join(dir, 'model.safetensors'))));
+      runs[0]![1].forEach((d, i) => assert.notEqual(d, before[i], `HACPO changed agent ${i}`));
     });
   },
 );
