@@ -89,7 +89,7 @@ static inline double r_sigmoid(double z) { return 1.0 / (1.0 + r_exp(-z)); }
 /* gemm: C[i,j] = alpha·Σ_p op(A)[i,p]·op(B)[p,j] (+ beta·C[i,j]), the sum from p = 0 upwards in one double. Both
  * operands are packed as doubles in panels so a 4×16 tile of sums stays in registers over all of k.                 */
 
-enum { GR = 4, GC = 16, GROUP_PANELS = 4, CHUNK_BLOCKS = 16 };
+enum { GR = 8, GC = 16, GROUP_PANELS = 4, CHUNK_BLOCKS = 8 };
 
 /* op(X)[i,p] of X stored with leading dimension ld. */
 static inline double at(const float *x, int trans, int ld, int64_t i, int64_t p) {

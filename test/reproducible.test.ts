@@ -250,6 +250,13 @@ const VARIANTS: Record<string, NodeJS.ProcessEnv> = {
   'native, forced AVX2': { HACRL_FORCE_AVX2: '1' },
 };
 
+/**
+ * sha256 of model.safetensors after the 4 SFT steps below in the reproducible mode, as every machine must compute it
+ * (recorded at 5d37a04 on an AMD EPYC with AVX-512). A change to the mode's arithmetic, or to what `hacrl sft`
+ * trains on and how, changes it: record the new one in the same commit and say why.
+ */
+const RECORDED_SFT_DIGEST = '369cffb9c185dd0a3ac46103e7f987653528ef7c5b5e1b9e21956af4545357c5';
+
 /** The digests of the weights a run under each variant saved (`weights(dir)` lists them), by variant. */
 type Digests = [variant: string, digests: string[]][];
 
@@ -287,7 +294,9 @@ describe(
 
     test('SFT, then HACPO of a tiny pair', async () => {
       const sft = (dir: string): string[] => tinySftArgs(dir, ['--steps', '4', '--max-new-tokens', '8']);
-      assertAllEqual('SFT', await acrossVariants('sft', sft, (dir) => [join(dir, 'model.safetensors')]));
+      const sftRuns = await acrossVariants('sft', sft, (dir) => [join(dir, 'model.safetensors')]);
+      assertAllEqual('SFT', sftRuns);
+      assert.equal(sftRuns[0]![1][0], RECORDED_SFT_DIGEST, 'the recorded digest of these SFT steps');
       // The partner: another initialisation, trained once; every variant's HACPO run starts from the same two agents.
       const partner = join(root, 'partner');
       const p = hacrl([...sft(partner), '--model-seed', '1'], { HACRL_REPRODUCIBLE: '1' });
