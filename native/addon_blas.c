@@ -74,9 +74,9 @@ static int reproducible_product(int ta, int tb, int m, int n, int k, float alpha
                                 int lda, const float *b, const uint16_t *hb, int ldb, float beta, float *c, int ldc) {
   float *wa = ha ? widened(ha, extent(ta ? k : m, ta ? m : k, lda)) : NULL;
   float *wb = hb ? widened(hb, extent(tb ? n : k, tb ? k : n, ldb)) : NULL;
-  int rc = (ha && !wa) || (hb && !wb) ? -1
-                                      : hx_repro->gemm(ta, tb, m, n, k, alpha, ha ? wa : a, lda, hb ? wb : b, ldb, beta, c,
-                                                       ldc);
+  int rc = -1;
+  if ((!ha || wa) && (!hb || wb))
+    rc = hx_repro->gemm(ta, tb, m, n, k, alpha, ha ? wa : a, lda, hb ? wb : b, ldb, beta, c, ldc);
   free(wa);
   free(wb);
   return rc;

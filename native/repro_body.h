@@ -121,6 +121,32 @@ static void scale_only(int m, int n, double beta, float *c, int ldc) {
     for (int64_t j = 0; j < n; j++) c[i * ldc + j] = beta == 0 ? 0.0f : (float)(beta * c[i * ldc + j]);
 }
 
+/* C = alpha·op(A)·B (+ beta·C) for fewer than GR rows with B's rows contiguous (decode steps): each row of C adds
+ * the rows of B scaled by its elements of A, p = 0 upwards, into a row of doubles, with no packing of the weights.
+ * The sums are those of the tiles above, in the same order. */
+static int few_rows(int ta, int m, int n, int k, double al, const float *a, int lda, const float *b, int ldb, double be,
+                    float *c, int ldc) {
+  double *acc = malloc((size_t)m * n * sizeof *acc);
+  if (!acc) return -1;
+#pragma omp parallel for num_threads(team(0.5 * (double)m * n * k) < m ? team(0.5 * (double)m * n * k) : m)
+  for (int64_t i = 0; i < m; i++) {
+    double *row = acc + i * n;
+    for (int64_t j = 0; j < n; j++) row[j] = 0;
+    for (int64_t p = 0; p < k; p++) {
+      double aip = at(a, ta, lda, i, p);
+      const float *bp = b + p * ldb;
+      for (int64_t j = 0; j < n; j++) row[j] += aip * bp[j];
+    }
+    for (int64_t j = 0; j < n; j++) {
+      float *cij = c + i * ldc + j;
+      double x = al * row[j];
+      *cij = be == 0 ? (float)x : (float)(x + be * *cij);
+    }
+  }
+  free(acc);
+  return 0;
+}
+
 static int r_gemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda, const float *b, int ldb,
                   float beta, float *c, int ldc) {
   if (m <= 0 || n <= 0) return 0;
@@ -129,6 +155,7 @@ static int r_gemm(int ta, int tb, int m, int n, int k, float alpha, const float 
     scale_only(m, n, be, c, ldc);
     return 0;
   }
+  if (m < GR && !tb) return few_rows(ta, m, n, k, al, a, lda, b, ldb, be, c, ldc);
   int64_t mb = (m + GR - 1) / GR, nb = (n + GC - 1) / GC;
   double *ap = malloc((size_t)(mb * GR * k) * sizeof *ap), *bp = malloc((size_t)(nb * GC * k) * sizeof *bp);
   if (!ap || !bp) {
@@ -265,7 +292,8 @@ static void r_layer_norm(const float *x, const float *w, const float *bias, floa
 static void ln_dweight(const void *ctx, int64_t r, int64_t lo, int64_t hi, double *out) {
   const norm_ctx *c = ctx;
   double mu = c->a[r], rs = c->b[r];
-  for (int64_t j = lo; j < hi; j++) out[j - lo] = (double)c->dy[r * c->dim + j] * (((double)c->x[r * c->dim + j] - mu) * rs);
+  const float *dy = c->dy + r * c->dim, *x = c->x + r * c->dim;
+  for (int64_t j = lo; j < hi; j++) out[j - lo] = (double)dy[j] * (((double)x[j] - mu) * rs);
 }
 
 static void ln_dbias(const void *ctx, int64_t r, int64_t lo, int64_t hi, double *out) {

@@ -54,6 +54,7 @@ const CASES: Record<string, Case> = {
     });
     return [c];
   },
+  'gemm few rows (decode), transA and beta': gemmCase({ m: 3, n: 40, k: 50, transA: true, beta: 0.5 }, 50 * 3, 50 * 40),
   'gemm bf16': gemmCase({ m: 6, n: 33, k: 50, bf16: true }, 6 * 50, 50 * 33),
   'gemm k = 0 and alpha = 0': (k, rng) => {
     const c = randn(12, rng);
