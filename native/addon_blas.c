@@ -1,6 +1,7 @@
 /* N-API glue of the matrix multiply: library selection and the strided, batched sgemm. */
 #include "blas.h"
 #include "napi_util.h"
+#include "repro.h"
 #include "threads.h"
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,28 @@ static napi_value js_max_threads(napi_env env, napi_callback_info info) {
 /* Last element index touched by a [rows×cols] matrix stored with leading dimension ld, plus one. */
 static int64_t extent(int64_t rows, int64_t cols, int64_t ld) { return rows == 0 || cols == 0 ? 0 : (rows - 1) * ld + cols; }
 
+/* The first `count` bfloat16 values of `bits` as float32, exactly (a bfloat16 is the top half of a float32), in a new
+ * buffer the caller frees; NULL when it cannot be allocated. */
+static float *widened(const uint16_t *bits, int64_t count) {
+  uint32_t *out = malloc((size_t)(count > 0 ? count : 1) * sizeof *out);
+  for (int64_t i = 0; out && i < count; i++) out[i] = (uint32_t)bits[i] << 16;
+  return (float *)out;
+}
+
+/* One product of the batch through the reproducible gemm (repro.h), bf16 operands (ha, hb) widened first; -1 when
+ * out of memory. */
+static int reproducible_product(int ta, int tb, int m, int n, int k, float alpha, const float *a, const uint16_t *ha,
+                                int lda, const float *b, const uint16_t *hb, int ldb, float beta, float *c, int ldc) {
+  float *wa = ha ? widened(ha, extent(ta ? k : m, ta ? m : k, lda)) : NULL;
+  float *wb = hb ? widened(hb, extent(tb ? n : k, tb ? k : n, ldb)) : NULL;
+  int rc = -1;
+  if ((!ha || wa) && (!hb || wb))
+    rc = hx_repro->gemm(ta, tb, m, n, k, alpha, ha ? wa : a, lda, hb ? wb : b, ldb, beta, c, ldc);
+  free(wa);
+  free(wb);
+  return rc;
+}
+
 /* gemmRaw(transA, transB, m, n, k, alpha, a, aOff, lda, b, bOff, ldb, beta, c, cOff, ldc, batch, strideA, strideB,
  *         strideC, threads) — the positional form of GemmArgs, all defaults already filled in. A and B are both
  *         Float32Arrays, or both Uint16Arrays of bfloat16 bits (a bf16 product with fp32 accumulation, hx_gemm_bf16). */
@@ -101,6 +124,15 @@ static napi_value js_gemm(napi_env env, napi_callback_info info) {
                     hx_need(env, op, "c", lc, cOff + last * sC + extent(m, n, ldc))))
     return NULL;
   if (ensure_blas(env, op)) return NULL;
+  if (hx_repro) {
+    for (int64_t i = 0; i < batch; i++)
+      if (reproducible_product(ta, tb, (int)m, (int)n, (int)k, (float)alpha, bf16 ? NULL : a + aOff + i * sA,
+                               bf16 ? ha + aOff + i * sA : NULL, (int)lda, bf16 ? NULL : b + bOff + i * sB,
+                               bf16 ? hb + bOff + i * sB : NULL, (int)ldb, (float)beta, c + cOff + i * sC, (int)ldc))
+        return hx_throw(env, op, "out of memory for the operands of a %lldx%lldx%lld product", (long long)m,
+                        (long long)n, (long long)k);
+    return hx_undefined(env);
+  }
   if (bf16) {
     /* One product at a time: the emulated kernel's scratch is shared, and oneDNN threads each bf16 product itself. */
     for (int64_t i = 0; i < batch; i++)

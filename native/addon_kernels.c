@@ -7,6 +7,7 @@
 #include "kernels.h"
 #include "entropy.h"
 #include "napi_util.h"
+#include "repro.h"
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -194,19 +195,22 @@ static int blas_ready(call_t *c) {
 /* ---------------------------------------------------------------------------------------------------------------- */
 /* One handler per kernel; arguments are named as in the Kernels interface.                                         */
 
+/* The fast kernel, or its reproducible twin (the `slot` of repro.h's table, same signature) while that mode is on. */
+#define PICK(fast, slot) (hx_repro ? hx_repro->slot : (fast))
+
 static void do_rms_norm(call_t *c) {
   int64_t rows = size_at(c, 4, "rows"), dim = size_at(c, 5, "dim"), n = product(c, rows, dim);
   double eps = number_at(c, 6, "eps");
   float *x = f32_at(c, 0, "x", n), *w = f32_at(c, 1, "weight", dim), *out = f32_at(c, 2, "out", n);
   float *inv = f32_at(c, 3, "invRms", rows);
-  if (ok(c)) hx_rms_norm(x, w, out, inv, rows, dim, eps);
+  if (ok(c)) PICK(hx_rms_norm, rms_norm)(x, w, out, inv, rows, dim, eps);
 }
 
 static void do_rms_norm_backward(call_t *c) {
   int64_t rows = size_at(c, 6, "rows"), dim = size_at(c, 7, "dim"), n = product(c, rows, dim);
   float *dy = f32_at(c, 0, "dy", n), *x = f32_at(c, 1, "x", n), *w = f32_at(c, 2, "weight", dim);
   float *inv = f32_at(c, 3, "invRms", rows), *dx = f32_at(c, 4, "dx", n), *dw = f32_at(c, 5, "dWeight", dim);
-  if (ok(c)) done(c, hx_rms_norm_backward(dy, x, w, inv, dx, dw, rows, dim));
+  if (ok(c)) done(c, PICK(hx_rms_norm_backward, rms_norm_backward)(dy, x, w, inv, dx, dw, rows, dim));
 }
 
 static void do_layer_norm(call_t *c) {
@@ -214,7 +218,7 @@ static void do_layer_norm(call_t *c) {
   double eps = number_at(c, 8, "eps");
   float *x = f32_at(c, 0, "x", n), *w = f32_at(c, 1, "weight", dim), *bias = f32_at(c, 2, "bias", dim);
   float *out = f32_at(c, 3, "out", n), *mean = f32_at(c, 4, "mean", rows), *rstd = f32_at(c, 5, "rstd", rows);
-  if (ok(c)) hx_layer_norm(x, w, bias, out, mean, rstd, rows, dim, eps);
+  if (ok(c)) PICK(hx_layer_norm, layer_norm)(x, w, bias, out, mean, rstd, rows, dim, eps);
 }
 
 static void do_layer_norm_backward(call_t *c) {
@@ -222,11 +226,11 @@ static void do_layer_norm_backward(call_t *c) {
   float *dy = f32_at(c, 0, "dy", n), *x = f32_at(c, 1, "x", n), *w = f32_at(c, 2, "weight", dim);
   float *mean = f32_at(c, 3, "mean", rows), *rstd = f32_at(c, 4, "rstd", rows), *dx = f32_at(c, 5, "dx", n);
   float *dw = f32_at(c, 6, "dWeight", dim), *db = f32_at(c, 7, "dBias", dim);
-  if (ok(c)) done(c, hx_layer_norm_backward(dy, x, w, mean, rstd, dx, dw, db, rows, dim));
+  if (ok(c)) done(c, PICK(hx_layer_norm_backward, layer_norm_backward)(dy, x, w, mean, rstd, dx, dw, db, rows, dim));
 }
 
-static void do_softmax(call_t *c) { rowwise(c, hx_softmax); }
-static void do_log_softmax(call_t *c) { rowwise(c, hx_log_softmax); }
+static void do_softmax(call_t *c) { rowwise(c, PICK(hx_softmax, softmax)); }
+static void do_log_softmax(call_t *c) { rowwise(c, PICK(hx_log_softmax, log_softmax)); }
 
 static void do_argmax_rows(call_t *c) {
   int64_t rows = size_at(c, 2, "rows"), dim = size_at(c, 3, "dim");
@@ -242,7 +246,7 @@ static void do_gather_log_probs(call_t *c) {
   float *logp = f32_at(c, 2, "logProb", rows), *lse = f32_at(c, 3, "lse", rows);
   float *entropy = ok(c) && !absent(c, 6) ? f32_at(c, 6, "entropy", rows) : NULL;
   if (ok(c)) ids_below(c, targets, rows, vocab, 1, "target");
-  if (ok(c)) hx_gather_log_probs(logits, targets, logp, lse, entropy, rows, vocab);
+  if (ok(c)) PICK(hx_gather_log_probs, gather_log_probs)(logits, targets, logp, lse, entropy, rows, vocab);
 }
 
 static void do_gather_log_probs_backward(call_t *c) {
@@ -251,7 +255,8 @@ static void do_gather_log_probs_backward(call_t *c) {
   const int32_t *targets = i32_at(c, 1, "targets", rows);
   float *lse = f32_at(c, 2, "lse", rows), *dlogp = f32_at(c, 3, "dLogProb", rows), *dlogits = f32_at(c, 4, "dLogits", n);
   if (ok(c)) ids_below(c, targets, rows, vocab, 1, "target");
-  if (ok(c)) hx_gather_log_probs_backward(logits, targets, lse, dlogp, dlogits, rows, vocab);
+  if (ok(c))
+    PICK(hx_gather_log_probs_backward, gather_log_probs_backward)(logits, targets, lse, dlogp, dlogits, rows, vocab);
 }
 
 static void do_entropy_backward(call_t *c) {
@@ -259,7 +264,7 @@ static void do_entropy_backward(call_t *c) {
   float *logits = f32_at(c, 0, "logits", n), *lse = f32_at(c, 1, "lse", rows), *h = f32_at(c, 2, "entropy", rows);
   float *dh = f32_at(c, 3, "dEntropy", rows), *dlogits = f32_at(c, 4, "dLogits", n);
   if (ok(c) && dlogits == logits) fail(c, "dLogits must not alias logits");
-  if (ok(c)) hx_entropy_backward(logits, lse, h, dh, dlogits, rows, vocab);
+  if (ok(c)) PICK(hx_entropy_backward, entropy_backward)(logits, lse, h, dh, dlogits, rows, vocab);
 }
 
 static void do_rope(call_t *c) {
@@ -272,42 +277,42 @@ static void do_rope(call_t *c) {
   float *cos = f32_any(c, 2, "cos", &ncos), *sin = f32_any(c, 3, "sin", &nsin);
   /* Positions index rows of both tables; with headDim 0 nothing is read. */
   if (ok(c) && hd > 0) ids_below(c, pos, rows, (int64_t)(ncos < nsin ? ncos : nsin) / (hd / 2), 0, "position");
-  if (ok(c)) hx_rope(x, pos, cos, sin, rows, heads, hd, inverse);
+  if (ok(c)) PICK(hx_rope, rope)(x, pos, cos, sin, rows, heads, hd, inverse);
 }
 
 static void do_swiglu(call_t *c) {
   static const char *const names[] = {"gate", "up", "out"};
   float *a[3];
   int64_t n;
-  if (elementwise(c, names, 3, a, &n)) hx_swiglu(a[0], a[1], a[2], n);
+  if (elementwise(c, names, 3, a, &n)) PICK(hx_swiglu, swiglu)(a[0], a[1], a[2], n);
 }
 
 static void do_swiglu_backward(call_t *c) {
   static const char *const names[] = {"dy", "gate", "up", "dGate", "dUp"};
   float *a[5];
   int64_t n;
-  if (elementwise(c, names, 5, a, &n)) hx_swiglu_backward(a[0], a[1], a[2], a[3], a[4], n);
+  if (elementwise(c, names, 5, a, &n)) PICK(hx_swiglu_backward, swiglu_backward)(a[0], a[1], a[2], a[3], a[4], n);
 }
 
 static void do_gelu(call_t *c) {
   static const char *const names[] = {"x", "out"};
   float *a[2];
   int64_t n;
-  if (elementwise(c, names, 2, a, &n)) hx_gelu(a[0], a[1], n);
+  if (elementwise(c, names, 2, a, &n)) PICK(hx_gelu, gelu)(a[0], a[1], n);
 }
 
 static void do_gelu_backward(call_t *c) {
   static const char *const names[] = {"dy", "x", "dx"};
   float *a[3];
   int64_t n;
-  if (elementwise(c, names, 3, a, &n)) hx_gelu_backward(a[0], a[1], a[2], n);
+  if (elementwise(c, names, 3, a, &n)) PICK(hx_gelu_backward, gelu_backward)(a[0], a[1], a[2], n);
 }
 
 static void do_attention(call_t *c) {
   attn_args a = attn_args_at(c, 5);
   float *q = f32_at(c, 0, "q", a.nq), *k = f32_at(c, 1, "k", a.nkv), *v = f32_at(c, 2, "v", a.nkv);
   float *out = f32_at(c, 3, "out", a.nq), *lse = f32_at(c, 4, "lse", a.nlse);
-  if (blas_ready(c)) done(c, hx_attention(q, k, v, out, lse, &a.shape));
+  if (blas_ready(c)) done(c, PICK(hx_attention, attention)(q, k, v, out, lse, &a.shape));
 }
 
 static void do_attention_backward(call_t *c) {
@@ -315,7 +320,8 @@ static void do_attention_backward(call_t *c) {
   float *dout = f32_at(c, 0, "dOut", a.nq), *q = f32_at(c, 1, "q", a.nq), *k = f32_at(c, 2, "k", a.nkv);
   float *v = f32_at(c, 3, "v", a.nkv), *out = f32_at(c, 4, "out", a.nq), *lse = f32_at(c, 5, "lse", a.nlse);
   float *dq = f32_at(c, 6, "dq", a.nq), *dk = f32_at(c, 7, "dk", a.nkv), *dv = f32_at(c, 8, "dv", a.nkv);
-  if (blas_ready(c)) done(c, hx_attention_backward(dout, q, k, v, out, lse, dq, dk, dv, &a.shape));
+  if (blas_ready(c))
+    done(c, PICK(hx_attention_backward, attention_backward)(dout, q, k, v, out, lse, dq, dk, dv, &a.shape));
 }
 
 static void do_attention_decode(call_t *c) {
@@ -330,7 +336,8 @@ static void do_attention_decode(call_t *c) {
   int64_t nq = product3(c, b, hq, d), ncache = product3(c, product(c, b, hkv), cap, d);
   float *q = f32_at(c, 0, "q", nq), *kc = f32_at(c, 1, "kCache", ncache), *vc = f32_at(c, 2, "vCache", ncache);
   float *out = f32_at(c, 3, "out", nq);
-  if (ok(c)) done(c, hx_attention_decode(q, kc, vc, out, b, hq, hkv, d, cap, len, (float)scale, ks));
+  if (ok(c))
+    done(c, PICK(hx_attention_decode, attention_decode)(q, kc, vc, out, b, hq, hkv, d, cap, len, (float)scale, ks));
 }
 
 static void do_adamw(call_t *c) {
@@ -340,7 +347,7 @@ static void do_adamw(call_t *c) {
   if (ok(c) && step < 1) fail(c, "step must be ≥ 1, got %lld", (long long)step);
   float *p = f32_at(c, 0, "param", n), *g = f32_at(c, 1, "grad", n), *m = f32_at(c, 2, "m", n);
   float *v = f32_at(c, 3, "v", n);
-  if (ok(c)) hx_adamw(p, g, m, v, n, lr, b1, b2, eps, wd, step);
+  if (ok(c)) PICK(hx_adamw, adamw)(p, g, m, v, n, lr, b1, b2, eps, wd, step);
 }
 
 static void do_add_bias(call_t *c) {
@@ -352,14 +359,14 @@ static void do_add_bias(call_t *c) {
 static void do_sum_rows(call_t *c) {
   int64_t rows = size_at(c, 2, "rows"), dim = size_at(c, 3, "dim");
   float *dy = f32_at(c, 0, "dy", product(c, rows, dim)), *db = f32_at(c, 1, "dBias", dim);
-  if (ok(c)) done(c, hx_sum_rows(dy, db, rows, dim));
+  if (ok(c)) done(c, PICK(hx_sum_rows, sum_rows)(dy, db, rows, dim));
 }
 
 static void do_axpy(call_t *c) {
   double alpha = number_at(c, 0, "alpha");
   int64_t n = size_at(c, 3, "n");
   float *x = f32_at(c, 1, "x", n), *y = f32_at(c, 2, "y", n);
-  if (ok(c)) hx_axpy((float)alpha, x, y, n);
+  if (ok(c)) PICK(hx_axpy, axpy)((float)alpha, x, y, n);
 }
 
 static void do_mul(call_t *c) {
@@ -390,7 +397,7 @@ static const char *const x_only[] = {"x"};
 static void do_sum_squares(call_t *c) {
   float *x;
   int64_t n;
-  if (elementwise(c, x_only, 1, &x, &n)) c->result = hx_number(c->env, hx_sum_squares(x, n));
+  if (elementwise(c, x_only, 1, &x, &n)) c->result = hx_number(c->env, PICK(hx_sum_squares, sum_squares)(x, n));
 }
 
 static void do_all_finite(call_t *c) {
@@ -469,6 +476,18 @@ static void do_embedding_backward(call_t *c) {
   X("embedding", do_embedding, 5, 5)                                                                                   \
   X("embeddingBackward", do_embedding_backward, 5, 5)
 
+/* setReproducible(on, forceAvx2): every kernel from now on the fast one, or its reproducible twin (repro.h) — the AVX2
+ * build of those with forceAvx2. Returns the instruction set of the reproducible build in use ("" when off). */
+static napi_value js_set_reproducible(napi_env env, napi_callback_info info) {
+  napi_value v[2];
+  int on, avx2;
+  if (hx_args(env, info, "setReproducible", 2, 2, v, NULL) || hx_bool(env, v[0], "setReproducible", "on", &on) ||
+      hx_bool(env, v[1], "setReproducible", "forceAvx2", &avx2))
+    return NULL;
+  hx_repro = !on ? NULL : avx2 ? &hx_repro_avx2 : &hx_repro_wide;
+  return hx_string(env, hx_repro ? hx_repro->isa : "");
+}
+
 static napi_value run(napi_env env, napi_callback_info info, const char *op, size_t min, size_t max,
                       void (*handler)(call_t *)) {
   call_t c = {env, op, {0}, 0, NULL};
@@ -487,4 +506,5 @@ KERNELS(ENTRY)
 void hx_register_kernels(napi_env env, napi_value exports) {
 #define EXPORT(js, handler, min, max) hx_export(env, exports, js, js_##handler);
   KERNELS(EXPORT)
+  hx_export(env, exports, "setReproducible", js_set_reproducible);
 }

@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { backgroundCores, cpuTicks } from '../util/cpu-load.js';
 import { resolveGemm, type ResolvedGemm } from './gemm-args.js';
+import type { ReproducibleMode } from './select.js';
 import {
   KERNEL_ARGS,
   type ArgSpec,
@@ -25,6 +26,11 @@ export interface NativeExtras {
   availableBlas(): string[];
   /** Switches the matrix-multiply library ("onednn" | "blis" | "openblas"); throws when it cannot be loaded. */
   selectBlas(name: string): string;
+  /**
+   * Switches the kernels to their reproducible twins (native/repro.h), the AVX2 build with `forceAvx2`, or back to the
+   * fast ones; returns the build's instruction set ("" when off). reproducibleMode() decides at load; tests switch.
+   */
+  setReproducible(on: boolean, forceAvx2: boolean): string;
 }
 
 export type NativeKernels = Kernels & NativeExtras;
@@ -158,8 +164,13 @@ function withWaitPolicy<T>(load: () => T): T {
   }
 }
 
-/** Loads the native addon, or returns the reason it could not be loaded. */
-export function loadNative(): { kernels: NativeKernels } | { error: string } {
+/**
+ * Loads the native addon, or returns the reason it could not be loaded; with `reproducible.on` its kernels are the
+ * reproducible ones (native/repro.h), whose description replaces the BLAS library's.
+ */
+export function loadNative(
+  reproducible: ReproducibleMode = { on: false, forceAvx2: false },
+): { kernels: NativeKernels } | { error: string } {
   const path = addonPath();
   if (!path)
     return {
@@ -169,8 +180,8 @@ export function loadNative(): { kernels: NativeKernels } | { error: string } {
     const addon = withWaitPolicy(() => createRequire(import.meta.url)(path) as Addon);
     if (!addon.init || !addon.gemmRaw) return { error: 'the addon is incomplete; rebuild with `npm run build:native`' };
     // An addon built before a kernel was added would otherwise fail mid-run with "x is not a function".
-    const missing = (Object.keys(KERNEL_ARGS) as KernelName[]).filter(
-      (name) => typeof addon[exportName(name)] !== 'function',
+    const missing = [...(Object.keys(KERNEL_ARGS) as KernelName[]).map(exportName), 'setReproducible'].filter(
+      (name) => typeof addon[name] !== 'function',
     );
     if (missing.length > 0)
       return {
@@ -179,7 +190,11 @@ export function loadNative(): { kernels: NativeKernels } | { error: string } {
     const bf16 = addon.bf16Native?.()
       ? 'oneDNN bf16 kernel (AMX or AVX512_BF16), fp32 accumulation'
       : 'emulated: fp32 products of the widened bf16 operands (no oneDNN bf16 kernel on this CPU)';
-    return { kernels: wrap(addon, addon.init() as string, bf16) };
+    const blas = addon.init() as string;
+    if (!reproducible.on) return { kernels: wrap(addon, blas, bf16) };
+    const isa = addon.setReproducible!(true, reproducible.forceAvx2) as string;
+    const described = `reproducible: fixed-order float64 sums, ${isa} build (no BLAS)`;
+    return { kernels: wrap(addon, described, 'reproducible: fp32 products of the widened bf16 operands') };
   } catch (e) {
     return { error: (e as Error).message };
   }

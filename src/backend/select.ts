@@ -1,6 +1,42 @@
 import type { Kernels } from './kernels.js';
 import { loadNative, type NativeKernels } from './native.js';
+import { reproducibleTypescriptKernels } from './reproducible.js';
 import { typescriptKernels } from './typescript.js';
+
+/** The reproducible kernel mode (docs/reproducible.md) as the environment sets it. */
+export interface ReproducibleMode {
+  /** HACRL_REPRODUCIBLE=1: every product and reduction sums in one fixed order, the same bits on any CPU. */
+  on: boolean;
+  /** HACRL_FORCE_AVX2=1: the native backend runs the AVX2 build of those kernels even where AVX-512 exists. */
+  forceAvx2: boolean;
+}
+
+let mode: ReproducibleMode | undefined;
+
+/** A 0/1 switch of the environment (unset is 0). */
+function flag(name: string): boolean {
+  const v = process.env[name];
+  if (v === undefined || v === '' || v === '0') return false;
+  if (v === '1') return true;
+  throw new Error(`${name} must be 0 or 1, got "${v}"`);
+}
+
+/** The reproducible mode of this process, read from HACRL_REPRODUCIBLE and HACRL_FORCE_AVX2 once (the only reader). */
+export function reproducibleMode(): ReproducibleMode {
+  if (mode === undefined) {
+    mode = { on: flag('HACRL_REPRODUCIBLE'), forceAvx2: flag('HACRL_FORCE_AVX2') };
+    if (mode.forceAvx2 && !mode.on)
+      process.emitWarning(
+        'hacrl: HACRL_FORCE_AVX2 only selects a build of the reproducible kernels; it does nothing without HACRL_REPRODUCIBLE=1',
+      );
+  }
+  return mode;
+}
+
+/** The pure-TypeScript backend, in the reproducible mode when that is on. */
+function typescriptBackend(): Kernels {
+  return reproducibleMode().on ? reproducibleTypescriptKernels : typescriptKernels;
+}
 
 let native: NativeKernels | null | undefined;
 let nativeError = '';
@@ -9,7 +45,7 @@ let warned = false;
 /** The native backend, or null when the addon cannot be loaded (the reason is in nativeLoadError()). */
 export function nativeBackend(): NativeKernels | null {
   if (native === undefined) {
-    const r = loadNative();
+    const r = loadNative(reproducibleMode());
     if ('kernels' in r) native = r.kernels;
     else {
       native = null;
@@ -28,23 +64,24 @@ export function nativeLoadError(): string {
 /** Every backend that works on this machine, native first. */
 export function availableBackends(): Kernels[] {
   const n = nativeBackend();
-  return n ? [n, typescriptKernels] : [typescriptKernels];
+  return n ? [n, typescriptBackend()] : [typescriptBackend()];
 }
 
 /**
  * The backend to compute with. HACRL_BACKEND=typescript (or `prefer = 'typescript'`) asks for the pure-TypeScript
  * one; otherwise the native addon, falling back to TypeScript with a single warning on stderr when it cannot load.
+ * Either runs its reproducible kernels when reproducibleMode() is on.
  */
 export function defaultBackend(prefer?: 'native' | 'typescript'): Kernels {
   const want = prefer ?? (process.env.HACRL_BACKEND as 'native' | 'typescript' | undefined) ?? 'native';
   if (want !== 'native' && want !== 'typescript')
     throw new Error(`HACRL_BACKEND must be "native" or "typescript", got "${String(want)}"`);
-  if (want === 'typescript') return typescriptKernels;
+  if (want === 'typescript') return typescriptBackend();
   const n = nativeBackend();
   if (n) return n;
   if (!warned) {
     warned = true;
     process.emitWarning(`hacrl: native addon unavailable (${nativeError}); using the slow pure-TypeScript backend`);
   }
-  return typescriptKernels;
+  return typescriptBackend();
 }

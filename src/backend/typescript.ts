@@ -273,85 +273,18 @@ function rowMax(x: F32, off: number, dim: number): number {
 }
 
 /** log Σ exp(x[off..off+dim)), stable. */
-function rowLogSumExp(x: F32, off: number, dim: number): number {
+function rowLogSumExp(t: Transcendentals, x: F32, off: number, dim: number): number {
   const mx = rowMax(x, off, dim);
   let sum = 0;
-  for (let j = 0; j < dim; j++) sum += Math.exp(x[off + j] - mx);
-  return mx + Math.log(sum);
+  for (let j = 0; j < dim; j++) sum += t.exp(x[off + j] - mx);
+  return mx + t.log(sum);
 }
-
-const softmax: Kernels['softmax'] = (x, out, rows, dim) => {
-  for (let r = 0, o = 0; r < rows; r++, o += dim) {
-    const lse = rowLogSumExp(x, o, dim);
-    for (let j = 0; j < dim; j++) out[o + j] = Math.exp(x[o + j] - lse);
-  }
-};
-
-const logSoftmax: Kernels['logSoftmax'] = (x, out, rows, dim) => {
-  for (let r = 0, o = 0; r < rows; r++, o += dim) {
-    const lse = rowLogSumExp(x, o, dim);
-    for (let j = 0; j < dim; j++) out[o + j] = x[o + j] - lse;
-  }
-};
 
 const argmaxRows: Kernels['argmaxRows'] = (x, out, rows, dim) => {
   for (let r = 0, o = 0; r < rows; r++, o += dim) {
     let best = 0;
     for (let j = 1; j < dim; j++) if (x[o + j] > x[o + best]) best = j;
     out[r] = best;
-  }
-};
-
-const gatherLogProbs: Kernels['gatherLogProbs'] = (logits, targets, logProb, lse, rows, vocab, entropy) => {
-  for (let r = 0, o = 0; r < rows; r++, o += vocab) {
-    const mx = rowMax(logits, o, vocab);
-    let sum = 0;
-    let weighted = 0; // Σ e^(x−max)·(x−max), for the entropy
-    for (let j = 0; j < vocab; j++) {
-      const z = logits[o + j] - mx;
-      const e = Math.exp(z);
-      sum += e;
-      weighted += e * z;
-    }
-    const l = mx + Math.log(sum);
-    lse[r] = l;
-    const t = targets[r];
-    logProb[r] = t < 0 ? 0 : logits[o + t] - l;
-    if (entropy) entropy[r] = Math.log(sum) - weighted / sum;
-  }
-};
-
-const gatherLogProbsBackward: Kernels['gatherLogProbsBackward'] = (
-  logits,
-  targets,
-  lse,
-  dLogProb,
-  dLogits,
-  rows,
-  vocab,
-) => {
-  for (let r = 0, o = 0; r < rows; r++, o += vocab) {
-    const t = targets[r];
-    if (t < 0) {
-      dLogits.fill(0, o, o + vocab);
-      continue;
-    }
-    const g = dLogProb[r];
-    const l = lse[r];
-    for (let j = 0; j < vocab; j++) dLogits[o + j] = (j === t ? g : 0) - g * Math.exp(logits[o + j] - l);
-  }
-};
-
-const entropyBackward: Kernels['entropyBackward'] = (logits, lse, entropy, dEntropy, dLogits, rows, vocab) => {
-  for (let r = 0, o = 0; r < rows; r++, o += vocab) {
-    const g = dEntropy[r];
-    if (g === 0) continue;
-    const l = lse[r];
-    const h = entropy[r];
-    for (let j = 0; j < vocab; j++) {
-      const logP = logits[o + j] - l;
-      dLogits[o + j] -= g * Math.exp(logP) * (logP + h);
-    }
   }
 };
 
@@ -374,25 +307,6 @@ const rope: Kernels['rope'] = (x, positions, cos, sin, rows, heads, headDim, inv
         x[o + i + half] = x2 * c + x1 * s;
       }
     }
-  }
-};
-
-function sigmoid(z: number): number {
-  return 1 / (1 + Math.exp(-z));
-}
-
-const swiglu: Kernels['swiglu'] = (gate, up, out, n) => {
-  for (let i = 0; i < n; i++) out[i] = gate[i] * sigmoid(gate[i]) * up[i];
-};
-
-const swigluBackward: Kernels['swigluBackward'] = (dy, gate, up, dGate, dUp, n) => {
-  for (let i = 0; i < n; i++) {
-    const g = gate[i];
-    const u = up[i];
-    const d = dy[i];
-    const s = sigmoid(g);
-    dUp[i] = d * g * s;
-    dGate[i] = d * u * s * (1 + g * (1 - s));
   }
 };
 
@@ -454,21 +368,29 @@ function scoreKeys(q: F32, qOff: number, span: KeySpan, scale: number, scores: F
  * out[outOff..+dim) = softmax(scale·q·K)·V over the span; returns the log-sum-exp of the scores (−∞ and out = 0 when
  * the span is empty, i.e. every key is masked).
  */
-function attendOne(q: F32, qOff: number, span: KeySpan, scale: number, out: F32, outOff: number): number {
+function attendOne(
+  t: Transcendentals,
+  q: F32,
+  qOff: number,
+  span: KeySpan,
+  scale: number,
+  out: F32,
+  outOff: number,
+): number {
   const { dim } = span;
   const scores = scratch(Slot.Scores, span.count);
   const acc = scratch(Slot.Acc, dim).fill(0, 0, dim);
   const mx = scoreKeys(q, qOff, span, scale, scores);
   let sum = 0;
   for (let j = 0; j < span.count; j++) {
-    const p = Math.exp(scores[j] - mx);
+    const p = t.exp(scores[j] - mx);
     sum += p;
     const vo = span.off + j * span.stride;
     for (let d = 0; d < dim; d++) acc[d] += p * span.v[vo + d];
   }
   const inv = sum > 0 ? 1 / sum : 0;
   for (let d = 0; d < dim; d++) out[outOff + d] = acc[d] * inv;
-  return sum > 0 ? mx + Math.log(sum) : -Infinity;
+  return sum > 0 ? mx + t.log(sum) : -Infinity;
 }
 
 /** Calls fn for every (batch, query head, query position) with the offsets of [B,T,H,D] tensors. */
@@ -492,31 +414,6 @@ function causalSpan(k: F32, v: F32, s: AttentionShape, kvOff: number, first: num
   return { k, v, off: kvOff + first * stride, stride, count: Math.max(0, i + 1 - first), dim: s.headDim };
 }
 
-const attention: Kernels['attention'] = (q, k, v, out, lse, shape, keyStart) => {
-  const scale = shape.scale ?? 1 / Math.sqrt(shape.headDim);
-  forEachQuery(shape, (b, _h, i, qOff, kvOff, lseIdx) => {
-    const span = causalSpan(k, v, shape, kvOff, firstKey(keyStart, b), i);
-    lse[lseIdx] = attendOne(q, qOff, span, scale, out, qOff);
-  });
-};
-
-const attentionBackward: Kernels['attentionBackward'] = (dOut, q, k, v, out, lse, dq, dk, dv, shape, keyStart) => {
-  const scale = shape.scale ?? 1 / Math.sqrt(shape.headDim);
-  const kvLen = shape.batch * shape.seqLen * shape.kvHeads * shape.headDim;
-  // dk and dv are sums over queries and query heads: accumulate them in float64, indexed like k and v.
-  const dk64 = scratch(Slot.DKey, kvLen).fill(0, 0, kvLen);
-  const dv64 = scratch(Slot.DValue, kvLen).fill(0, 0, kvLen);
-  const grads: AttentionGrads = { dOut, out, dq, dk64, dv64 };
-  forEachQuery(shape, (b, _h, i, qOff, kvOff, lseIdx) => {
-    const span = causalSpan(k, v, shape, kvOff, firstKey(keyStart, b), i);
-    backwardOne(q, qOff, span, scale, lse[lseIdx], grads);
-  });
-  for (let x = 0; x < kvLen; x++) {
-    dk[x] = dk64[x];
-    dv[x] = dv64[x];
-  }
-};
-
 /** Where attentionBackward reads the output gradient and writes the input gradients. */
 interface AttentionGrads {
   dOut: F32;
@@ -527,7 +424,15 @@ interface AttentionGrads {
 }
 
 /** Backward of one query row (offset qOff in q, dOut, out and dq): writes dq, accumulates dk64, dv64 over the span. */
-function backwardOne(q: F32, qOff: number, span: KeySpan, scale: number, lse: number, g: AttentionGrads): void {
+function backwardOne(
+  t: Transcendentals,
+  q: F32,
+  qOff: number,
+  span: KeySpan,
+  scale: number,
+  lse: number,
+  g: AttentionGrads,
+): void {
   const { dim } = span;
   const dqAcc = scratch(Slot.Acc, dim).fill(0, 0, dim);
   let rowDot = 0; // Σ dO·O
@@ -536,7 +441,7 @@ function backwardOne(q: F32, qOff: number, span: KeySpan, scale: number, lse: nu
   scoreKeys(q, qOff, span, scale, scores);
   for (let j = 0; j < span.count; j++) {
     const o = span.off + j * span.stride;
-    const p = Math.exp(scores[j] - lse);
+    const p = t.exp(scores[j] - lse);
     let dp = 0;
     for (let d = 0; d < dim; d++) dp += g.dOut[qOff + d] * span.v[o + d];
     const ds = scale * p * (dp - rowDot);
@@ -549,32 +454,180 @@ function backwardOne(q: F32, qOff: number, span: KeySpan, scale: number, lse: nu
   for (let d = 0; d < dim; d++) g.dq[qOff + d] = dqAcc[d];
 }
 
-const attentionDecode: Kernels['attentionDecode'] = (
-  q,
-  kCache,
-  vCache,
-  out,
-  batch,
-  queryHeads,
-  kvHeads,
-  headDim,
-  capacity,
-  length,
-  scale,
-  keyStart,
-) => {
-  const group = queryHeads / kvHeads;
-  for (let b = 0; b < batch; b++) {
-    const first = Math.min(firstKey(keyStart, b), length);
-    for (let h = 0; h < queryHeads; h++) {
-      const g = Math.floor(h / group);
-      const off = ((b * kvHeads + g) * capacity + first) * headDim;
-      const span: KeySpan = { k: kCache, v: vCache, off, stride: headDim, count: length - first, dim: headDim };
-      const qOff = (b * queryHeads + h) * headDim;
-      attendOne(q, qOff, span, scale, out, qOff);
+/**
+ * exp and log, and the rounding of the scalars the native glue passes as float: Math's and none for this backend, the
+ * reproducible mode's polynomials and Math.fround for its twin (reproducible.ts).
+ */
+export interface Transcendentals {
+  exp(x: number): number;
+  log(x: number): number;
+  scalar(x: number): number;
+}
+
+/** The kernels built on exp and log (softmax family, SwiGLU, attention), computing with `t`. */
+export function transcendentalKernels(
+  t: Transcendentals,
+): Pick<
+  Kernels,
+  | 'softmax'
+  | 'logSoftmax'
+  | 'gatherLogProbs'
+  | 'gatherLogProbsBackward'
+  | 'entropyBackward'
+  | 'swiglu'
+  | 'swigluBackward'
+  | 'attention'
+  | 'attentionBackward'
+  | 'attentionDecode'
+> {
+  const sigmoid = (z: number): number => 1 / (1 + t.exp(-z));
+  const softmax: Kernels['softmax'] = (x, out, rows, dim) => {
+    for (let r = 0, o = 0; r < rows; r++, o += dim) {
+      const lse = rowLogSumExp(t, x, o, dim);
+      for (let j = 0; j < dim; j++) out[o + j] = t.exp(x[o + j] - lse);
     }
-  }
-};
+  };
+
+  const logSoftmax: Kernels['logSoftmax'] = (x, out, rows, dim) => {
+    for (let r = 0, o = 0; r < rows; r++, o += dim) {
+      const lse = rowLogSumExp(t, x, o, dim);
+      for (let j = 0; j < dim; j++) out[o + j] = x[o + j] - lse;
+    }
+  };
+
+  const gatherLogProbs: Kernels['gatherLogProbs'] = (logits, targets, logProb, lse, rows, vocab, entropy) => {
+    for (let r = 0, o = 0; r < rows; r++, o += vocab) {
+      const mx = rowMax(logits, o, vocab);
+      let sum = 0;
+      let weighted = 0; // Σ e^(x−max)·(x−max), for the entropy
+      for (let j = 0; j < vocab; j++) {
+        const z = logits[o + j] - mx;
+        const e = t.exp(z);
+        sum += e;
+        weighted += e > 0 ? e * z : 0; // p·log p → 0 as p → 0, where e·z would be 0·−∞
+      }
+      const l = mx + t.log(sum);
+      lse[r] = l;
+      const target = targets[r];
+      logProb[r] = target < 0 ? 0 : logits[o + target] - l;
+      if (entropy) entropy[r] = t.log(sum) - weighted / sum;
+    }
+  };
+
+  const gatherLogProbsBackward: Kernels['gatherLogProbsBackward'] = (
+    logits,
+    targets,
+    lse,
+    dLogProb,
+    dLogits,
+    rows,
+    vocab,
+  ) => {
+    for (let r = 0, o = 0; r < rows; r++, o += vocab) {
+      const target = targets[r];
+      if (target < 0) {
+        dLogits.fill(0, o, o + vocab);
+        continue;
+      }
+      const g = dLogProb[r];
+      const l = lse[r];
+      for (let j = 0; j < vocab; j++) dLogits[o + j] = (j === target ? g : 0) - g * t.exp(logits[o + j] - l);
+    }
+  };
+
+  const entropyBackward: Kernels['entropyBackward'] = (logits, lse, entropy, dEntropy, dLogits, rows, vocab) => {
+    for (let r = 0, o = 0; r < rows; r++, o += vocab) {
+      const g = dEntropy[r];
+      if (g === 0) continue;
+      const l = lse[r];
+      const h = entropy[r];
+      for (let j = 0; j < vocab; j++) {
+        const logP = logits[o + j] - l;
+        dLogits[o + j] -= g * t.exp(logP) * (logP + h);
+      }
+    }
+  };
+
+  const swiglu: Kernels['swiglu'] = (gate, up, out, n) => {
+    for (let i = 0; i < n; i++) out[i] = gate[i] * sigmoid(gate[i]) * up[i];
+  };
+
+  const swigluBackward: Kernels['swigluBackward'] = (dy, gate, up, dGate, dUp, n) => {
+    for (let i = 0; i < n; i++) {
+      const g = gate[i];
+      const u = up[i];
+      const d = dy[i];
+      const s = sigmoid(g);
+      dUp[i] = d * g * s;
+      dGate[i] = d * u * s * (1 + g * (1 - s));
+    }
+  };
+
+  const attention: Kernels['attention'] = (q, k, v, out, lse, shape, keyStart) => {
+    const scale = t.scalar(shape.scale ?? 1 / Math.sqrt(shape.headDim));
+    forEachQuery(shape, (b, _h, i, qOff, kvOff, lseIdx) => {
+      const span = causalSpan(k, v, shape, kvOff, firstKey(keyStart, b), i);
+      lse[lseIdx] = attendOne(t, q, qOff, span, scale, out, qOff);
+    });
+  };
+
+  const attentionBackward: Kernels['attentionBackward'] = (dOut, q, k, v, out, lse, dq, dk, dv, shape, keyStart) => {
+    const scale = t.scalar(shape.scale ?? 1 / Math.sqrt(shape.headDim));
+    const kvLen = shape.batch * shape.seqLen * shape.kvHeads * shape.headDim;
+    // dk and dv are sums over queries and query heads: accumulate them in float64, indexed like k and v.
+    const dk64 = scratch(Slot.DKey, kvLen).fill(0, 0, kvLen);
+    const dv64 = scratch(Slot.DValue, kvLen).fill(0, 0, kvLen);
+    const grads: AttentionGrads = { dOut, out, dq, dk64, dv64 };
+    forEachQuery(shape, (b, _h, i, qOff, kvOff, lseIdx) => {
+      const span = causalSpan(k, v, shape, kvOff, firstKey(keyStart, b), i);
+      backwardOne(t, q, qOff, span, scale, lse[lseIdx], grads);
+    });
+    for (let x = 0; x < kvLen; x++) {
+      dk[x] = dk64[x];
+      dv[x] = dv64[x];
+    }
+  };
+
+  const attentionDecode: Kernels['attentionDecode'] = (
+    q,
+    kCache,
+    vCache,
+    out,
+    batch,
+    queryHeads,
+    kvHeads,
+    headDim,
+    capacity,
+    length,
+    scale,
+    keyStart,
+  ) => {
+    const group = queryHeads / kvHeads;
+    for (let b = 0; b < batch; b++) {
+      const first = Math.min(firstKey(keyStart, b), length);
+      for (let h = 0; h < queryHeads; h++) {
+        const g = Math.floor(h / group);
+        const off = ((b * kvHeads + g) * capacity + first) * headDim;
+        const span: KeySpan = { k: kCache, v: vCache, off, stride: headDim, count: length - first, dim: headDim };
+        const qOff = (b * queryHeads + h) * headDim;
+        attendOne(t, q, qOff, span, t.scalar(scale), out, qOff);
+      }
+    }
+  };
+
+  return {
+    softmax,
+    logSoftmax,
+    gatherLogProbs,
+    gatherLogProbsBackward,
+    entropyBackward,
+    swiglu,
+    swigluBackward,
+    attention,
+    attentionBackward,
+    attentionDecode,
+  };
+}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Optimiser and elementwise helpers
@@ -653,24 +706,15 @@ export const typescriptKernels: Kernels = {
   blas: 'pure TypeScript (no BLAS)',
   bf16: 'pure TypeScript: fp32 products of the widened bf16 operands',
   gemm,
+  ...transcendentalKernels({ exp: Math.exp, log: Math.log, scalar: (x) => x }),
   rmsNorm,
   rmsNormBackward,
   layerNorm,
   layerNormBackward,
-  softmax,
   argmaxRows,
-  logSoftmax,
-  gatherLogProbs,
-  gatherLogProbsBackward,
-  entropyBackward,
   rope,
-  swiglu,
-  swigluBackward,
   gelu,
   geluBackward,
-  attention,
-  attentionBackward,
-  attentionDecode,
   adamw,
   addBias,
   sumRows,
