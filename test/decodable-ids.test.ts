@@ -18,7 +18,7 @@ import type { Problem } from '../src/tasks/problem.js';
 import { Tape } from '../src/tensor/tape.js';
 import { Rng } from '../src/util/rng.js';
 import { modelPolicy } from '../src/workflows/model-policy.js';
-import { AGENT_VOCAB, saveTinyAgent } from './tiny-agents.js';
+import { AGENT_VOCAB, saveTinyAdapter, saveTinyAgent } from './tiny-agents.js';
 
 const PADDING = 16;
 const k = engine();
@@ -64,6 +64,16 @@ describe('a padded embedding', () => {
         assert.ok(r.samplingLogProbs.every((lp) => lp <= 0 && lp > -100));
       }
     }
+  });
+
+  test('a LoRA adapter folder on the padded base (as the example trains) keeps the rule', async () => {
+    const adapterDir = join(dir, 'adapter');
+    await saveTinyAdapter(adapterDir, dir, 5);
+    const adapted = await loadPretrained(adapterDir);
+    assert.equal(adapted.model.decodableIds, AGENT_VOCAB);
+    const policy = { name: 'qwen-lora', model: adapted.model, tokenizer: adapted.tokenizer };
+    for (const r of sampleRollouts(policy, k, problems, 4, { maxNewTokens: 12 }, new Rng(3)))
+      assert.ok(decodable(r.responseIds), `${r.responseIds}`);
   });
 
   test("the losses' log-probs match the sampler's and are normalised over the decodable ids", () => {

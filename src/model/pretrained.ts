@@ -169,9 +169,9 @@ function checked(dir: string, p: Pretrained): Pretrained {
  * sampler draws them and the losses' log-probs leave them out; `model` itself when every row is decodable.
  */
 function limitedToTokenizer(model: Transformer, decodable: number): Transformer {
-  if (decodable >= model.cfg.vocabSize && model.cfg.decodableIds === undefined) return model;
-  const cfg = { ...model.cfg, decodableIds: decodable };
-  return new Transformer(cfg, model.params, model.adapters, model.precision);
+  const limit = decodable < model.cfg.vocabSize ? decodable : undefined;
+  if (model.cfg.decodableIds === limit) return model;
+  return new Transformer({ ...model.cfg, decodableIds: limit }, model.params, model.adapters, model.precision);
 }
 
 /** False for the files a model save writes (weights or adapters): what a new save replaces. */
