@@ -23,8 +23,12 @@ const CORPUS = [
   'hello world, hello agents. 12 + 30 = 42 and 7 * 6 = 42.',
 ];
 
-/** Saves the tiny `family` model (test/tiny-models.ts, vocabulary widened to AGENT_VOCAB) as an agent in `dir`. */
-export async function saveTinyAgent(dir: string, family: 'llama' | 'qwen2' | 'qwen3' | 'gpt2', seed = 1) {
+/**
+ * Saves the tiny `family` model (test/tiny-models.ts, vocabulary widened to AGENT_VOCAB) as an agent in `dir`; with
+ * `padding` > 0 its embedding has that many rows past the tokenizer's ids (as Qwen2.5's), their head rows scaled
+ * 1000× so that their logits dwarf the real ones.
+ */
+export async function saveTinyAgent(dir: string, family: 'llama' | 'qwen2' | 'qwen3' | 'gpt2', seed = 1, padding = 0) {
   const tokenizer = trainBpeTokenizer(CORPUS, {
     vocabSize: AGENT_VOCAB,
     minFrequency: 1,
@@ -32,7 +36,9 @@ export async function saveTinyAgent(dir: string, family: 'llama' | 'qwen2' | 'qw
     names: { eos: '<|im_end|>' },
     chatTemplate: CHATML,
   });
-  const model = testModel({ ...CONFIGS[family]!, vocab_size: AGENT_VOCAB }, seed);
+  const model = testModel({ ...CONFIGS[family]!, vocab_size: AGENT_VOCAB + padding }, seed);
+  const head = model.head.data;
+  for (let i = AGENT_VOCAB * model.cfg.hidden; i < head.length; i++) head[i]! *= 1000;
   await savePretrained(dir, { model, tokenizer, generation: null });
 }
 

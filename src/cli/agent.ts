@@ -1,8 +1,11 @@
+import { join } from 'node:path';
 import { loadRunConfig } from '../config/load-config.js';
 import { brokerPermissions } from '../distributed/broker-config.js';
 import { runAgentProcess, runIdOf } from '../distributed/agent-run.js';
 import { closeDefaultPool } from '../rewards/worker-pool.js';
 import { StopRequest } from '../run/interrupt.js';
+import { settleRunDate } from '../run/run-date.js';
+import { findLatestCheckpoint } from '../run/run-folder.js';
 import { createProgressDisplay } from '../train/progress.js';
 import { resolveRun } from '../train/resolved-run.js';
 import { checkRunFits } from '../train/run-plan.js';
@@ -24,7 +27,9 @@ export interface AgentCliOptions {
 
 /** `hacrl agent`: one agent of a run in this process, exchanging rollouts with the others over NATS JetStream. */
 export async function runAgent(o: AgentCliOptions): Promise<void> {
-  const cfg = await loadRunConfig(o.config, o.set);
+  const loaded = await loadRunConfig(o.config, o.set);
+  const runDir = join(loaded.runDir, o.agent);
+  const cfg = await settleRunDate(loaded, runDir, (await findLatestCheckpoint(runDir)) !== null);
   if (!o.skipMemoryCheck) await checkRunFits(resolveRun(cfg), machineMemory(), { local: (name) => name === o.agent });
   // The same command continues the agent from its newest checkpoint: no --resume needed.
   const stop = new StopRequest({ resumeHint: 'Run the same command again to continue' }).install();
@@ -48,7 +53,9 @@ export async function runAgent(o: AgentCliOptions): Promise<void> {
  * publish only its own subjects of the run.
  */
 export async function runBrokerUsers(o: Pick<AgentCliOptions, 'config' | 'set'>): Promise<void> {
-  const cfg = await loadRunConfig(o.config, o.set);
+  // The run id hashes the config, date included: a fresh agent started today gets the same one.
+  const loaded = await loadRunConfig(o.config, o.set);
+  const cfg = await settleRunDate(loaded, loaded.runDir, false);
   const users = cfg.agents.map((a) => ({
     agent: a.name,
     password: `$HACRL_PASSWORD_${a.name.toUpperCase().replace(/[^A-Z0-9]/g, '_')}`,

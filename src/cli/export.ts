@@ -14,16 +14,18 @@ export function exportCommand(print: (line: string) => void = console.log): Comm
     .requiredOption('--model <dir>', 'checkpoint folder (config.json, model.safetensors, tokenizer files)')
     .requiredOption('--out <file>', 'GGUF file to write (outside the checkpoint folders it reads)')
     .addOption(
-      new Option('--type <type>', 'storage type of the matrices (norms and biases stay f32)')
-        .choices(['f32', 'f16', 'bf16'])
-        .default('f32'),
+      new Option(
+        '--type <type>',
+        "storage type of the matrices (norms and biases stay f32); default the checkpoint's own: bf16 for a BF16 " +
+          'checkpoint (an adapter folder: its base), f32 otherwise',
+      ).choices(['f32', 'f16', 'bf16']),
     )
     .option('--force', 'replace an existing --out file', false)
-    .action(async (o: { model: string; out: string; type: GgufTensorType; force: boolean }) => {
+    .action(async (o: { model: string; out: string; type?: GgufTensorType; force: boolean }) => {
       const read = (await modelFolders(o.model)).map((path, i) => ({ flag: i === 0 ? '--model' : 'its base', path }));
       await checkOutput({ flag: '--out', path: o.out }, read, { force: o.force, folder: false });
       const s = await exportGguf(o.model, o.out, o.type);
-      print(`${o.out}: ${s.architecture}, ${s.tensors} tensors (${o.type}), ${s.vocabulary} tokens`);
+      print(`${o.out}: ${s.architecture}, ${s.tensors} tensors (${s.type}), ${s.vocabulary} tokens`);
     });
   return exp;
 }

@@ -81,7 +81,8 @@ const program = new Command();
 program
   .name('hacrl')
   .description('Heterogeneous agent collaborative RL (HACPO, AT-GRPO) for transformer language models on the CPU')
-  .version('0.1.0');
+  .version('0.1.0')
+  .option('--debug', 'on an error, print its stack trace too (also HACRL_DEBUG=1)', false);
 
 program
   .command('smoke')
@@ -528,7 +529,9 @@ surviveClosedStdout(
 );
 
 program.parseAsync(process.argv).catch((e: unknown) => {
-  console.error(`hacrl: ${(e as Error).message}`);
+  // The message alone is what a user acts on; the stack is for reporting a bug.
+  const debug = program.opts<{ debug: boolean }>().debug || process.env.HACRL_DEBUG === '1';
+  console.error(debug && e instanceof Error && e.stack ? `hacrl: ${e.stack}` : `hacrl: ${(e as Error).message}`);
   // An Interrupted run says its own exit status (130 for SIGINT, 143 for SIGTERM).
   process.exit((e as { exitCode?: number }).exitCode ?? 1);
 });

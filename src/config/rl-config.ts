@@ -248,6 +248,15 @@ export const RunConfigObject = z.strictObject({
         ...PROMPT,
       }),
       system: z.string().optional().describe(`${SYSTEM_DOC}; default none`),
+      date: z
+        .string()
+        .regex(/^\d{4}-\d{2}-\d{2}$/, 'give the date as YYYY-MM-DD')
+        .optional()
+        .describe(
+          'The date chat templates read (strftime_now: Llama 3.2 writes it into every prompt), YYYY-MM-DD, the same ' +
+            "for the whole run; default the run's start date, written into the run's saved config (a resume and " +
+            'each `hacrl agent` process read it there)',
+        ),
     },
     'Training and validation data and the prompt layout',
   ),

@@ -78,8 +78,9 @@ function respond(
 ): string[] {
   const out: string[] = [];
   for (let i = 0; i < prompts.length; i += batchSize) {
-    const gens = generate(model, k, prompts.slice(i, i + batchSize), { ...o, stopTokens: [tokenizer.eosId] });
-    for (const g of gens) out.push(tokenizer.decode(g.ids, { skipSpecialTokens: true }));
+    const decode = (ids: number[]): string => tokenizer.decode(ids, { skipSpecialTokens: true });
+    const gens = generate(model, k, prompts.slice(i, i + batchSize), { ...o, stopTokens: [tokenizer.eosId], decode });
+    for (const g of gens) out.push(g.text);
   }
   return out;
 }

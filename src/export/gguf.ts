@@ -9,7 +9,8 @@ import { HfTokenizer } from '../tokenizer/hf-tokenizer.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import type { TransformerConfig } from '../model/hf-config.js';
 import { mergeAdapters } from '../model/peft.js';
-import { loadPretrained, type Pretrained } from '../model/pretrained.js';
+import { CheckpointReader } from '../model/checkpoint.js';
+import { loadPretrained, modelFolders, type Pretrained } from '../model/pretrained.js';
 import { ropeInvFreq } from '../model/rope.js';
 import { writeGguf, type GgufTensor, type GgufTensorType, type GgufValue } from './gguf-file.js';
 
@@ -20,15 +21,36 @@ export interface GgufExportSummary {
   tensors: number;
   /** Tokens in the vocabulary written (the model's rows: tokenizer ids, then unused padding). */
   vocabulary: number;
+  /** The storage type of the matrices. */
+  type: GgufTensorType;
 }
 
-/** Writes the checkpoint folder `dir` to `out` as GGUF, matrices stored as `type` (norms, biases stay f32). */
-export async function exportGguf(dir: string, out: string, type: GgufTensorType = 'f32'): Promise<GgufExportSummary> {
+/**
+ * The checkpoint folder's own storage type: bf16 when every matrix of its weight files is BF16 (an adapter folder:
+ * its base's, as PEFT's merge keeps the base's dtype), f32 otherwise.
+ */
+export async function checkpointTensorType(dir: string): Promise<GgufTensorType> {
+  const folders = await modelFolders(dir);
+  const reader = await CheckpointReader.open(folders[folders.length - 1]!);
+  try {
+    const matrices = reader.names().filter((n) => reader.info(n).shape.length === 2);
+    return matrices.length > 0 && matrices.every((n) => reader.info(n).dtype === 'BF16') ? 'bf16' : 'f32';
+  } finally {
+    await reader.close();
+  }
+}
+
+/**
+ * Writes the checkpoint folder `dir` to `out` as GGUF, matrices stored as `type` (default the checkpoint's own,
+ * checkpointTensorType; norms, biases stay f32).
+ */
+export async function exportGguf(dir: string, out: string, type?: GgufTensorType): Promise<GgufExportSummary> {
   const loaded = await loadPretrained(dir);
+  const stored = type ?? (await checkpointTensorType(dir));
   // An adapter folder exports as its merged model.
   const agent = { ...loaded, model: mergeAdapters(loaded.model) };
   try {
-    return await writeAgentGguf(agent, out, type, dir.replace(/\/+$/, '').split('/').pop() ?? 'hacrl');
+    return await writeAgentGguf(agent, out, stored, dir.replace(/\/+$/, '').split('/').pop() ?? 'hacrl');
   } catch (e) {
     throw new Error(`export gguf ${dir}: ${(e as Error).message}`);
   }
@@ -44,7 +66,7 @@ export async function writeAgentGguf(
   const metadata = [...modelMetadata(agent, name, type), ...tokenizerMetadata(agent.tokenizer, agent.model.cfg)];
   const tensors = modelTensors(agent, type);
   await writeGguf(out, metadata, tensors);
-  return { architecture: agent.model.cfg.family, tensors: tensors.length, vocabulary: agent.model.cfg.vocabSize };
+  return { architecture: agent.model.cfg.family, tensors: tensors.length, vocabulary: agent.model.cfg.vocabSize, type };
 }
 
 const u32 = (value: number): GgufValue => ({ type: 'u32', value });

@@ -245,6 +245,17 @@ function checkFiniteLogits(
   }
 }
 
+/** `decode` whose errors name the model (its name says the agent, phase and step where the caller knows them). */
+function namedDecode(decode: (ids: number[]) => string, name: string): (ids: number[]) => string {
+  return (ids) => {
+    try {
+      return decode(ids);
+    } catch (e) {
+      throw new Error(`sampling: decoding a response of ${name} failed: ${(e as Error).message}`);
+    }
+  };
+}
+
 function validate(o: SamplingOptions): void {
   const bad = (msg: string): never => {
     throw new Error(`sampling: ${msg}`);
@@ -294,6 +305,8 @@ function generateWith(
   const maxNew = options.maxNewTokens ?? DEFAULT_MAX_NEW_TOKENS;
   const rng = options.rng ?? new Rng(options.seed ?? 0);
   const stops = new Set(options.stopTokens ?? []);
+  const name = options.name ?? 'the model';
+  const decode = options.decode && namedDecode(options.decode, name);
   const batch = prompts.length;
   if (batch === 0) return [];
   if (prompts.some((p) => p.length === 0)) throw new Error('sampling: every prompt needs at least one token');
@@ -325,7 +338,7 @@ function generateWith(
   const logProb = new Float32Array(batch);
   const lse = new Float32Array(batch);
   for (let step = 0; step < maxNew; step++) {
-    checkFiniteLogits(logits, vocab, running, step, options.name ?? 'the model');
+    checkFiniteLogits(logits, vocab, running, step, name);
     const tokens = sampleRows(k, logits, vocab, running, o, rng, probs);
     k.gatherLogProbs(logits, tokens, logProb, lse, batch, vocab);
     for (let b = 0; b < batch; b++) {
@@ -338,8 +351,8 @@ function generateWith(
       if (stops.has(token)) {
         g.finishReason = 'stop_token';
         running[b] = false;
-      } else if (options.stopStrings?.length && options.decode) {
-        const text = options.decode(g.ids);
+      } else if (options.stopStrings?.length && decode) {
+        const text = decode(g.ids);
         if (options.stopStrings.some((s) => text.includes(s))) {
           g.finishReason = 'stop_string';
           running[b] = false;
@@ -350,9 +363,9 @@ function generateWith(
     // Finished sequences keep feeding their last token so the batch stays aligned; their outputs are ignored.
     model.logits(k, model.decodeStep(k, next, cache), batch, logits);
   }
-  if (options.decode)
+  if (decode)
     for (const g of out) {
-      g.text = options.decode(g.ids);
+      g.text = decode(g.ids);
       if (g.finishReason === 'stop_string') {
         const cut = Math.min(...options.stopStrings!.map((s) => g.text.indexOf(s)).filter((i) => i >= 0));
         g.text = g.text.slice(0, cut);

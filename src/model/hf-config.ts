@@ -83,6 +83,12 @@ export interface TransformerConfig {
   eosIds: number[];
   /** The dtype the checkpoint's weights are stored in ("bfloat16", "float32", ...), if the config says. */
   torchDtype: string | null;
+  /**
+   * Ids below this are the tokenizer's; the rows above (a padded embedding: Qwen2.5 has 151,936 rows for 151,665 ids)
+   * get zero probability in sampling and in the log-probs losses use. Set when a tokenizer is paired with the model
+   * (loadPretrained); absent: every row is decodable.
+   */
+  decodableIds?: number;
 }
 
 const dim = z.number().int().positive();

@@ -5,7 +5,7 @@
 import { loadTokenizer } from '../tokenizer/load.js';
 import { assertVocabCompatible, type Tokenizer } from '../tokenizer/tokenizer.js';
 import { readGenerationConfig, writeGenerationConfig, type GenerationConfig } from './generation-config.js';
-import type { Transformer } from './transformer.js';
+import { Transformer } from './transformer.js';
 import { replaceDir } from '../util/replace-dir.js';
 import { notWeightFile } from './checkpoint.js';
 import { loadModel, writeModelFiles, type LoadOptions } from './weights.js';
@@ -161,7 +161,17 @@ function checked(dir: string, p: Pretrained): Pretrained {
   } catch (e) {
     throw new Error(`${dir}: ${(e as Error).message}`);
   }
-  return p;
+  return { ...p, model: limitedToTokenizer(model, tokenizer.vocabSize) };
+}
+
+/**
+ * `model` with the ids ≥ `decodable` (a padded embedding's rows past the tokenizer's ids) marked undecodable, so no
+ * sampler draws them and the losses' log-probs leave them out; `model` itself when every row is decodable.
+ */
+function limitedToTokenizer(model: Transformer, decodable: number): Transformer {
+  const limit = decodable < model.cfg.vocabSize ? decodable : undefined;
+  if (model.cfg.decodableIds === limit) return model;
+  return new Transformer({ ...model.cfg, decodableIds: limit }, model.params, model.adapters, model.precision);
 }
 
 /** False for the files a model save writes (weights or adapters): what a new save replaces. */

@@ -15,6 +15,7 @@ import {
   layerNorm,
   linear,
   lmHeadLogProbs,
+  maskUndecodable,
   rmsNorm,
   rope,
   swiglu,
@@ -110,6 +111,11 @@ export class Transformer {
     if (!cfg.gatedMlp && cfg.activation !== 'gelu_new' && cfg.activation !== 'gelu_pytorch_tanh')
       throw new Error(`non-gated MLPs are supported with the tanh GELU only (gelu_new), got ${cfg.activation}`);
     this.params = params;
+  }
+
+  /** Ids the tokenizer can decode: the rows below it; the rest get zero probability (TransformerConfig.decodableIds). */
+  get decodableIds(): number {
+    return this.cfg.decodableIds ?? this.cfg.vocabSize;
   }
 
   /** Parameter by name. */
@@ -317,11 +323,15 @@ export class Transformer {
    * per-row log-probs (differentiable) and, when asked, the entropy of each row's distribution.
    */
   tokenLogProbs(ctx: Ctx, b: Batch, targets: Int32Array, options: { entropy?: boolean } = {}) {
-    return lmHeadLogProbs(ctx, this.forward(ctx, b), this.head, targets, { ...options, precision: this.precision });
+    return lmHeadLogProbs(ctx, this.forward(ctx, b), this.head, targets, {
+      ...options,
+      precision: this.precision,
+      decodableIds: this.decodableIds,
+    });
   }
 
   /**
-   * Logits [rows, V] of the given hidden rows (no gradient; sampling), written into `out` (default: a new array; a
+   * Logits [rows, V] of the given hidden rows (no gradient; sampling), ids the tokenizer cannot decode masked, written into `out` (default: a new array; a
    * decode loop passes the same buffer every step).
    */
   logits(
@@ -343,6 +353,7 @@ export class Transformer {
         b: { data: productOperand(k, this.weight(true, outerNames(this.cfg).head), this.precision, 'weight') },
         c: { data: out },
       });
+    maskUndecodable(out, rows, vocab, this.decodableIds);
     return out;
   }
 

@@ -240,7 +240,9 @@ export class Batcher {
       s.generated++;
       s.pending = id;
       const row = logits.subarray(i * vocab, (i + 1) * vocab);
-      const top = s.req.topLogprobs > 0 ? topLogProbs(row, lse[i]!, s.req.topLogprobs) : [];
+      // Undecodable ids have zero probability (Transformer.logits): never alternatives.
+      const decodable = row.subarray(0, this.model.decodableIds);
+      const top = s.req.topLogprobs > 0 ? topLogProbs(decodable, lse[i]!, s.req.topLogprobs) : [];
       let stopString: boolean;
       try {
         stopString = s.req.onToken({ id, logProb: logProb[i]!, top });

@@ -292,7 +292,7 @@ export class HacrlServer {
           : (raw as (string | number[])[]).map((p, i) => (typeof p === 'string' ? encode(m, p, `prompt.${i}`) : p));
     for (const p of prompts)
       for (const id of p)
-        if (id >= m.pretrained.model.cfg.vocabSize)
+        if (id >= m.pretrained.model.decodableIds)
           throw new ApiError(400, `prompt token id ${id} is outside the vocabulary`, 'prompt', 'invalid_value');
     const settings = this.settings(m, r, r.max_tokens ?? 16, r.logprobs ?? 0, prompts.length);
     const id = `cmpl-${randomUUID()}`;
@@ -565,14 +565,9 @@ function startSse<Event>(res: ServerResponse, maxBuffered: number): (event: Even
   };
 }
 
-/** The text of one token; '' for rows past the tokenizer's ids (a padded embedding). */
-function tokenText(tok: Pretrained['tokenizer'], id: number): string {
-  return id < tok.vocabSize ? tok.decode([id]) : '';
-}
-
 /** The legacy completions logprobs object: token texts, their log-probs, the top alternatives, text offsets. */
 function completionLogprobs(tok: Pretrained['tokenizer'], tokens: SampledToken[], offset: number): CompletionLogprobs {
-  const text = (id: number): string => tokenText(tok, id);
+  const text = (id: number): string => tok.decode([id]);
   const offsets: number[] = [];
   for (const t of tokens) {
     offsets.push(offset);
@@ -589,7 +584,7 @@ function completionLogprobs(tok: Pretrained['tokenizer'], tokens: SampledToken[]
 /** The chat logprobs entries: each token's text, log-prob, UTF-8 bytes and top alternatives. */
 function chatLogprobs(tok: Pretrained['tokenizer'], tokens: SampledToken[]): ChatTokenLogprob[] {
   const entry = (id: number, logprob: number): ChatTopLogprob => {
-    const token = tokenText(tok, id);
+    const token = tok.decode([id]);
     return { token, logprob, bytes: [...Buffer.from(token, 'utf8')] };
   };
   return tokens.map((t) => ({ ...entry(t.id, t.logProb), top_logprobs: t.top.map((a) => entry(a.id, a.logProb)) }));

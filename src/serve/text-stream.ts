@@ -19,8 +19,7 @@ export class TextStream {
 
   /** Adds a token; returns the text that is now certain (possibly ''). */
   push(id: number): string {
-    // Rows past the tokenizer's ids (a padded embedding) have no text.
-    if (id < this.tokenizer.vocabSize) this.ids.push(id);
+    this.ids.push(id);
     this.text = this.tokenizer.decode(this.ids, { skipSpecialTokens: true });
     const cut = Math.min(...this.stops.map((s) => this.text.indexOf(s)).filter((i) => i >= 0));
     if (Number.isFinite(cut)) {

@@ -341,6 +341,21 @@ export interface TokenLogProbs {
   entropySeed: Float32Array | null;
 }
 
+/**
+ * The logit of an id the tokenizer cannot decode: its probability is exactly 0 (exp underflows) while every product
+ * with it stays finite, as -Infinity would not (0 · -Infinity is NaN in the entropy and its gradient).
+ */
+export const UNDECODABLE_LOGIT = -1e30;
+
+/**
+ * Gives ids ≥ `decodable` zero probability in `rows` rows of logits [rows, vocab]: the one rule by which every sampler
+ * and the training head skip a padded embedding's rows. Nothing is written when every id is decodable.
+ */
+export function maskUndecodable(logits: F32, rows: number, vocab: number, decodable: number): void {
+  if (decodable >= vocab) return;
+  for (let r = 0; r < rows; r++) logits.fill(UNDECODABLE_LOGIT, r * vocab + decodable, (r + 1) * vocab);
+}
+
 /** Most logits (floats) the head keeps from forward to backward; above it each chunk is recomputed (256 MiB). */
 export const KEEP_LOGITS_LIMIT = 1 << 26;
 
@@ -378,6 +393,8 @@ export function lmHeadLogProbs(
     keepLogitsLimit?: number;
     /** Precision of the head's products (bf16.ts); default fp32. */
     precision?: Precision;
+    /** Ids below this are normalised over; the rest get zero probability (maskUndecodable); default V. */
+    decodableIds?: number;
   } = {},
 ): TokenLogProbs {
   const [vocab, dim] = weight.shape as [number, number];
@@ -408,6 +425,7 @@ export function lmHeadLogProbs(
       b: { data: op.w },
       c: { data: view },
     });
+    maskUndecodable(view, n, vocab, options.decodableIds ?? vocab);
     return view;
   };
   const forward = operands();

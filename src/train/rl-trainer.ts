@@ -167,6 +167,10 @@ async function openRun(run: RunFolder, r: ResolvedRun, resume: boolean, display:
   );
   const state = await withEveryAgent(r.agents, r.seed, checkpoint);
   await run.truncateLogsAfter(state.step);
-  display.message(`resuming ${r.runDir} from step ${state.step}`);
+  display.message(
+    state.step >= r.steps
+      ? `${r.runDir} is already finished (step ${state.step} of ${r.steps}): nothing to resume`
+      : `resuming ${r.runDir} from step ${state.step}`,
+  );
   return state;
 }
