@@ -12,6 +12,8 @@ import { checkPrecisionRuns } from './precision.js';
 export interface EvalCliOptions {
   /** Checkpoint folders to evaluate. */
   model: string[];
+  /** The base of every adapter folder among them, in place of the one each records. */
+  base?: string;
   /** Data sets (files or generated specs, see loadDataSpec). */
   data: string[];
   /** Samples per problem for avg@k / pass@k / maj@k; 0 = greedy only. */
@@ -44,7 +46,7 @@ export async function runEval(o: EvalCliOptions): Promise<void> {
   try {
     const datasets = await Promise.all(o.data.map(loadDataSpec));
     for (const dir of o.model) {
-      const { model, tokenizer } = await loadPretrained(dir, new Map(), { precision: o.precision });
+      const { model, tokenizer } = await loadPretrained(dir, new Map(), { precision: o.precision, base: o.base });
       for (const d of datasets) {
         const problems = o.limit > 0 ? d.problems.slice(0, o.limit) : d.problems;
         const report = await evaluate(model, k, tokenizer, problems, {

@@ -19,6 +19,7 @@ import { masCommand, parseModelArgs, workflowOption } from './mas.js';
 import { runMasWarmstart } from './mas-warmstart.js';
 import { runPlan, type PlanCliOptions } from './plan.js';
 import { precisionOption } from './precision.js';
+import { BASE_HELP } from '../model/pretrained.js';
 import { runBaselineBenchWithPlots, runReport } from './report.js';
 import { runScore, type ScoreOptions } from './score.js';
 import { serveCommand } from './serve.js';
@@ -152,6 +153,7 @@ program
   .command('eval')
   .description('greedy and sampled accuracy (avg@k, pass@k, maj@k) with 95% intervals, per checkpoint and data set')
   .requiredOption('--model <dir...>', 'checkpoint folders')
+  .option('--base <dir>', BASE_HELP)
   .requiredOption('--data <spec...>', 'JSONL files, or generated NAME[:SPLIT[:N[:SEED]]] (e.g. easy:test:200)')
   .option('--k <n>', 'samples per problem for avg@k/pass@k/maj@k (0: greedy only)', num, 0)
   .option('--temperature <x>', 'temperature of the k samples', num, 1)

@@ -22,9 +22,17 @@ export interface GgufExportSummary {
   vocabulary: number;
 }
 
-/** Writes the checkpoint folder `dir` to `out` as GGUF, matrices stored as `type` (norms, biases stay f32). */
-export async function exportGguf(dir: string, out: string, type: GgufTensorType = 'f32'): Promise<GgufExportSummary> {
-  const loaded = await loadPretrained(dir);
+/**
+ * Writes the checkpoint folder `dir` to `out` as GGUF, matrices stored as `type` (norms, biases stay f32); an adapter
+ * folder's base is `base` when given, else the one it records.
+ */
+export async function exportGguf(
+  dir: string,
+  out: string,
+  type: GgufTensorType = 'f32',
+  base?: string,
+): Promise<GgufExportSummary> {
+  const loaded = await loadPretrained(dir, new Map(), { base });
   // An adapter folder exports as its merged model.
   const agent = { ...loaded, model: mergeAdapters(loaded.model) };
   try {
