@@ -160,7 +160,13 @@ program
   .option('--top-p <x>', 'nucleus mass of the k samples', num, 1)
   .option('--max-new-tokens <n>', 'longest response', num, 256)
   .option('--limit <n>', 'only the first n problems of each data set (0: all)', num, 0)
-  .option('--template <text>', "question template with {question} (default: the paper's boxed-answer suffix)")
+  .option(
+    '--template <text>',
+    "question template with {question} (default: --run-config's, else the paper's boxed-answer suffix)",
+  )
+  .option('--system <text>', "system message of the prompt (default: --run-config's, else none)")
+  .option('--run-config <file>', "a run's config (YAML, or its config.resolved.json): prompt as its agents were")
+  .option('--agent <name>', 'the agent of --run-config whose prompt to use, when its agents are prompted differently')
   .option('--seed <n>', 'sampling seed', num, 0)
   .option('--json', 'print one JSON object instead of the table', false)
   .option('--output <file>', 'also write the full report with every response')
