@@ -139,6 +139,18 @@ describe('an adapter folder finds its base when moved', () => {
     assert.deepEqual(logits((await loadPretrained(join(moved, 'runs', 'adapter'))).model), want);
   });
 
+  test('base_model_name_or_path edited to another base is followed before the relative record', async () => {
+    const edited = join(root, 'edited');
+    await cp(join(moved, 'runs', 'adapter'), join(edited, 'adapter'), { recursive: true });
+    await cp(join(moved, 'models', 'base'), join(edited, 'other-base'), { recursive: true });
+    const config = await json(join(edited, 'adapter', ADAPTER_CONFIG));
+    await writeFile(
+      join(edited, 'adapter', ADAPTER_CONFIG),
+      JSON.stringify({ ...config, base_model_name_or_path: join(edited, 'other-base') }),
+    );
+    assert.equal(await adapterBase(join(edited, 'adapter')), join(edited, 'other-base'));
+  });
+
   test('moved alone: refused naming --base; serve, eval, lora merge and export gguf load it with --base', async () => {
     await mkdir(lone);
     await cp(join(moved, 'runs', 'adapter'), join(lone, 'adapter'), { recursive: true });
