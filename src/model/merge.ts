@@ -172,7 +172,12 @@ async function writeConfig(base: string, dir: string, dtype: Dtype | undefined):
  * generation_config.json: the base's as it was, with the keys of `adapterDir`'s own laid over it when given (every key
  * of the base kept: an adapter saved here writes only the keys it reads); without either, the tokenizer's ids.
  */
-async function writeGeneration(base: string, adapterDir: string | null, dir: string, tokenizer: Tokenizer) {
+async function writeGeneration(
+  base: string,
+  adapterDir: string | null,
+  dir: string,
+  tokenizer: Tokenizer,
+): Promise<void> {
   const file = 'generation_config.json';
   const own = adapterDir !== null && (await pathExists(join(adapterDir, file)));
   const inBase = await pathExists(join(base, file));
