@@ -6,7 +6,7 @@
 # tests check the plots are drawn), bubblewrap, the namespaces of the sandbox for model-written code
 # (docs/sandbox.md), and nats-server, the broker agents run as separate processes exchange rollouts through
 # (`hacrl agent`; the tests start their own on a free loopback port). Safe to run again: it installs only what is
-# missing.
+# missing. Last, `hacrl` is put on the PATH (scripts/link-cli.sh: a link in /usr/local/bin, or HACRL_BIN_DIR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,3 +31,4 @@ fi
 
 npm ci --no-audit --no-fund
 npm run build
+bash scripts/link-cli.sh

@@ -18,7 +18,8 @@ import {
   withoutAdapters,
   writeAdapterFiles,
 } from '../src/model/peft.js';
-import { loadPretrained, mergeAdapterFolder, savePretrained } from '../src/model/pretrained.js';
+import { mergeAdapterFolder } from '../src/model/merge.js';
+import { loadPretrained, savePretrained } from '../src/model/pretrained.js';
 import { SafetensorsReader, writeSafetensors } from '../src/model/safetensors.js';
 import type { Transformer } from '../src/model/transformer.js';
 import { saveModel } from '../src/model/weights.js';
@@ -474,12 +475,15 @@ describe('PEFT adapter folders', () => {
     await assert.rejects(load(), /rank 65 exceeds/);
     await config((c) => (c.target_modules = '.*proj'));
     await assert.rejects(load(), /regular expressions are not supported/);
+    // The base recorded relative to the adapter folder is found though base_model_name_or_path names nothing here.
     await config((c) => (c.base_model_name_or_path = join(dir, 'nowhere')));
-    await assert.rejects(loadPretrained(join(dir, 'a')), /"[^"]*nowhere" is not a checkpoint folder here/);
-    await config(() => {});
+    assert.ok((await loadPretrained(join(dir, 'a'))).model.adapters);
     const tensors = [...good.params].map(
       ([n, t]) => [`base_model.model.${n}`, { shape: [...t.shape], data: t.data }] as const,
     );
+    await writeSafetensors(weightsPath, tensors);
+    await assert.rejects(loadPretrained(join(dir, 'a')), /"[^"]*nowhere" is not a checkpoint folder here.*--base DIR/);
+    await config(() => {});
     await writeSafetensors(weightsPath, tensors.slice(1));
     await assert.rejects(
       load(),

@@ -2,7 +2,7 @@
 import { Command, Option } from 'commander';
 import { exportGguf } from '../export/gguf.js';
 import type { GgufTensorType } from '../export/gguf-file.js';
-import { modelFolders } from '../model/pretrained.js';
+import { BASE_HELP, readFolders } from '../model/pretrained.js';
 import { checkOutput } from '../util/output-paths.js';
 
 /** `hacrl export …` as a commander command. */
@@ -20,11 +20,12 @@ export function exportCommand(print: (line: string) => void = console.log): Comm
           'checkpoint (an adapter folder: its base), f32 otherwise',
       ).choices(['f32', 'f16', 'bf16']),
     )
+    .option('--base <dir>', BASE_HELP)
     .option('--force', 'replace an existing --out file', false)
-    .action(async (o: { model: string; out: string; type?: GgufTensorType; force: boolean }) => {
-      const read = (await modelFolders(o.model)).map((path, i) => ({ flag: i === 0 ? '--model' : 'its base', path }));
+    .action(async (o: { model: string; out: string; type?: GgufTensorType; base?: string; force: boolean }) => {
+      const read = await readFolders('--model', o.model, o.base);
       await checkOutput({ flag: '--out', path: o.out }, read, { force: o.force, folder: false });
-      const s = await exportGguf(o.model, o.out, o.type);
+      const s = await exportGguf(o.model, o.out, o.type, o.base);
       print(`${o.out}: ${s.architecture}, ${s.tensors} tensors (${s.type}), ${s.vocabulary} tokens`);
     });
   return exp;

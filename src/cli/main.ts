@@ -19,6 +19,7 @@ import { masCommand, parseModelArgs, workflowOption } from './mas.js';
 import { runMasWarmstart } from './mas-warmstart.js';
 import { runPlan, type PlanCliOptions } from './plan.js';
 import { precisionOption } from './precision.js';
+import { BASE_HELP } from '../model/pretrained.js';
 import { runBaselineBenchWithPlots, runReport } from './report.js';
 import { runScore, type ScoreOptions } from './score.js';
 import { serveCommand } from './serve.js';
@@ -153,13 +154,20 @@ program
   .command('eval')
   .description('greedy and sampled accuracy (avg@k, pass@k, maj@k) with 95% intervals, per checkpoint and data set')
   .requiredOption('--model <dir...>', 'checkpoint folders')
+  .option('--base <dir>', BASE_HELP)
   .requiredOption('--data <spec...>', 'JSONL files, or generated NAME[:SPLIT[:N[:SEED]]] (e.g. easy:test:200)')
   .option('--k <n>', 'samples per problem for avg@k/pass@k/maj@k (0: greedy only)', num, 0)
   .option('--temperature <x>', 'temperature of the k samples', num, 1)
   .option('--top-p <x>', 'nucleus mass of the k samples', num, 1)
   .option('--max-new-tokens <n>', 'longest response', num, 256)
   .option('--limit <n>', 'only the first n problems of each data set (0: all)', num, 0)
-  .option('--template <text>', "question template with {question} (default: the paper's boxed-answer suffix)")
+  .option(
+    '--template <text>',
+    "question template with {question} (default: --run-config's, else the paper's boxed-answer suffix)",
+  )
+  .option('--system <text>', "system message of the prompt (default: --run-config's, else none)")
+  .option('--run-config <file>', "a run's config (YAML, or its config.resolved.json): prompt as its agents were")
+  .option('--agent <name>', 'the agent of --run-config whose prompt to use, when its agents are prompted differently')
   .option('--seed <n>', 'sampling seed', num, 0)
   .option('--json', 'print one JSON object instead of the table', false)
   .option('--output <file>', 'also write the full report with every response')

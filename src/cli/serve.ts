@@ -4,7 +4,7 @@ import { isIP } from 'node:net';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { engine } from '../backend/engine.js';
 import { isAdapterFolder } from '../model/peft.js';
-import { loadPretrained, sharedBase, type BaseModels, type Pretrained } from '../model/pretrained.js';
+import { BASE_HELP, loadPretrained, sharedBase, type BaseModels, type Pretrained } from '../model/pretrained.js';
 import { HacrlServer, SERVE_DEFAULTS, type ServeOptions } from '../serve/server.js';
 import type { Precision } from '../tensor/bf16.js';
 import { checkPrecisionRuns, precisionOption } from './precision.js';
@@ -44,16 +44,20 @@ interface ServeCli extends Omit<ServeOptions, 'apiKey'> {
   shutdownGraceMs: number;
   /** Precision of every served model's products, as a training agent's (src/cli/precision.ts); default fp32. */
   precision: Precision;
+  /** The base of every adapter folder served, in place of the one each records. */
+  base?: string;
 }
 
 /**
  * The served models by name, each folder (`dirs`: name → folder) loaded at `precision`: adapter folders on one base
  * (base_model_name_or_path) share it, loaded once, frozen and read-only (sharedBase, as a run's LoRA agents share
- * theirs); at fp32 a whole model served beside them is that same base.
+ * theirs); at fp32 a whole model served beside them is that same base. `base`: every adapter folder's base, in place
+ * of the one it records.
  */
 export async function loadServedModels(
   dirs: ReadonlyMap<string, string>,
   precision: Precision,
+  base?: string,
 ): Promise<Map<string, Pretrained>> {
   const bases: BaseModels = new Map();
   const models = new Map<string, Pretrained>();
@@ -63,7 +67,7 @@ export async function loadServedModels(
     const whole = precision === 'fp32' && !(await isAdapterFolder(dir));
     models.set(
       name,
-      whole ? await sharedBase(resolve(dir), bases, precision) : await loadPretrained(dir, bases, { precision }),
+      whole ? await sharedBase(resolve(dir), bases, precision) : await loadPretrained(dir, bases, { precision, base }),
     );
   }
   return models;
@@ -78,7 +82,7 @@ async function runServe(o: ServeCli, print: (line: string) => void): Promise<voi
       `hacrl serve: warning: ${o.host} is reachable from other machines and no --api-key (or HACRL_API_KEY) is ` +
         'set: anyone who can reach it can generate with these models',
     );
-  const models = await loadServedModels(parseServedModels(o.model), o.precision);
+  const models = await loadServedModels(parseServedModels(o.model), o.precision, o.base);
   const server = await HacrlServer.start(models, engine(), { ...o, apiKey });
   print(`hacrl serve: ${[...models.keys()].join(', ')} at ${server.url} (Ctrl-C stops)`);
   await new Promise<void>((done) => {
@@ -101,6 +105,7 @@ export function serveCommand(print: (line: string) => void = console.log): Comma
       '--model <spec...>',
       'checkpoint or PEFT adapter folder to serve, NAME=DIR or DIR (named after the folder)',
     )
+    .option('--base <dir>', BASE_HELP)
     .option('--host <address>', 'address to bind (loopback by default: give 0.0.0.0 to expose it)', d.host)
     .option('--port <n>', 'TCP port (0: a free one)', intAtLeast(0), d.port)
     .option('--max-batch <n>', 'most sequences of one model decoded together', intAtLeast(1), d.maxBatch)

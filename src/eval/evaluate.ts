@@ -43,6 +43,8 @@ export interface EvalOptions {
 export interface ProblemResult {
   id: string;
   gold: string;
+  /** The prompt text the model was given: the question through the template, system message and chat template. */
+  rendered_prompt: string;
   /** The greedy response and its extracted answer. */
   greedy: { response: string; answer: string | null; correct: boolean };
   /** Correctness of each of the k samples. */
@@ -96,7 +98,8 @@ export async function evaluate(
   const samplesPer = options.k ?? 0;
   const batchSize = options.batchSize ?? 32;
   const maxNewTokens = options.maxNewTokens ?? 256;
-  const prompts = promptIds(tokenizer, problems, options.prompt);
+  const rendered = problems.map((p) => renderPrompt(tokenizer, p.prompt, options.prompt));
+  const prompts = rendered.map((text) => tokenizer.encode(text));
   const greedyTexts = respond(
     model,
     k,
@@ -136,6 +139,7 @@ export async function evaluate(
     return {
       id: p.id,
       gold: p.answer,
+      rendered_prompt: rendered[i]!,
       greedy: { response: greedyTexts[i]!, answer: answers[base], correct: ok(0) },
       samples: sampled[i]!.map((_, j) => ok(1 + j)),
       skip: results[base]!.reason === 'unparseable-gold',

@@ -27,10 +27,10 @@ export interface GgufExportSummary {
 
 /**
  * The checkpoint folder's own storage type: bf16 when every matrix of its weight files is BF16 (an adapter folder:
- * its base's, as PEFT's merge keeps the base's dtype), f32 otherwise.
+ * its base's — `base` when given —, as PEFT's merge keeps the base's dtype), f32 otherwise.
  */
-export async function checkpointTensorType(dir: string): Promise<GgufTensorType> {
-  const folders = await modelFolders(dir);
+export async function checkpointTensorType(dir: string, base?: string): Promise<GgufTensorType> {
+  const folders = await modelFolders(dir, base);
   const reader = await CheckpointReader.open(folders[folders.length - 1]!);
   try {
     const matrices = reader.names().filter((n) => reader.info(n).shape.length === 2);
@@ -42,11 +42,17 @@ export async function checkpointTensorType(dir: string): Promise<GgufTensorType>
 
 /**
  * Writes the checkpoint folder `dir` to `out` as GGUF, matrices stored as `type` (default the checkpoint's own,
- * checkpointTensorType; norms, biases stay f32).
+ * checkpointTensorType; norms, biases stay f32); an adapter folder's base is `base` when given, else the one it
+ * records.
  */
-export async function exportGguf(dir: string, out: string, type?: GgufTensorType): Promise<GgufExportSummary> {
-  const loaded = await loadPretrained(dir);
-  const stored = type ?? (await checkpointTensorType(dir));
+export async function exportGguf(
+  dir: string,
+  out: string,
+  type?: GgufTensorType,
+  base?: string,
+): Promise<GgufExportSummary> {
+  const loaded = await loadPretrained(dir, new Map(), { base });
+  const stored = type ?? (await checkpointTensorType(dir, base));
   // An adapter folder exports as its merged model.
   const agent = { ...loaded, model: mergeAdapters(loaded.model) };
   try {

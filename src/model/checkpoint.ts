@@ -107,6 +107,16 @@ export class CheckpointReader {
     return this.reader(name).readBf16(name);
   }
 
+  /** The raw bytes of tensor `name` as stored. */
+  async bytes(name: string): Promise<Uint8Array> {
+    return this.reader(name).bytes(name);
+  }
+
+  /** The name of the weight file (single file or shard) that holds tensor `name`. */
+  fileOf(name: string): string {
+    return basename(this.reader(name).path);
+  }
+
   /** Closes every file. */
   async close(): Promise<void> {
     await Promise.all(this.files.map((f) => f.close()));

@@ -273,6 +273,16 @@ export class LoraAdapters {
   }
 
   /**
+   * Adds (alpha/rank)·B·A of `module` into its weight `w`, stored [out, in], or `transposed` [in, out] (GPT-2's Conv1D
+   * as checkpoints hold it): a merge that streams a checkpoint one weight at a time.
+   */
+  addToWeight(module: string, w: Float32Array, transposed: boolean): void {
+    const m = this.modules.find((x) => x.module === module);
+    if (!m) throw new Error(`module "${module}" has no adapter`);
+    this.addUpdate(m, { data: w }, transposed);
+  }
+
+  /**
    * Adds (alpha/rank)·B·A of module `m` into `c`: a [out, in] weight, or `transposed` an [in, out] inference copy
    * (then Aᵀ [in, r] · Bᵀ [r, out], both read transposed from their stored [r, in] and [out, r]).
    */

@@ -6,7 +6,7 @@
  * validated field by field and every tensor's name and shape is checked against the base before any is read.
  */
 import { mkdir } from 'node:fs/promises';
-import { isAbsolute, join, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { z } from 'zod';
 import { Tensor } from '../tensor/tensor.js';
 import { writeJsonAtomic } from '../util/atomic-write.js';
@@ -78,10 +78,16 @@ export async function writeAdapterFiles(dir: string, adapters: LoraAdapters): Pr
   const short = [...new Set(adapters.modules.map((m) => projectionName(m.module)))].sort();
   const same = adaptedModules(adapters.cfg, { ...s, targets: short }).length === adapters.modules.length;
   const targets = same ? short : adapters.modules.map((m) => m.module);
+  // `dir` may be the fresh sibling folder of a save in progress (replaceDir): the same parent, so the same path.
+  const metadata: Record<string, string> = { format: 'pt' };
+  if (await isCheckpoint(adapters.base)) {
+    metadata[BASE_HINT_KEY] = relative(resolve(dir), resolve(adapters.base));
+    metadata[BASE_WRITTEN_KEY] = adapters.base;
+  }
   await writeSafetensors(
     join(dir, ADAPTER_WEIGHTS),
     [...adapters.params].map(([name, t]) => [PREFIX + name, { shape: [...t.shape], data: t.data }] as const),
-    { metadata: { format: 'pt' } },
+    { metadata },
   );
   await writeJsonAtomic(join(dir, ADAPTER_CONFIG), {
     peft_type: 'LORA',
@@ -153,18 +159,60 @@ export async function readAdapterFiles(dir: string, cfg: TransformerConfig, base
   }
 }
 
-/** The base folder an adapter folder names, as an absolute path; throws when it names none. */
-export async function adapterBase(dir: string): Promise<string> {
+/**
+ * The key of adapter_model.safetensors' metadata that holds the base folder relative to the adapter folder. Kept out of
+ * adapter_config.json, whose base_model_name_or_path stays what PEFT reads (a Hub id, or a path from PEFT's working
+ * directory): older PEFT releases refuse a config with keys they do not know.
+ */
+export const BASE_HINT_KEY = 'hacrl_base_relative';
+/** The metadata key holding base_model_name_or_path as written beside BASE_HINT_KEY (to tell whether it was edited). */
+const BASE_WRITTEN_KEY = 'hacrl_base_written';
+
+/**
+ * The base folder recorded relative to adapter folder `dir` (BASE_HINT_KEY) and the base_model_name_or_path written
+ * with it, or nulls when none is recorded.
+ */
+async function baseHint(dir: string): Promise<{ relative: string | null; written: string | null }> {
+  const path = join(dir, ADAPTER_WEIGHTS);
+  if (!(await pathExists(path))) return { relative: null, written: null };
+  const reader = await SafetensorsReader.open(path);
+  try {
+    return { relative: reader.metadata[BASE_HINT_KEY] ?? null, written: reader.metadata[BASE_WRITTEN_KEY] ?? null };
+  } finally {
+    await reader.close();
+  }
+}
+
+/** True when `dir` is a checkpoint folder (has config.json). */
+const isCheckpoint = (dir: string): Promise<boolean> => pathExists(join(dir, 'config.json'));
+
+/**
+ * The base folder of adapter folder `dir`, as an absolute path: `override` (a --base flag) when given; else the folder
+ * recorded relative to `dir` when it is a checkpoint there, tried first so that an adapter moved together with its
+ * base keeps that base rather than one left at the old absolute path; else base_model_name_or_path as PEFT reads it
+ * (absolute, or from the working directory), tried first instead when it is no longer what was written beside the
+ * relative record (someone pointed the adapter at another base). Throws saying how to point elsewhere when none is a
+ * checkpoint folder.
+ */
+export async function adapterBase(dir: string, override?: string): Promise<string> {
+  if (override !== undefined) {
+    if (!(await isCheckpoint(override)))
+      throw new Error(`--base ${override} is not a checkpoint folder (no config.json)`);
+    return resolve(override);
+  }
   const { base } = await readAdapterConfig(dir);
-  if (!base)
-    throw new Error(`${join(dir, ADAPTER_CONFIG)} names no base_model_name_or_path: pass the base folder explicitly`);
-  const dirOfBase = isAbsolute(base) ? base : resolve(base);
-  if (!(await pathExists(join(dirOfBase, 'config.json'))))
-    throw new Error(
-      `${join(dir, ADAPTER_CONFIG)}: its base_model_name_or_path "${base}" is not a checkpoint folder here (no ` +
-        'config.json): pass the base folder explicitly (hacrl lora merge --base DIR) or fix the path',
-    );
-  return dirOfBase;
+  const hint = await baseHint(dir);
+  const recorded = hint.relative === null ? [] : [resolve(dir, hint.relative)];
+  const named = base ? [resolve(base)] : [];
+  const tried = hint.written === (base ?? null) ? [...recorded, ...named] : [...named, ...recorded];
+  for (const candidate of tried) if (await isCheckpoint(candidate)) return candidate;
+  throw new Error(
+    `${join(dir, ADAPTER_CONFIG)}: ` +
+      (tried.length === 0
+        ? 'names no base_model_name_or_path'
+        : `its base ${tried.map((t) => `"${t}"`).join(' or ')} is not a checkpoint folder here (no config.json)`) +
+      ': pass the base folder with --base DIR',
+  );
 }
 
 /** `base` with `adapters` on it: the base's parameters frozen (shared, not copied). */

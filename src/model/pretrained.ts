@@ -10,15 +10,15 @@ import { replaceDir } from '../util/replace-dir.js';
 import { notWeightFile } from './checkpoint.js';
 import { loadModel, writeModelFiles, type LoadOptions } from './weights.js';
 import type { Precision } from '../tensor/bf16.js';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { pathExists } from '../util/json-file.js';
+import type { NamedPath } from '../util/output-paths.js';
 import {
   adapt,
   ADAPTER_CONFIG,
   ADAPTER_WEIGHTS,
   adapterBase,
   isAdapterFolder,
-  mergeAdapters,
   readAdapterFiles,
   writeAdapterFiles,
 } from './peft.js';
@@ -59,7 +59,7 @@ export function sharedBase(dir: string, bases: BaseModels, precision: Precision 
 }
 
 /** True when `dir` has tokenizer files of its own (an adapter folder may rely on its base's). */
-async function hasTokenizer(dir: string): Promise<boolean> {
+export async function hasTokenizer(dir: string): Promise<boolean> {
   return (await pathExists(join(dir, 'tokenizer.json'))) || (await pathExists(join(dir, 'vocab.json')));
 }
 
@@ -69,18 +69,38 @@ export async function tokenizerFolder(dir: string): Promise<string | null> {
   return (await isAdapterFolder(dir)) ? tokenizerFolder(await adapterBase(dir)) : null;
 }
 
-/** The folders a load of `dir` reads: `dir`, then for an adapter folder its base's (and theirs). */
-export async function modelFolders(dir: string): Promise<string[]> {
-  return (await isAdapterFolder(dir)) ? [dir, ...(await modelFolders(await adapterBase(dir)))] : [dir];
+/** The folders a load of `dir` reads: `dir`, then for an adapter folder its base's (`base` when given; and theirs). */
+export async function modelFolders(dir: string, base?: string): Promise<string[]> {
+  return (await isAdapterFolder(dir)) ? [dir, ...(await modelFolders(await adapterBase(dir, base)))] : [dir];
+}
+
+/** The help of every command's --base flag. */
+export const BASE_HELP = 'base checkpoint folder of an adapter folder (default: the base the adapter records)';
+
+/**
+ * The folders a command reads when it loads `dir` (named by `flag`), each with the flag that named it (for
+ * checkOutput's messages): `dir`, then an adapter folder's base, `base` (--base) when given.
+ */
+export async function readFolders(flag: string, dir: string, base?: string): Promise<NamedPath[]> {
+  return (await modelFolders(dir, base)).map((path, i) => ({
+    flag: i === 0 ? flag : i === 1 && base !== undefined ? '--base' : 'its base',
+    path,
+  }));
+}
+
+/** How loadPretrained loads: loadModel's options, and the base folder of an adapter folder. */
+export interface PretrainedOptions extends LoadOptions {
+  /** The base of an adapter folder, in place of the one it records (a --base flag). */
+  base?: string;
 }
 
 /**
  * The model alone, as loadPretrained loads it (an adapter folder: its frozen base with the adapters on), for work on
  * token ids: no tokenizer or generation defaults are read, so a folder without them loads.
  */
-export async function loadPretrainedModel(dir: string, options: LoadOptions = {}): Promise<Transformer> {
+export async function loadPretrainedModel(dir: string, options: PretrainedOptions = {}): Promise<Transformer> {
   if (!(await isAdapterFolder(dir))) return loadModel(dir, options);
-  const baseDir = await adapterBase(dir);
+  const baseDir = await adapterBase(dir, options.base);
   const base = await loadPretrainedModel(baseDir, { precision: options.precision, frozen: true });
   return adaptedBy(dir, base, baseDir);
 }
@@ -100,15 +120,16 @@ async function adaptedBy(dir: string, base: Transformer, baseDir: string): Promi
  * and special token ids (the tokenizer's, generation_config.json's) outside it. A PEFT adapter folder
  * (adapter_config.json) loads as its base (base_model_name_or_path, taken from `bases` when given; frozen, at
  * `options.precision`) with the adapters on it; tokenizer and generation defaults come from the adapter folder where
- * it has them, else from the base. `options`: precision and storage of a whole model (loadModel), default fp32.
+ * it has them, else from the base. `options`: precision and storage of a whole model (loadModel), default fp32, and
+ * an adapter folder's base in place of the one it records.
  */
 export async function loadPretrained(
   dir: string,
   bases: BaseModels = new Map(),
-  options: LoadOptions = {},
+  options: PretrainedOptions = {},
 ): Promise<Pretrained> {
   if (await isAdapterFolder(dir)) {
-    const baseDir = await adapterBase(dir);
+    const baseDir = await adapterBase(dir, options.base);
     return withAdapterFolder(dir, await sharedBase(baseDir, bases, options.precision), baseDir);
   }
   return checked(dir, {
@@ -129,23 +150,23 @@ async function withAdapterFolder(dir: string, base: Pretrained, baseDir: string)
   });
 }
 
-/**
- * Merges the PEFT adapter folder `adapterDir` into its base (`baseDir`, default the adapter's base_model_name_or_path)
- * and saves the result in `outDir` as a plain checkpoint folder (savePretrained): weights W + (alpha/rank)·B·A, the
- * adapter folder's tokenizer where it has one, else the base's.
- */
-export async function mergeAdapterFolder(adapterDir: string, outDir: string, baseDir?: string): Promise<Pretrained> {
-  const base = baseDir ?? (await adapterBase(adapterDir));
-  const adapted = await withAdapterFolder(adapterDir, await loadPretrained(base), resolve(base));
-  const merged = { ...adapted, model: mergeAdapters(adapted.model) };
-  await savePretrained(outDir, merged);
-  return merged;
+/** `p`, once checkLoadable accepts its tokenizer and generation defaults for its model, limited to its tokenizer's ids. */
+function checked(dir: string, p: Pretrained): Pretrained {
+  checkLoadable(dir, p.model.cfg.vocabSize, p.tokenizer, p.generation);
+  return { ...p, model: limitedToTokenizer(p.model, p.tokenizer.vocabSize) };
 }
 
-function checked(dir: string, p: Pretrained): Pretrained {
-  const { model, tokenizer, generation } = p;
+/**
+ * Throws, naming `dir`, when the tokenizer's ids do not fit a vocabulary of `vocab` rows or a special token id (the
+ * tokenizer's, generation_config.json's) lies outside it.
+ */
+export function checkLoadable(
+  dir: string,
+  vocab: number,
+  tokenizer: Tokenizer,
+  generation: GenerationConfig | null,
+): void {
   try {
-    const vocab = model.cfg.vocabSize;
     assertVocabCompatible(tokenizer, vocab);
     checkSpecialIds(
       [
@@ -161,7 +182,6 @@ function checked(dir: string, p: Pretrained): Pretrained {
   } catch (e) {
     throw new Error(`${dir}: ${(e as Error).message}`);
   }
-  return { ...p, model: limitedToTokenizer(model, tokenizer.vocabSize) };
 }
 
 /**
@@ -175,7 +195,7 @@ function limitedToTokenizer(model: Transformer, decodable: number): Transformer 
 }
 
 /** False for the files a model save writes (weights or adapters): what a new save replaces. */
-const notModelFile = (name: string): boolean =>
+export const notModelFile = (name: string): boolean =>
   notWeightFile(name) && name !== ADAPTER_CONFIG && name !== ADAPTER_WEIGHTS;
 
 /**

@@ -4,7 +4,7 @@
 import { endianness } from 'node:os';
 import { open, type FileHandle } from 'node:fs/promises';
 import { writeFileAtomic } from '../util/atomic-write.js';
-import { bf16ToF32, f16ToF32, f32ToBf16 } from '../tensor/half.js';
+import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from '../tensor/half.js';
 
 // Typed-array views below reinterpret file bytes directly, which is only right on a little-endian host
 // (x86-64 and arm64, i.e. every machine Node ships for).
@@ -13,7 +13,8 @@ if (endianness() !== 'LE') throw new Error('hacrl safetensors support needs a li
 /** The safetensors element types this module reads (F64/F16/BF16 widen to float32, small ints to int32). */
 export type Dtype = 'F64' | 'F32' | 'F16' | 'BF16' | 'I64' | 'I32' | 'I16' | 'I8' | 'U8' | 'BOOL';
 
-const DTYPE_BYTES: Record<Dtype, number> = {
+/** Bytes per element of each dtype. */
+export const DTYPE_BYTES: Record<Dtype, number> = {
   F64: 8,
   F32: 4,
   F16: 2,
@@ -267,8 +268,8 @@ export class SafetensorsReader {
     return { shape: [...t.shape], data: new Uint16Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 2) };
   }
 
-  /** The raw bytes of tensor `name`, in a fresh aligned buffer. */
-  private async bytes(name: string): Promise<Uint8Array> {
+  /** The raw bytes of tensor `name` as stored, in a fresh aligned buffer. */
+  async bytes(name: string): Promise<Uint8Array> {
     const t = this.info(name);
     return readAt(this.fh, this.header.dataStart + t.offsets[0], t.offsets[1] - t.offsets[0]).catch((e: Error) => {
       throw new Error(`cannot read tensor "${name}" from ${this.path}: ${e.message}`);
@@ -340,6 +341,12 @@ function storedDtype(t: TensorToWrite, floatDtype: 'F32' | 'BF16'): Dtype {
   return t.data instanceof Float32Array ? floatDtype : t.data instanceof Int32Array ? 'I32' : 'I64';
 }
 
+/** Float32 values as the stored bytes of a float dtype (BF16 and F16 rounded to nearest even). */
+export function encodeFloats(data: Float32Array, dtype: 'F32' | 'BF16' | 'F16'): Uint8Array {
+  const out = dtype === 'F32' ? data : dtype === 'BF16' ? f32ToBf16(data) : f32ToF16(data);
+  return new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
+}
+
 function toBytes(t: TensorToWrite, dtype: Dtype): Uint8Array {
   const src = dtype === 'BF16' ? f32ToBf16(t.data as Float32Array) : t.data;
   return new Uint8Array(src.buffer, src.byteOffset, src.byteLength);
@@ -356,35 +363,77 @@ export function serializeSafetensors(
 ): Uint8Array[] {
   const floatDtype = opts.floatDtype ?? 'F32';
   const items = [...tensors].map(([name, t]) => {
-    if (name === '__metadata__') throw new Error('"__metadata__" is reserved and cannot name a tensor');
     if (numel(t.shape) !== t.data.length) {
       throw new Error(
         `tensor "${name}": shape ${JSON.stringify(t.shape)} has ${numel(t.shape)} elements but data has ${t.data.length}`,
       );
     }
-    return { name, t, dtype: storedDtype(t, floatDtype) };
+    return { name, t, dtype: storedDtype(t, floatDtype), shape: t.shape };
   });
+  const { header, order } = safetensorsLayout(items, opts.metadata);
+  return [header, ...order.map(({ t, dtype }) => toBytes(t, dtype))];
+}
+
+/** A tensor of a file being laid out: its name, stored dtype and shape. */
+export interface TensorEntry {
+  name: string;
+  dtype: Dtype;
+  shape: readonly number[];
+}
+
+/**
+ * The header bytes of a safetensors file holding `entries`, and the order their bytes follow it in (see
+ * serializeSafetensors); refuses a reserved or repeated name.
+ */
+export function safetensorsLayout<T extends TensorEntry>(
+  entries: readonly T[],
+  metadata?: Record<string, string>,
+): { header: Uint8Array; order: T[] } {
   const names = new Set<string>();
-  for (const { name } of items) {
+  for (const { name } of entries) {
+    if (name === '__metadata__') throw new Error('"__metadata__" is reserved and cannot name a tensor');
     if (names.has(name)) throw new Error(`tensor "${name}" is given twice`);
     names.add(name);
   }
-  items.sort((a, b) => DTYPE_BYTES[b.dtype] - DTYPE_BYTES[a.dtype] || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  const header: Record<string, unknown> = {};
-  if (opts.metadata) header['__metadata__'] = opts.metadata;
-  const chunks: Uint8Array[] = [];
+  const order = [...entries].sort(
+    (a, b) => DTYPE_BYTES[b.dtype] - DTYPE_BYTES[a.dtype] || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
+  );
+  const json: Record<string, unknown> = {};
+  if (metadata) json['__metadata__'] = metadata;
   let offset = 0;
-  for (const { name, t, dtype } of items) {
-    const bytes = toBytes(t, dtype);
-    header[name] = { dtype, shape: [...t.shape], data_offsets: [offset, offset + bytes.byteLength] };
-    offset += bytes.byteLength;
-    chunks.push(bytes);
+  for (const { name, dtype, shape } of order) {
+    const bytes = numel(shape) * DTYPE_BYTES[dtype];
+    json[name] = { dtype, shape: [...shape], data_offsets: [offset, offset + bytes] };
+    offset += bytes;
   }
-  const json = Buffer.from(JSON.stringify(header), 'utf8');
-  const padded = Buffer.alloc(8 + Math.ceil(json.byteLength / 8) * 8, 0x20);
-  padded.writeBigUInt64LE(BigInt(padded.byteLength - 8), 0);
-  json.copy(padded, 8);
-  return [padded, ...chunks];
+  const text = Buffer.from(JSON.stringify(json), 'utf8');
+  const header = Buffer.alloc(8 + Math.ceil(text.byteLength / 8) * 8, 0x20);
+  header.writeBigUInt64LE(BigInt(header.byteLength - 8), 0);
+  text.copy(header, 8);
+  return { header, order };
+}
+
+/**
+ * Writes a safetensors file of `entries` atomically, asking `bytes` for each tensor's stored bytes only when its turn
+ * comes: one tensor in memory at a time, however large the file.
+ */
+export async function writeSafetensorsStreaming(
+  path: string,
+  entries: readonly TensorEntry[],
+  bytes: (entry: TensorEntry) => Promise<Uint8Array>,
+  metadata?: Record<string, string>,
+): Promise<void> {
+  const { header, order } = safetensorsLayout(entries, metadata);
+  async function* chunks(): AsyncGenerator<Uint8Array> {
+    yield header;
+    for (const e of order) {
+      const b = await bytes(e);
+      const want = numel(e.shape) * DTYPE_BYTES[e.dtype];
+      if (b.byteLength !== want) throw new Error(`tensor "${e.name}": ${b.byteLength} bytes given, ${want} expected`);
+      yield b;
+    }
+  }
+  await writeFileAtomic(path, chunks());
 }
 
 /** Writes tensors to a safetensors file atomically (see serializeSafetensors for the layout). */

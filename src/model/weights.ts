@@ -73,6 +73,25 @@ export interface LoadOptions {
 }
 
 /**
+ * The name each weight of `cfg` (hfWeightNames' order) has in the checkpoint `reader` opened (its own or an alias),
+ * from the headers alone; throws naming the folder and the tensor when one is missing or not of the config's shape.
+ */
+export function storedNames(cfg: TransformerConfig, reader: CheckpointReader): string[] {
+  return hfWeightNames(cfg).map((w) => {
+    const name = [w.name, ...w.aliases].find((n) => reader.has(n));
+    if (name === undefined)
+      throw new Error(`${reader.dir}: missing tensor "${w.name}" (shape [${w.shape.join(', ')}])`);
+    const shape = reader.info(name).shape;
+    if (shape.length !== w.shape.length || shape.some((d, i) => d !== w.shape[i]))
+      throw new Error(
+        `${reader.dir}: tensor "${w.name}" has shape [${shape.join(', ')}] in the weight files, config.json needs ` +
+          `[${w.shape.join(', ')}]`,
+      );
+    return name;
+  });
+}
+
+/**
  * Loads config.json and the weights of a Hugging Face checkpoint folder. Every tensor the config needs is checked
  * against the weight files' headers (present, same shape) before any tensor is read, so a config.json that claims
  * more than the files hold is refused without allocating; weights that are NaN or infinite are refused at load.
@@ -84,17 +103,7 @@ export async function loadModel(dir: string, options: LoadOptions = {}): Promise
   const reader = await CheckpointReader.open(dir);
   try {
     const wanted = hfWeightNames(cfg);
-    const found = wanted.map((w) => {
-      const name = [w.name, ...w.aliases].find((n) => reader.has(n));
-      if (name === undefined) throw new Error(`${dir}: missing tensor "${w.name}" (shape [${w.shape.join(', ')}])`);
-      const shape = reader.info(name).shape;
-      if (shape.length !== w.shape.length || shape.some((d, i) => d !== w.shape[i]))
-        throw new Error(
-          `${dir}: tensor "${w.name}" has shape [${shape.join(', ')}] in the weight files, config.json needs ` +
-            `[${w.shape.join(', ')}]`,
-        );
-      return name;
-    });
+    const found = storedNames(cfg, reader);
     const tensors = new Map<string, { shape: number[]; data: Float32Array | Uint16Array }>();
     const lookups = embeddingTables(cfg);
     for (const [i, name] of found.entries()) {

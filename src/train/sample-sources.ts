@@ -12,7 +12,7 @@ import { scoreResponses } from '../model/response-log-probs.js';
 import { scoreSamples, type WeightedReward } from '../rewards/reward.js';
 import { sampleRollouts, type Agent } from '../rollout/rollout.js';
 import type { Problem } from '../tasks/problem.js';
-import type { PromptOptions } from '../tasks/prompt.js';
+import { renderPrompt, type PromptOptions } from '../tasks/prompt.js';
 import { extractAnswer } from '../rewards/extract.js';
 import type { DataCursor } from '../run/train-state.js';
 import type { OldLogProbSource } from '../algorithms/rollout-correction.js';
@@ -241,13 +241,17 @@ export class RolloutSource implements SampleSource {
     return out;
   }
 
-  /** The first responses of each role in the last step, with their parsed and gold answers. */
+  /**
+   * The first responses of each role in the last step, with their parsed and gold answers and the prompt text the
+   * policy was given (its template, system message and chat template applied).
+   */
   logRows(step: number): SampleLogRow[] {
-    return this.last.flatMap((records) =>
+    return this.last.flatMap((records, r) =>
       records.slice(0, this.data.samplesLogged).map((s) => ({
         step,
         agent: s.generator,
         prompt: s.prompt,
+        rendered_prompt: renderPrompt(this.roles[r]!.policy.tokenizer, s.prompt, this.roles[r]!.rollout.prompt),
         response: s.text,
         answer: extractAnswer(s.text),
         gold: s.gold,

@@ -3,8 +3,11 @@ import { open, rename, unlink, writeFile, type FileHandle } from 'node:fs/promis
 import { basename, dirname, join } from 'node:path';
 import { fsyncPath } from './fsync.js';
 
-/** What writeFileAtomic accepts: text (UTF-8), bytes, or a list of byte chunks written one after another. */
-export type AtomicData = string | Uint8Array | readonly Uint8Array[];
+/**
+ * What writeFileAtomic accepts: text (UTF-8), bytes, or byte chunks written one after another (a list, or made one at
+ * a time so that a large file never sits whole in memory).
+ */
+export type AtomicData = string | Uint8Array | readonly Uint8Array[] | AsyncIterable<Uint8Array>;
 
 /**
  * Writes `data` to `path` so that readers see either the old file or the whole new one, never a partial file:
@@ -19,9 +22,11 @@ export async function writeFileAtomic(path: string, data: AtomicData): Promise<v
   try {
     const fh = await open(tmp, 'wx', 0o644);
     try {
-      for (const [i, chunk] of chunks.entries()) {
+      let first = true;
+      for await (const chunk of chunks) {
         await writeAll(fh, chunk);
-        if (i === 0 && process.env[STALL_ENV]) await stallForTest(process.env[STALL_ENV]);
+        if (first && process.env[STALL_ENV]) await stallForTest(process.env[STALL_ENV]);
+        first = false;
       }
       await fh.sync();
     } finally {
