@@ -53,9 +53,7 @@ export async function runAgent(o: AgentCliOptions): Promise<void> {
  * publish only its own subjects of the run.
  */
 export async function runBrokerUsers(o: Pick<AgentCliOptions, 'config' | 'set'>): Promise<void> {
-  // The run id hashes the config, date included: a fresh agent started today gets the same one.
-  const loaded = await loadRunConfig(o.config, o.set);
-  const cfg = await settleRunDate(loaded, loaded.runDir, false);
+  const cfg = await loadRunConfig(o.config, o.set);
   const users = cfg.agents.map((a) => ({
     agent: a.name,
     password: `$HACRL_PASSWORD_${a.name.toUpperCase().replace(/[^A-Z0-9]/g, '_')}`,

@@ -36,10 +36,12 @@ export interface AgentRunOptions {
 /**
  * The run's name on the broker: exchange.runId, or a hash of the config without its exchange section (where the
  * broker is and how to log in do not change what is trained), so agents given the same file agree without talking.
+ * The run's date (data.date, settled when each agent starts) is left out too: agents started on different days still
+ * meet, and their fingerprints name the difference.
  */
 export function runIdOf(cfg: RunConfig): string {
   if (cfg.exchange.runId !== '') return cfg.exchange.runId;
-  const trained = JSON.stringify({ ...cfg, exchange: null });
+  const trained = JSON.stringify({ ...cfg, exchange: null, data: { ...cfg.data, date: null } });
   return createHash('sha256').update(trained).digest('hex').slice(0, 16);
 }
 
@@ -89,7 +91,8 @@ export async function runAgentProcess(cfg: RunConfig, o: AgentRunOptions): Promi
       onLate: x.onLate,
       check: await partnerCheck(resolved, o.agent),
       onBadRecord: x.onBadRecord,
-      fingerprint: await runFingerprint(resolved),
+      // The date chat templates render goes into every prompt: partners must share it as they share the data.
+      fingerprint: { ...(await runFingerprint(resolved)), 'data.date': cfg.data.date ?? '' },
       log: (line) => o.progress.message(line),
     });
     await exchange.greet();
