@@ -275,8 +275,19 @@ const weightFiles = (dir: string): string[] =>
   existsSync(join(dir, 'adapter_config.json'))
     ? ['adapter_config.json', 'adapter_model.safetensors']
     : ['model.safetensors'];
+/**
+ * The weights of agent folder `dir` as bytes: each file's, a safetensors file's without its metadata (an adapter's
+ * records its base relative to where the folder lies, which differs between a run folder and an agent's).
+ */
 const weights = async (dir: string): Promise<Buffer> =>
-  Buffer.concat(await Promise.all(weightFiles(dir).map((f) => readFile(join(dir, f)))));
+  Buffer.concat(await Promise.all(weightFiles(dir).map(async (f) => withoutMetadata(await readFile(join(dir, f)), f))));
+function withoutMetadata(bytes: Buffer, name: string): Buffer {
+  if (!name.endsWith('.safetensors')) return bytes;
+  const headerBytes = Number(bytes.readBigUInt64LE(0));
+  const header = JSON.parse(bytes.subarray(8, 8 + headerBytes).toString('utf8')) as Record<string, unknown>;
+  delete header.__metadata__;
+  return Buffer.concat([Buffer.from(JSON.stringify(header)), bytes.subarray(8 + headerBytes)]);
+}
 const stateJson = async (dir: string): Promise<{ agents: { name: string; rngs: Record<string, number[]> }[] }> =>
   JSON.parse(await readFile(join(dir, 'state.json'), 'utf8')) as {
     agents: { name: string; rngs: Record<string, number[]> }[];

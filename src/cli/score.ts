@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { engine } from '../backend/engine.js';
 import { scoreResponses } from '../model/response-log-probs.js';
-import { loadPretrained, loadPretrainedModel, tokenizerFolder } from '../model/pretrained.js';
+import { loadPretrainedModel, tokenizerFolder } from '../model/pretrained.js';
+import { loadTokenizer } from '../tokenizer/load.js';
 import type { Transformer } from '../model/transformer.js';
 import type { Precision } from '../tensor/bf16.js';
 import { checkIds, type Tokenizer } from '../tokenizer/tokenizer.js';
@@ -49,20 +50,25 @@ function tokenize(
 
 /**
  * The model, with its tokenizer only when a row is text: rows of ids alone score under a folder without tokenizer
- * files. A text row under such a folder is refused before any weight is read.
+ * files. A text row under such a folder is refused before any weight is read. The model is loaded without the limit
+ * to its tokenizer's ids that sampling and training apply (a padded embedding's extra rows): scores are the model's
+ * own log-softmax over every row, as transformers computes them.
  */
 async function loadForRows(
   o: ScoreOptions,
   rows: readonly ScoreRow[],
 ): Promise<{ model: Transformer; tokenizer: Tokenizer | null }> {
   const text = rows.findIndex((r) => 'prompt' in r);
-  if (text < 0) return { model: await loadPretrainedModel(o.model, { precision: o.precision }), tokenizer: null };
-  if ((await tokenizerFolder(o.model)) === null)
+  const folder = text < 0 ? null : await tokenizerFolder(o.model);
+  if (text >= 0 && folder === null)
     throw new Error(
       `${o.input}: row ${text + 1} is text ({prompt, response}), which needs a tokenizer, and ${o.model} has none ` +
         '(no tokenizer.json or vocab.json): add the tokenizer files, or give every row as {prompt_ids, response_ids}',
     );
-  return loadPretrained(o.model, new Map(), { precision: o.precision });
+  return {
+    model: await loadPretrainedModel(o.model, { precision: o.precision }),
+    tokenizer: folder === null ? null : await loadTokenizer(folder),
+  };
 }
 
 /**
