@@ -4,7 +4,6 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { backgroundCores, cpuTicks } from '../util/cpu-load.js';
 import { resolveGemm, type ResolvedGemm } from './gemm-args.js';
-import type { ReproducibleMode } from './select.js';
 import {
   KERNEL_ARGS,
   type ArgSpec,
@@ -13,6 +12,14 @@ import {
   type KernelName,
   type Kernels,
 } from './kernels.js';
+
+/** The reproducible kernel mode (docs/reproducible.md) as the environment sets it. */
+export interface ReproducibleMode {
+  /** HACRL_REPRODUCIBLE=1: every product and reduction sums in one fixed order, the same bits on any CPU. */
+  on: boolean;
+  /** HACRL_FORCE_AVX2=1: the native backend runs the AVX2 build of those kernels even where AVX-512 exists. */
+  forceAvx2: boolean;
+}
 
 /** Functions the addon exports beyond the Kernels contract: machine measurements and BLAS details. */
 export interface NativeExtras {

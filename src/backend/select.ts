@@ -1,15 +1,7 @@
 import type { Kernels } from './kernels.js';
-import { loadNative, type NativeKernels } from './native.js';
+import { loadNative, type NativeKernels, type ReproducibleMode } from './native.js';
 import { reproducibleTypescriptKernels } from './reproducible.js';
 import { typescriptKernels } from './typescript.js';
-
-/** The reproducible kernel mode (docs/reproducible.md) as the environment sets it. */
-export interface ReproducibleMode {
-  /** HACRL_REPRODUCIBLE=1: every product and reduction sums in one fixed order, the same bits on any CPU. */
-  on: boolean;
-  /** HACRL_FORCE_AVX2=1: the native backend runs the AVX2 build of those kernels even where AVX-512 exists. */
-  forceAvx2: boolean;
-}
 
 let mode: ReproducibleMode | undefined;
 

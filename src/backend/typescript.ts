@@ -464,23 +464,10 @@ export interface Transcendentals {
   scalar(x: number): number;
 }
 
-/** The kernels built on exp and log (softmax family, SwiGLU, attention), computing with `t`. */
-export function transcendentalKernels(
+/** The softmax family on exp and log computed with `t`: softmax, log-softmax, gathered log-probs and entropy. */
+function softmaxKernels(
   t: Transcendentals,
-): Pick<
-  Kernels,
-  | 'softmax'
-  | 'logSoftmax'
-  | 'gatherLogProbs'
-  | 'gatherLogProbsBackward'
-  | 'entropyBackward'
-  | 'swiglu'
-  | 'swigluBackward'
-  | 'attention'
-  | 'attentionBackward'
-  | 'attentionDecode'
-> {
-  const sigmoid = (z: number): number => 1 / (1 + t.exp(-z));
+): Pick<Kernels, 'softmax' | 'logSoftmax' | 'gatherLogProbs' | 'gatherLogProbsBackward' | 'entropyBackward'> {
   const softmax: Kernels['softmax'] = (x, out, rows, dim) => {
     for (let r = 0, o = 0; r < rows; r++, o += dim) {
       const lse = rowLogSumExp(t, x, o, dim);
@@ -548,6 +535,12 @@ export function transcendentalKernels(
     }
   };
 
+  return { softmax, logSoftmax, gatherLogProbs, gatherLogProbsBackward, entropyBackward };
+}
+
+/** SwiGLU and its backward, its sigmoid on `t`'s exp. */
+function swigluKernels(t: Transcendentals): Pick<Kernels, 'swiglu' | 'swigluBackward'> {
+  const sigmoid = (z: number): number => 1 / (1 + t.exp(-z));
   const swiglu: Kernels['swiglu'] = (gate, up, out, n) => {
     for (let i = 0; i < n; i++) out[i] = gate[i] * sigmoid(gate[i]) * up[i];
   };
@@ -563,6 +556,11 @@ export function transcendentalKernels(
     }
   };
 
+  return { swiglu, swigluBackward };
+}
+
+/** Causal attention (forward, backward, decode) with its softmax on `t`. */
+function attentionKernels(t: Transcendentals): Pick<Kernels, 'attention' | 'attentionBackward' | 'attentionDecode'> {
   const attention: Kernels['attention'] = (q, k, v, out, lse, shape, keyStart) => {
     const scale = t.scalar(shape.scale ?? 1 / Math.sqrt(shape.headDim));
     forEachQuery(shape, (b, _h, i, qOff, kvOff, lseIdx) => {
@@ -615,18 +613,26 @@ export function transcendentalKernels(
     }
   };
 
-  return {
-    softmax,
-    logSoftmax,
-    gatherLogProbs,
-    gatherLogProbsBackward,
-    entropyBackward,
-    swiglu,
-    swigluBackward,
-    attention,
-    attentionBackward,
-    attentionDecode,
-  };
+  return { attention, attentionBackward, attentionDecode };
+}
+
+/** The kernels built on exp and log (softmax family, SwiGLU, attention), computing with `t`. */
+export function transcendentalKernels(
+  t: Transcendentals,
+): Pick<
+  Kernels,
+  | 'softmax'
+  | 'logSoftmax'
+  | 'gatherLogProbs'
+  | 'gatherLogProbsBackward'
+  | 'entropyBackward'
+  | 'swiglu'
+  | 'swigluBackward'
+  | 'attention'
+  | 'attentionBackward'
+  | 'attentionDecode'
+> {
+  return { ...softmaxKernels(t), ...swigluKernels(t), ...attentionKernels(t) };
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -6,10 +6,10 @@ import { closeDefaultPool } from '../rewards/worker-pool.js';
 import { loadDataSpec } from '../tasks/data-spec.js';
 import type { PromptOptions } from '../tasks/prompt.js';
 import { loadRunConfig } from '../config/load-config.js';
-import { resolveAgents } from '../config/rl-config.js';
 import { writeJsonAtomic } from '../util/atomic-write.js';
 import { checkWritableFile } from '../util/fs-errors.js';
 import { checkPrecisionRuns } from './precision.js';
+import { resolveRun } from '../train/resolved-run.js';
 
 /** Options of `hacrl eval`. */
 export interface EvalCliOptions {
@@ -52,7 +52,7 @@ const pct = (e: Estimate | null): string =>
  * not one, or when none is given and they are prompted differently.
  */
 export async function runConfigPrompt(file: string, agent?: string): Promise<PromptOptions> {
-  const agents = resolveAgents(await loadRunConfig(file));
+  const { agents } = resolveRun(await loadRunConfig(file));
   const names = agents.map((a) => a.name).join(', ');
   const chosen = agent === undefined ? agents : agents.filter((a) => a.name === agent);
   if (chosen.length === 0) throw new Error(`--agent ${agent}: ${file} has no such agent (it has ${names})`);
