@@ -306,6 +306,11 @@ describe(
       const sftRuns = await acrossVariants('sft', sft, (dir) => [join(dir, 'model.safetensors')]);
       assertAllEqual('SFT', sftRuns);
       assert.equal(sftRuns[0]![1][0], RECORDED_SFT_DIGEST, 'the recorded digest of these SFT steps');
+      // The command-line switch is the same mode as the environment's.
+      const flagged = join(root, 'sft-flag');
+      const f = hacrl(['--reproducible', ...sft(flagged)]);
+      assert.equal(f.status, 0, f.stderr);
+      assert.equal(await digest(join(flagged, 'model.safetensors')), RECORDED_SFT_DIGEST, 'hacrl --reproducible');
       // The partner: another initialisation, trained once; every variant's HACPO run starts from the same two agents.
       const partner = join(root, 'partner');
       const p = hacrl([...sft(partner), '--model-seed', '1'], { HACRL_REPRODUCIBLE: '1' });

@@ -83,7 +83,17 @@ program
   .name('hacrl')
   .description('Heterogeneous agent collaborative RL (HACPO, AT-GRPO) for transformer language models on the CPU')
   .version('0.1.0')
-  .option('--debug', 'on an error, print its stack trace too (also HACRL_DEBUG=1)', false);
+  .option('--debug', 'on an error, print its stack trace too (also HACRL_DEBUG=1)', false)
+  .option(
+    '--reproducible',
+    'every product and reduction summed in one fixed order: the same weights from the same seed on any CPU, slower ' +
+      '(also HACRL_REPRODUCIBLE=1; docs/reproducible.md)',
+    false,
+  )
+  // The engine reads the mode once, when a command first computes: set it before any action runs.
+  .hook('preAction', () => {
+    if (program.opts<{ reproducible: boolean }>().reproducible) process.env.HACRL_REPRODUCIBLE = '1';
+  });
 
 program
   .command('smoke')

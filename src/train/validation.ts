@@ -58,6 +58,7 @@ export async function validateAgent(
       topP: settings.topP,
       topK: settings.topK,
       seed: o.seed,
+      name: `agent ${agent.name} validating on ${d.name}`,
     });
     out[`val/${d.name}/greedy`] = report.greedy.value;
     if (report.avgAtK && report.passAtK) {
