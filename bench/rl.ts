@@ -50,7 +50,7 @@ import type { Tokenizer } from '../src/tokenizer/tokenizer.js';
 import { DEFAULT_PLAIN_FORMAT, renderPrompt } from '../src/tasks/prompt.js';
 import { makeTaskDataset, presetSpec } from '../src/tasks/splits.js';
 import { AgentSpecSchema, buildModel, buildTokenizer } from '../src/model/agent-spec.js';
-import type { TeamMember } from '../src/train/learners.js';
+import type { LocalLearner } from '../src/train/learners.js';
 import type { UpdateRecipe } from '../src/train/learner-step.js';
 import { RolloutSource } from '../src/train/sample-sources.js';
 import { learnerView, type SampleRecord } from '../src/train/sample-table.js';
@@ -283,7 +283,7 @@ function summarize(
 }
 
 /** Each learner's own knobs besides its policy and optimizer (HACPO's α and stepwise band; unused without sharing). */
-type LearnerKnobs = Pick<TeamMember, 'alpha' | 'stepwise' | 'order'>;
+type LearnerKnobs = Pick<LocalLearner, 'alpha' | 'stepwise' | 'order'>;
 
 /**
  * STEPS + 1 steps of the trainer's pipeline for `agents` under `recipe`, as `hacrl train` runs them: the source fills
@@ -293,7 +293,7 @@ type LearnerKnobs = Pick<TeamMember, 'alpha' | 'stepwise' | 'order'>;
  */
 async function benchSetting(agents: Agent[], recipe: UpdateRecipe, knobs: LearnerKnobs, peak: number) {
   const shared = recipe.sharing !== 'none';
-  const team: TeamMember[] = agents.map((policy, i) => ({
+  const team: LocalLearner[] = agents.map((policy, i) => ({
     policy,
     local: true,
     optimizer: new AdamW(policy.model.trainable, { lr: LR }),

@@ -452,7 +452,7 @@ describe('AT-GRPO training', () => {
       for (const [key, v] of Object.entries(m))
         if (/^role\/tool\/sandbox_/.test(key)) outcomes[key] = (outcomes[key] ?? 0) + v;
       const view = learnerView(table, agent, new Map([[agent.name, agent]]), false);
-      const r = learnerStep(table, view, [learner], 0, recipe, [NaN], k, new Rng(step));
+      const r = learnerStep(table, view, learner, [learner.policy.name], recipe, [NaN], k, new Rng(step));
       assert.equal(r.skippedUpdates, 0);
       assert.ok(Number.isFinite(r.metrics.loss), 'a finite update after sandbox failures');
     }

@@ -165,7 +165,16 @@ function moved(
   const l = team[index]!;
   const before = meanLogProbs(l, watch);
   const { table, view } = groupTable(l, rows);
-  const r = learnerStep(table, view, team, index, recipe, capability, k, new Rng(0));
+  const r = learnerStep(
+    table,
+    view,
+    l,
+    team.map((t) => t.policy.name),
+    recipe,
+    capability,
+    k,
+    new Rng(0),
+  );
   assert.equal(r.skippedUpdates, 0);
   return meanLogProbs(l, watch).map((v, i) => v - before[i]!);
 }
@@ -330,7 +339,7 @@ describe('a rollout correction reaches the update: a learner step weighs or mask
       samplingLogProbs: Array.from(r.generatorLogProbs, (old) => old - Math.log(rho[i]!)),
     }));
     const recipe = correction ? { ...GRPO, rolloutCorrection: correction } : GRPO;
-    const r = learnerStep(sampled, view, [l], 0, recipe, [NaN], k, new Rng(0));
+    const r = learnerStep(sampled, view, l, [l.policy.name], recipe, [NaN], k, new Rng(0));
     assert.equal(r.skippedUpdates, 0);
     return r.metrics;
   };

@@ -115,7 +115,7 @@ export function groupsWithVariance(table: readonly SampleRecord[], pool: readonl
 function advantages(
   table: readonly SampleRecord[],
   pool: readonly number[],
-  team: readonly Learner[],
+  team: readonly string[],
   k: number,
   recipe: UpdateRecipe,
   capability: readonly number[],
@@ -248,21 +248,23 @@ function sequenceMaker(
 }
 
 /**
- * Updates learner `k` of `team` on its `view` of the step's `table`; `capability` holds every learner's P̂ (Eq. 9)
- * when the recipe shares rollouts. Mini-batch order is drawn from `rng`.
+ * Updates learner `l` on its `view` of the step's `table`; `team` names every agent in team order (`l` among them),
+ * and `capability` holds every agent's P̂ (Eq. 9) in that order when the recipe shares rollouts. Mini-batch order is
+ * drawn from `rng`.
  */
 export function learnerStep(
   table: readonly SampleRecord[],
   view: LearnerView,
-  team: readonly Learner[],
-  k: number,
+  l: Learner,
+  team: readonly string[],
   recipe: UpdateRecipe,
   capability: readonly number[],
   kernels: Kernels,
   rng: Rng,
 ): LearnerResult {
-  const l = team[k]!;
   const name = l.policy.name;
+  const k = team.indexOf(name);
+  if (k < 0) throw new Error(`learner ${name} is not in its team (${team.join(', ')})`);
   const shared = recipe.sharing !== 'none';
   const { pool, signal, batches } = learnerBatches(table, view, name, l.order, recipe, rng);
   const own = view.records.filter((i) => table[i]!.generator === name);
@@ -295,7 +297,7 @@ export function learnerStep(
     shared,
     pHat: capability[k]!,
     advantages: adv,
-    partners: team.map((t, j) => (j === k ? null : t.policy.name)),
+    partners: team.map((t, j) => (j === k ? null : t)),
     groups: new Set(pool.map((i) => table[i]!.group)).size,
     zeroVarianceGroups: new Set(pool.filter((i) => !signal[i]).map((i) => table[i]!.group)).size,
     foreignSamples: view.records.length - own.length,
@@ -308,8 +310,8 @@ export function learnerStep(
 }
 
 /** Each agent's index in the team, by name. */
-function generatorIndexOf(team: readonly Learner[]): Map<string, number> {
-  return new Map(team.map((t, j) => [t.policy.name, j]));
+function generatorIndexOf(team: readonly string[]): Map<string, number> {
+  return new Map(team.map((t, j) => [t, j]));
 }
 
 /** The frozen reference's log-probs of the learner's own records (its policy's when it keeps no reference). */

@@ -14,7 +14,7 @@ import { lockRunDir } from '../run/run-lock.js';
 import type { StopRequest } from '../run/interrupt.js';
 import { loadNewestValidState, saveTrainState, type TrainState } from '../run/train-state.js';
 import { Rng } from '../util/rng.js';
-import { buildLearners, initialState, saveLearners, withEveryAgent } from './learners.js';
+import { buildLearners, initialState, saveLearners, withEveryAgent, type IsLocal } from './learners.js';
 import { createProgressDisplay, type ProgressDisplay } from './progress.js';
 import { resolveRun, type ResolvedRun } from './resolved-run.js';
 import { precisionRefusal } from './run-plan.js';
@@ -29,7 +29,8 @@ export type ProgressFn = (line: string) => void;
 
 /**
  * Completes each step's table with the records of agents that other processes train (src/distributed). This process
- * samples, trains, validates, logs and checkpoints only its `local` agents; the others are read for their tokenizers.
+ * samples, trains, validates, logs and checkpoints only its `local` agents; of the others it loads their tokenizers,
+ * never their weights (learners.ts, Partner).
  */
 export interface StepExchange {
   /** Names of the agents this process trains. */
@@ -81,8 +82,10 @@ async function trainLocked(r: ResolvedRun, options: TrainOptions): Promise<void>
   const k = engine();
   const display = typeof options.progress === 'function' ? createProgressDisplay(options.progress) : options.progress;
   const run = new RunFolder(r.runDir);
-  const state = await openRun(run, r, options.resume, display);
-  const team = await buildLearners(r, state, (name) => options.exchange?.local.has(name) ?? true);
+  // Under an exchange, the agents other processes train are partners: their weights are never loaded here.
+  const local = (name: string): boolean => options.exchange?.local.has(name) ?? true;
+  const state = await openRun(run, r, options.resume, display, local);
+  const team = await buildLearners(r, state, local);
   const source = await runSource(r, team, state.cursor, k);
   const log = await StepLog.open(run, r.steps, r.health, team, display, options.resume);
   const { recipe, loop } = r;
@@ -138,14 +141,21 @@ async function trainLocked(r: ResolvedRun, options: TrainOptions): Promise<void>
 }
 
 /**
- * The state to start from: a fresh run's (refused when the run folder already holds one), or with `resume` the latest
- * complete checkpoint of a run started with the same configuration (its logs cut back to that step).
+ * The state of the `local` agents to start from: a fresh run's (refused when the run folder already holds one), or with
+ * `resume` the latest complete checkpoint of a run started with the same configuration (its logs cut back to that
+ * step).
  */
-async function openRun(run: RunFolder, r: ResolvedRun, resume: boolean, display: ProgressDisplay): Promise<TrainState> {
+async function openRun(
+  run: RunFolder,
+  r: ResolvedRun,
+  resume: boolean,
+  display: ProgressDisplay,
+  local: IsLocal,
+): Promise<TrainState> {
   if (!resume) {
     if (await run.latestCheckpoint().catch(() => null))
       throw new Error(`${r.runDir} already holds a run; pass --resume to continue it, or choose another runDir`);
-    const state = await initialState(r.agents, r.seed);
+    const state = await initialState(r.agents, r.seed, local);
     await run.init(r.saved);
     await run.truncateLogsAfter(-1);
     return state;
@@ -165,7 +175,7 @@ async function openRun(run: RunFolder, r: ResolvedRun, resume: boolean, display:
     (line) => display.message(line),
     (agent) => precisions.get(agent) ?? 'fp32',
   );
-  const state = await withEveryAgent(r.agents, r.seed, checkpoint);
+  const state = await withEveryAgent(r.agents, r.seed, checkpoint, local);
   await run.truncateLogsAfter(state.step);
   display.message(
     state.step >= r.steps

@@ -96,11 +96,21 @@ function workflowSource(
   team: readonly TeamMember[],
   k: Kernels,
 ): WorkflowSource {
+  // Workflows run in one process (hacrl agent refuses them): every member is a local learner.
   const policies = new Map<string, WorkflowPolicy>(
-    team.map((l) => [
-      l.policy.name,
-      { agent: l.policy, policy: modelPolicy(l.policy.model, l.policy.tokenizer, k, l.rng, `agent ${l.policy.name}`) },
-    ]),
+    team.flatMap((l) =>
+      l.local
+        ? [
+            [
+              l.policy.name,
+              {
+                agent: l.policy,
+                policy: modelPolicy(l.policy.model, l.policy.tokenizer, k, l.rng, `agent ${l.policy.name}`),
+              },
+            ],
+          ]
+        : [],
+    ),
   );
   return new WorkflowSource(workflowOf(settings.workflow), settings.workflow, policies, {
     instancesPerStep: run.promptsPerStep,

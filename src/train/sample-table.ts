@@ -62,6 +62,9 @@ export const SampleSchema = z.strictObject({
 /** One response of the step (SampleSchema): immutable once in the table. */
 export type SampleRecord = Readonly<z.output<typeof SampleSchema>>;
 
+/** What a learner's view reads of an agent: its name and its tokenizer, never its weights. */
+export type Teammate = Pick<Agent, 'name' | 'tokenizer'>;
+
 /** A response in one learner's tokenization. */
 export interface LearnerTokens {
   /** The learner's own rendering of the prompt. */
@@ -87,8 +90,8 @@ export interface LearnerView {
  */
 export function learnerView(
   table: readonly SampleRecord[],
-  learner: Agent,
-  generators: ReadonlyMap<string, Agent>,
+  learner: Teammate,
+  generators: ReadonlyMap<string, Teammate>,
   shared: boolean,
 ): LearnerView {
   const promptOf = new Map<number, number[]>();
@@ -114,8 +117,8 @@ function ownTokens(r: SampleRecord): LearnerTokens {
 /** `learner`'s tokens of a foreign record, or null when it cannot train on it. */
 function foreignTokens(
   r: SampleRecord,
-  learner: Agent,
-  generators: ReadonlyMap<string, Agent>,
+  learner: Teammate,
+  generators: ReadonlyMap<string, Teammate>,
   promptOf: ReadonlyMap<number, number[]>,
 ): LearnerTokens | null {
   let mine;

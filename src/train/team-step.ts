@@ -7,7 +7,7 @@ import type { Kernels } from '../backend/kernels.js';
 import type { Rng } from '../util/rng.js';
 import { mean } from '../util/stats.js';
 import type { TeamMember } from './learners.js';
-import { learnerBatches, learnerStep, type Learner, type LearnerResult, type UpdateRecipe } from './learner-step.js';
+import { learnerBatches, learnerStep, type LearnerResult, type UpdateRecipe } from './learner-step.js';
 import { learnerView, type SampleRecord } from './sample-table.js';
 
 /**
@@ -34,14 +34,14 @@ export function teamStep(
       if (own.length > 0) l.capability.record(mean(own.map((r) => r.reward)));
     }
   const capability = members.map((l) => l.capability.estimate());
-  const team: Learner[] = members.map((l) => ({ ...l, lr: l.lr(step) }));
-  return team.flatMap((l, k) => {
-    if (!members[k]!.local) {
+  const team = members.map((l) => l.policy.name);
+  return members.flatMap((l, k) => {
+    if (!l.local) {
       learnerBatches(table, views[k]!, l.policy.name, l.order, recipe, rng);
       return [];
     }
     const t0 = performance.now();
-    const r = learnerStep(table, views[k]!, team, k, recipe, capability, kernels, rng);
+    const r = learnerStep(table, views[k]!, { ...l, lr: l.lr(step) }, team, recipe, capability, kernels, rng);
     return [{ ...r, seconds: (performance.now() - t0) / 1e3 }];
   });
 }
