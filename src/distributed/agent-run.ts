@@ -2,6 +2,10 @@
  * One agent of a run as its own process: it samples, trains, validates and checkpoints only its agent, in its own
  * folder `<runDir>/<agent>`, and exchanges each step's records with the other agents over NATS JetStream. Given the
  * same config and seeds, every agent ends exactly where the single-process run (`hacrl train`) leaves it.
+ *
+ * Of each partner (an agent another process trains) this process reads no weights: its tokenizer (re-tokenizing its
+ * responses, its replayed mini-batch draws and the arrival checks), its config.json vocabulary size (the arrival
+ * checks' id range) and its folder's file hashes (the fingerprint, streamed).
  */
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
