@@ -433,6 +433,8 @@ function planVsMeasured(
       cfg: agent.model.cfg,
       ...(LORA ? { adapters: adapterMemory(agent.model.cfg, LORA) } : {}),
       precision: PRECISION,
+      // shapeAgent draws a bf16 LoRA base straight into bfloat16 bits, embedding tables included (as a BF16 checkpoint).
+      tablesBf16: PRECISION === 'bf16' && LORA !== null,
       reference: false,
       scores: OLD_LOG_PROBS === 'learner',
       sequences: B * G,

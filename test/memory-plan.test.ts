@@ -189,11 +189,8 @@ describe('the estimate', () => {
       pa.parts.filter((p) => p.held === h).reduce((n, p) => n + p.bytes, 0),
     );
     assert.equal(pa.phase.bytes, Math.max(...phases));
-    // An agent another process trains costs its weights only.
-    assert.deepEqual(
-      agentMemory({ ...b, local: false }).parts.map((p) => p.name),
-      ['weights'],
-    );
+    // An agent another process trains costs nothing here: its weights stay with that process.
+    assert.deepEqual(agentMemory({ ...b, local: false }).parts, []);
   });
 });
 
@@ -277,10 +274,7 @@ describe('hacrl plan, and the refusal of hacrl train', async () => {
     });
     const { plan, prompts } = await planRun(resolveRun(cfg), { local: (name) => name === 'a' });
     const [a, b] = plan.agents as [ReturnType<typeof agentMemory>, ReturnType<typeof agentMemory>];
-    assert.deepEqual(
-      b.parts.map((p) => p.name),
-      ['weights'],
-    );
+    assert.deepEqual(b.parts, [], 'b is trained by another process: none of its memory is here');
     assert.ok(a.parts.some((p) => p.name === 'KL reference'));
     assert.equal(prompts[1]!.tokens, prompts[0]!.tokens, 'the two agents share a tokenizer here');
     // a trains on its 2 × 2 sequences and b's 2 × 4, in the recipe's mini-batches.
@@ -345,6 +339,9 @@ describe('hacrl plan, and the refusal of hacrl train', async () => {
     assert.ok(!a.parts.some((p) => p.name === 'KL reference'), 'the reference is the base without adapters');
     assert.ok(part(a, 'weights') > 494e6 * 4 * 0.99);
     assert.equal(part(b, 'weights (shared with a)'), 0);
+    // Under an exchange that trains only b here, b holds the base itself: a's process loads its own copy.
+    const onlyB = (await planRun(resolveRun(cfg), { local: (name) => name === 'b' })).plan.agents[1]!;
+    assert.equal(part(onlyB, 'weights'), part(a, 'weights'));
     const full = agentMemory({
       name: 'a',
       cfg: shape,

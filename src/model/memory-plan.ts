@@ -48,7 +48,13 @@ export interface AgentMemoryInput {
    * activations stay fp32.
    */
   precision?: Precision;
-  /** Whether this process samples and trains it; false: only its weights are loaded (for its tokenizer); default true. */
+  /**
+   * Whether its checkpoint stores the embedding tables as BF16 (its safetensors headers say): a frozen bf16 copy then
+   * keeps them as stored (2 bytes a value) and a head tied to them is multiplied without rounding; default false
+   * (another dtype is widened to fp32 for lookups).
+   */
+  tablesBf16?: boolean;
+  /** Whether this process samples and trains it; false: a partner, of which only the tokenizer is loaded; default true. */
   local?: boolean;
   /** Whether a frozen reference copy is kept (optim.klCoef > 0). */
   reference: boolean;
@@ -169,15 +175,15 @@ function headFloats(cfg: TransformerConfig, rows: number, training: boolean): nu
 
 /**
  * Bytes of a frozen copy of the weights: at bf16 its matrices are bfloat16 (weights.ts loadModel), vectors fp32, and
- * embedding tables counted fp32, as a checkpoint stored in another dtype than BF16 keeps them (the plan does not see
- * the dtype: for a BF16 checkpoint this counts half of each table too much).
+ * embedding tables bfloat16 when the checkpoint stores them so (`tablesBf16`), else fp32.
  */
-function frozenWeightBytes(cfg: TransformerConfig, precision: Precision): number {
+function frozenWeightBytes(cfg: TransformerConfig, precision: Precision, tablesBf16: boolean): number {
   const lookups = embeddingTables(cfg);
   let n = 0;
   for (const w of hfWeightNames(cfg)) {
     const size = w.shape.reduce((a, b) => a * b, 1);
-    n += size * (w.shape.length === 2 && precision === 'bf16' && !lookups.has(w.name) ? BF16_BYTES : F32);
+    const bits = w.shape.length === 2 && precision === 'bf16' && (tablesBf16 || !lookups.has(w.name));
+    n += size * (bits ? BF16_BYTES : F32);
   }
   return n;
 }
@@ -186,11 +192,11 @@ function frozenWeightBytes(cfg: TransformerConfig, precision: Precision): number
  * Bytes of the scratch bf16 products round their operands into, kept once grown (tensor/bf16.ts productOperand), as
  * bfloat16 bits: the widest input and output gradient over `rows` rows (the head's gradient a chunk of logits), and
  * the largest weight when the weights are trainable fp32 masters (a frozen base is stored as bfloat16 and read as is,
- * but for a head tied to an fp32 embedding table).
+ * but for a head tied to an fp32 embedding table: `tablesBf16` false).
  */
-function bf16OperandBytes(cfg: TransformerConfig, rows: number, frozenBase: boolean): number {
+function bf16OperandBytes(cfg: TransformerConfig, rows: number, frozenBase: boolean, tablesBf16: boolean): number {
   // A frozen base rounds only an fp32 table that is also its head (tied embeddings of a non-BF16 checkpoint).
-  const tiedHead = embeddingTables(cfg).has(outerNames(cfg).head);
+  const tiedHead = !tablesBf16 && embeddingTables(cfg).has(outerNames(cfg).head);
   let largest = 0;
   for (const w of hfWeightNames(cfg))
     if (w.shape.length === 2 && (!frozenBase || (tiedHead && w.name === outerNames(cfg).head)))
@@ -267,12 +273,15 @@ export const sumBytes = (parts: readonly MemoryPart[]): number => parts.reduce((
 
 /** One agent's parts and its largest phase. */
 export function agentMemory(a: AgentMemoryInput): AgentMemoryPlan {
+  // A partner's weights stay with the process that trains it (src/train/learners.ts Partner).
+  if (a.local === false) return { name: a.name, parts: [], resident: 0, phase: { name: 'sampling', bytes: 0 } };
   const { cfg } = a;
   const total = hfWeightNames(cfg).reduce((n, w) => n + w.shape.reduce((x, y) => x * y, 1), 0);
   const trainable = a.adapters?.parameters ?? a.trainableParameters ?? total;
   const precision = a.precision ?? 'fp32';
+  const tablesBf16 = a.tablesBf16 ?? false;
   // Trainable weights are fp32 masters; a LoRA agent's base is frozen.
-  const weightBytes = trainable < total ? frozenWeightBytes(cfg, precision) : total * F32;
+  const weightBytes = trainable < total ? frozenWeightBytes(cfg, precision, tablesBf16) : total * F32;
   const bf16 = precision === 'bf16';
   const parts: MemoryPart[] = [
     a.sharesWeightsWith === undefined
@@ -284,68 +293,67 @@ export function agentMemory(a: AgentMemoryInput): AgentMemoryPlan {
   if (a.adapters) {
     parts.push({ name: 'LoRA adapters', held: 'run', bytes: a.adapters.parameters * F32 });
   }
-  if (a.local !== false) {
-    parts.push(
-      {
-        name: 'gradients',
-        held: 'run',
-        bytes: trainable === total ? fullGradientBytes(cfg) : trainable * F32,
-      },
-      { name: 'AdamW m and v', held: 'run', bytes: 2 * trainable * F32 },
-    );
-    if (a.reference) parts.push({ name: 'KL reference', held: 'run', bytes: frozenWeightBytes(cfg, precision) });
-    const { layers } = cfg;
-    const length = a.promptTokens + a.maxNewTokens;
-    const batch = Math.min(a.generationBatch, a.sequences);
-    const prefillRows = batch * a.promptTokens;
-    const sampling = samplingParts(cfg, precision, trainable < total, batch, a.promptTokens, a.maxNewTokens);
-    parts.push(...sampling);
-    // Scoring (old log-probs, the KL reference's): SCORE_BATCH_SIZE sequences per pass, block outputs and one block.
-    const scoreRows = a.scores === false ? 0 : Math.min(SCORE_BATCH_SIZE, a.sequences) * length;
-    if (scoreRows > 0)
-      parts.push({
-        name: 'scoring activations',
-        held: 'scoring',
-        bytes:
-          (forwardFloats(cfg, scoreRows, { outputsOnly: true }) +
-            oneBlock(cfg, scoreRows) +
-            scoreRows * adapterFloats +
-            headFloats(cfg, scoreRows, false)) *
-          F32,
-      });
-    // Training: one mini-batch's forward passes, and in the backward a gradient for every op's output; under
-    // checkpointing those of each block's output, plus one block recomputed with its gradients and its input's.
-    const rows = Math.ceil(a.trainSequences / a.miniBatches) * length;
-    const plain = blockFloats(cfg);
-    const gradients = a.checkpointing
-      ? rows * (layers * cfg.hidden + outerFloats(cfg) + plain.outputs + plain.saved + plain.outputs + cfg.hidden)
-      : rows * (layers * plain.outputs + outerFloats(cfg));
-    // What the adapter path keeps, for every layer or for the one recomputed.
-    const adapterTraining = rows * adapterFloats * (a.checkpointing ? 1 : layers);
-    const training =
-      (forwardFloats(cfg, rows, { outputsOnly: a.checkpointing }) +
-        gradients +
-        adapterTraining +
-        headFloats(cfg, rows, true)) *
-      F32;
-    parts.push(
-      { name: 'training activations', held: 'training', bytes: training },
-      // Sampling starts by trimming the pool to what fits beside its own parts under the training pass's peak, at
-      // least MIN_POOL_CAP (grad-pool.ts trimPool).
-      {
-        name: 'pooled training buffers',
-        held: 'sampling',
-        bytes: Math.min(training, Math.max(MIN_POOL_CAP * F32, training - sumBytes(sampling))),
-      },
-    );
-    // Grown by the largest pass of any phase and kept; one per process, so with several bf16 agents an overestimate.
-    if (bf16)
-      parts.push({
-        name: 'bf16 operand scratch',
-        held: 'run',
-        bytes: bf16OperandBytes(cfg, Math.max(prefillRows, scoreRows, rows), trainable < total),
-      });
-  }
+  parts.push(
+    {
+      name: 'gradients',
+      held: 'run',
+      bytes: trainable === total ? fullGradientBytes(cfg) : trainable * F32,
+    },
+    { name: 'AdamW m and v', held: 'run', bytes: 2 * trainable * F32 },
+  );
+  if (a.reference)
+    parts.push({ name: 'KL reference', held: 'run', bytes: frozenWeightBytes(cfg, precision, tablesBf16) });
+  const { layers } = cfg;
+  const length = a.promptTokens + a.maxNewTokens;
+  const batch = Math.min(a.generationBatch, a.sequences);
+  const prefillRows = batch * a.promptTokens;
+  const sampling = samplingParts(cfg, precision, trainable < total, batch, a.promptTokens, a.maxNewTokens);
+  parts.push(...sampling);
+  // Scoring (old log-probs, the KL reference's): SCORE_BATCH_SIZE sequences per pass, block outputs and one block.
+  const scoreRows = a.scores === false ? 0 : Math.min(SCORE_BATCH_SIZE, a.sequences) * length;
+  if (scoreRows > 0)
+    parts.push({
+      name: 'scoring activations',
+      held: 'scoring',
+      bytes:
+        (forwardFloats(cfg, scoreRows, { outputsOnly: true }) +
+          oneBlock(cfg, scoreRows) +
+          scoreRows * adapterFloats +
+          headFloats(cfg, scoreRows, false)) *
+        F32,
+    });
+  // Training: one mini-batch's forward passes, and in the backward a gradient for every op's output; under
+  // checkpointing those of each block's output, plus one block recomputed with its gradients and its input's.
+  const rows = Math.ceil(a.trainSequences / a.miniBatches) * length;
+  const plain = blockFloats(cfg);
+  const gradients = a.checkpointing
+    ? rows * (layers * cfg.hidden + outerFloats(cfg) + plain.outputs + plain.saved + plain.outputs + cfg.hidden)
+    : rows * (layers * plain.outputs + outerFloats(cfg));
+  // What the adapter path keeps, for every layer or for the one recomputed.
+  const adapterTraining = rows * adapterFloats * (a.checkpointing ? 1 : layers);
+  const training =
+    (forwardFloats(cfg, rows, { outputsOnly: a.checkpointing }) +
+      gradients +
+      adapterTraining +
+      headFloats(cfg, rows, true)) *
+    F32;
+  parts.push(
+    { name: 'training activations', held: 'training', bytes: training },
+    // Sampling starts by trimming the pool to what fits beside its own parts under the training pass's peak, at
+    // least MIN_POOL_CAP (grad-pool.ts trimPool).
+    {
+      name: 'pooled training buffers',
+      held: 'sampling',
+      bytes: Math.min(training, Math.max(MIN_POOL_CAP * F32, training - sumBytes(sampling))),
+    },
+  );
+  // Grown by the largest pass of any phase and kept; one per process (planMemory counts the largest agent's).
+  if (bf16)
+    parts.push({
+      name: SCRATCH,
+      held: 'run',
+      bytes: bf16OperandBytes(cfg, Math.max(prefillRows, scoreRows, rows), trainable < total, tablesBf16),
+    });
   const resident = sumBytes(parts.filter((p) => p.held === 'run'));
   let phase: AgentMemoryPlan['phase'] = { name: 'sampling', bytes: 0 };
   for (const name of ['sampling', 'scoring', 'training'] as const) {
@@ -355,9 +363,36 @@ export function agentMemory(a: AgentMemoryInput): AgentMemoryPlan {
   return { name: a.name, parts, resident, phase };
 }
 
-/** The run's estimate: baseline + every agent's resident parts + the largest phase of any agent. */
+/** The name of the bf16 operand scratch part. */
+const SCRATCH = 'bf16 operand scratch';
+
+/**
+ * `plans` with the bf16 operand scratch counted once: the process keeps one scratch per operand, grown by the largest
+ * pass of any agent, so every agent but the one with the largest scratch shows it as shared (0 bytes).
+ */
+function oneScratch(plans: AgentMemoryPlan[]): AgentMemoryPlan[] {
+  const bytes = (p: AgentMemoryPlan): number => p.parts.find((x) => x.name === SCRATCH)?.bytes ?? 0;
+  const owner = plans.reduce<AgentMemoryPlan | null>(
+    (best, p) => (bytes(p) > (best ? bytes(best) : 0) ? p : best),
+    null,
+  );
+  if (!owner) return plans;
+  return plans.map((p) => {
+    const b = bytes(p);
+    if (p === owner || b === 0) return p;
+    const parts = p.parts.map((x) =>
+      x.name === SCRATCH ? { ...x, name: `${SCRATCH} (shared with ${owner.name})`, bytes: 0 } : x,
+    );
+    return { ...p, parts, resident: p.resident - b };
+  });
+}
+
+/**
+ * The run's estimate: baseline + every agent's resident parts (the bf16 operand scratch once per process) + the
+ * largest phase of any agent.
+ */
 export function planMemory(agents: readonly AgentMemoryInput[], baseline = PROCESS_BASELINE_BYTES): MemoryPlan {
-  const plans = agents.map(agentMemory);
+  const plans = oneScratch(agents.map(agentMemory));
   let peakPhase: MemoryPlan['peakPhase'] = null;
   for (const p of plans)
     if (p.phase.bytes > 0 && (!peakPhase || p.phase.bytes > peakPhase.bytes)) peakPhase = { agent: p.name, ...p.phase };

@@ -2,7 +2,9 @@
  * Moving a Transformer's parameters to and from a Hugging Face checkpoint folder (config.json, model.safetensors or
  * shards, generation_config.json), and fresh random initialisation for agents trained here from scratch.
  */
-import { CheckpointReader, notWeightFile, writeCheckpoint } from './checkpoint.js';
+import { CheckpointReader, INDEX_FILE, notWeightFile, SINGLE_FILE, writeCheckpoint } from './checkpoint.js';
+import { join } from 'node:path';
+import { pathExists } from '../util/json-file.js';
 import { checkFinite } from './finite.js';
 import { readHfConfig, writeHfConfig, type TransformerConfig } from './hf-config.js';
 import type { Precision } from '../tensor/bf16.js';
@@ -114,6 +116,26 @@ export async function loadModel(dir: string, options: LoadOptions = {}): Promise
       tensors.set(name, t);
     }
     return modelFromTensors(cfg, tensors, dir, precision);
+  } finally {
+    await reader.close();
+  }
+}
+
+/**
+ * Whether the checkpoint folder `dir` stores every embedding table as BF16, from its weight files' headers alone: a
+ * frozen bf16 load (loadModel) keeps such tables as stored, others widened to fp32. False for a folder without
+ * weight files (a config.json alone, as the memory plan may be given).
+ */
+export async function tablesStoredBf16(dir: string): Promise<boolean> {
+  if (!(await pathExists(join(dir, SINGLE_FILE))) && !(await pathExists(join(dir, INDEX_FILE)))) return false;
+  const cfg = await readHfConfig(dir);
+  const reader = await CheckpointReader.open(dir);
+  try {
+    const wanted = hfWeightNames(cfg);
+    const lookups = embeddingTables(cfg);
+    return storedNames(cfg, reader).every(
+      (name, i) => !lookups.has(wanted[i]!.name) || reader.info(name).dtype === 'BF16',
+    );
   } finally {
     await reader.close();
   }

@@ -7,6 +7,7 @@ import { resolve } from 'node:path';
 import { bf16Refusal } from '../backend/cpu-features.js';
 import type { ResolvedAgent } from '../config/rl-config.js';
 import { readHfConfig } from '../model/hf-config.js';
+import { tablesStoredBf16 } from '../model/weights.js';
 import type { Precision } from '../tensor/bf16.js';
 import { adapterMemory, planMemory, type AgentMemoryInput, type MemoryPlan } from '../model/memory-plan.js';
 import { loadDataSpec } from '../tasks/data-spec.js';
@@ -84,7 +85,8 @@ async function agentLongestPrompt(agent: ResolvedAgent, questions: readonly stri
 type PlanInputs = Pick<ResolvedRun, 'agents' | 'source' | 'recipe' | 'promptsPerStep'>;
 
 /**
- * The memory plan of `run` from each agent's config.json and tokenizer and the training data (no weights read).
+ * The memory plan of `run` from each agent's config.json, weight file headers and tokenizer and the training data (no
+ * weights read).
  * Rollouts shared between agents (hacpo, naive) make every learner train on all agents' sequences.
  */
 export async function planRun(run: PlanInputs, o: RunPlanOptions = {}): Promise<RunPlan> {
@@ -106,7 +108,8 @@ export async function planRun(run: PlanInputs, o: RunPlanOptions = {}): Promise<
   const shared = recipe.sharing !== 'none';
   const sequences = agents.map((a) => run.promptsPerStep * a.groupSize);
   const everyone = sequences.reduce((n, s) => n + s, 0);
-  const owners = baseOwners(agents);
+  const local = (name: string): boolean => o.local?.(name) ?? true;
+  const owners = baseOwners(agents.filter((a) => local(a.name)));
   // A workflow takes its old log-probs from the training pass (optim.oldLogProbs 'sampler' is refused there).
   const scoring = source.kind === 'workflow' || source.oldLogProbs === 'learner' || recipe.kl !== null;
   const inputs: AgentMemoryInput[] = await Promise.all(
@@ -114,11 +117,12 @@ export async function planRun(run: PlanInputs, o: RunPlanOptions = {}): Promise<
       name: a.name,
       cfg: await readHfConfig(a.checkpoint),
       ...(await loraInputs(a, owners.get(a.name))),
-      local: o.local?.(a.name) ?? true,
+      local: local(a.name),
       // A LoRA agent's KL reference is its base without the adapters: no copy.
       reference: recipe.kl !== null && a.lora === null,
       scores: scoring,
       precision: a.precision,
+      tablesBf16: a.precision === 'bf16' && (await tablesStoredBf16(a.checkpoint)),
       sequences: sequences[i]!,
       generationBatch: GENERATION_BATCH,
       promptTokens: prompts[i]!.tokens,
@@ -132,8 +136,9 @@ export async function planRun(run: PlanInputs, o: RunPlanOptions = {}): Promise<
 }
 
 /**
- * For each LoRA agent after the first on the same base folder and precision, that first agent's name:
- * src/train/learners.ts loads one frozen base per folder and precision, so the plan counts its weights once.
+ * For each LoRA agent of `agents` (those this process trains) after the first on the same base folder and precision,
+ * that first agent's name: src/train/learners.ts loads one frozen base per folder and precision, so the plan counts
+ * its weights once.
  */
 function baseOwners(agents: readonly ResolvedAgent[]): Map<string, string> {
   const first = new Map<string, string>();
