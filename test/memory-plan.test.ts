@@ -9,6 +9,8 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { engine } from '../src/backend/engine.js';
 import { readHfConfig, writeHfConfig } from '../src/model/hf-config.js';
+import { writeCheckpoint } from '../src/model/checkpoint.js';
+import { loadModel, tablesStoredBf16, tensorsForCheckpoint } from '../src/model/weights.js';
 import { parseRunConfig } from '../src/config/load-config.js';
 import { longestPrompt, MEASURED_QUESTIONS, planRun } from '../src/train/run-plan.js';
 import { renderPrompt } from '../src/tasks/prompt.js';
@@ -158,6 +160,39 @@ describe('the estimate', () => {
     const untied = { ...lora, cfg: { ...lora.cfg, tiedEmbeddings: false } };
     assert.equal(part(untied, 'bf16 operand scratch'), full - 2 * table);
     assert.equal(part(base, 'bf16 operand scratch'), 0);
+    // A checkpoint storing its tables as BF16 (as the Hub ships Qwen2.5 and Llama 3.2) keeps them as stored: 2 bytes a
+    // value, and its tied head is multiplied without rounding.
+    const stored = { ...lora, tablesBf16: true };
+    assert.equal(part(stored, 'weights'), 2 * params + 2 * vectors);
+    assert.equal(
+      part({ ...stored, reference: true, trainableParameters: undefined }, 'KL reference'),
+      part(stored, 'weights'),
+    );
+    assert.equal(part(stored, 'bf16 operand scratch'), full - 2 * table);
+    assert.equal(part({ ...stored, precision: 'fp32' }, 'weights'), part({ ...lora, precision: 'fp32' }, 'weights'));
+  });
+
+  test("one bf16 operand scratch per process: the largest agent's is counted, the others show it shared", () => {
+    const llama = { ...base, name: 'llama', cfg: shapeConfig('llama-3.2-1b'), precision: 'bf16' as const };
+    const qwen = { ...base, name: 'qwen', precision: 'bf16' as const };
+    const plan = planMemory([qwen, llama], 0);
+    const [q, l] = plan.agents as [ReturnType<typeof agentMemory>, ReturnType<typeof agentMemory>];
+    const scratch = (name: string): number =>
+      agentMemory(name === 'qwen' ? qwen : llama).parts.find((p) => p.name === 'bf16 operand scratch')!.bytes;
+    assert.ok(scratch('llama') > scratch('qwen') && scratch('qwen') > 0);
+    assert.equal(l.parts.find((p) => p.name === 'bf16 operand scratch')!.bytes, scratch('llama'));
+    assert.equal(q.parts.find((p) => p.name === 'bf16 operand scratch (shared with llama)')!.bytes, 0);
+    assert.equal(q.resident, agentMemory(qwen).resident - scratch('qwen'));
+    assert.equal(plan.total, q.resident + l.resident + plan.peakPhase!.bytes);
+    // fp32 agents have none: the plan is the sum as before.
+    const fp32 = planMemory(
+      [
+        { ...qwen, precision: 'fp32' },
+        { ...llama, precision: 'fp32' },
+      ],
+      0,
+    );
+    assert.equal(fp32.total, fp32.agents.reduce((n, a) => n + a.resident, 0) + fp32.peakPhase!.bytes);
   });
 
   test('the KV cache holds one generation batch at prompt + new tokens', () => {
@@ -259,6 +294,25 @@ describe('hacrl plan, and the refusal of hacrl train', async () => {
     const r = hacrl(['train', '--config', tiny, '--skip-memory-check'], { HACRL_MEMORY_LIMIT_BYTES: '1000' });
     assert.equal(r.status, 0, r.stderr);
     assert.ok(existsSync(join(dir, 'run-tiny', 'metrics.jsonl')));
+  });
+
+  test('a bf16 LoRA agent on a checkpoint storing BF16 tables is planned with them at 2 bytes a value', async () => {
+    const stored = join(dir, 'stored-bf16');
+    await saveTinyAgent(stored, 'qwen3');
+    const model = await loadModel(stored);
+    await writeCheckpoint(stored, tensorsForCheckpoint(model), { floatDtype: 'BF16' });
+    assert.equal(await tablesStoredBf16(stored), true);
+    assert.equal(await tablesStoredBf16(agent), false);
+    const weights = async (checkpoint: string): Promise<number> => {
+      const cfg = parseRunConfig({
+        agents: [{ name: 'a', checkpoint, lora: { rank: 2 }, precision: 'bf16' }],
+        data: { train: 'easy:train:20', template: '{question}' },
+      });
+      const { plan } = await planRun(resolveRun(cfg));
+      return plan.agents[0]!.parts.find((p) => p.name === 'weights')!.bytes;
+    };
+    // The untied qwen3 tiny model has one lookup table (its head is a product's weight: bf16 either way).
+    assert.equal((await weights(agent)) - (await weights(stored)), 2 * model.cfg.vocabSize * model.cfg.hidden);
   });
 
   test("hacrl agent's plan: the other agents cost their weights only, and shared rollouts are trained on by all", async () => {

@@ -131,11 +131,11 @@ export async function tablesStoredBf16(dir: string): Promise<boolean> {
   const cfg = await readHfConfig(dir);
   const reader = await CheckpointReader.open(dir);
   try {
-    const wanted = hfWeightNames(cfg);
     const lookups = embeddingTables(cfg);
-    return storedNames(cfg, reader).every(
-      (name, i) => !lookups.has(wanted[i]!.name) || reader.info(name).dtype === 'BF16',
-    );
+    const stored = hfWeightNames(cfg)
+      .filter((w) => lookups.has(w.name))
+      .map((w) => [w.name, ...w.aliases].find((n) => reader.has(n)));
+    return stored.length > 0 && stored.every((n) => n !== undefined && reader.info(n).dtype === 'BF16');
   } finally {
     await reader.close();
   }
