@@ -114,30 +114,33 @@ static inline double r_sigmoid(double z) { return 1.0 / (1.0 + r_exp(-z)); }
 
 /* ---------------------------------------------------------------------------------------------------------------- */
 /* gemm: C[i,j] = alpha·Σ_p op(A)[i,p]·op(B)[p,j] (+ beta·C[i,j]), the sum from p = 0 upwards in one double. Both
- * operands are packed as doubles in panels so a 4×16 tile of sums stays in registers over all of k.                 */
+ * operands are packed as doubles in panels so a GR×GC tile of sums stays in registers over all of k.               */
 
+/* The tile is as wide as the build's registers allow without spilling: 8×16 sums in 16 zmm registers with AVX-512,
+ * 4×8 in 8 ymm otherwise. Each sum is the same whatever the tile, so the bits do not depend on it. */
+#if defined(__AVX512F__)
 enum { GR = 8, GC = 16, GROUP_PANELS = 4, CHUNK_BLOCKS = 8 };
+typedef double vd __attribute__((vector_size(64), aligned(8)));
+#else
+enum { GR = 4, GC = 8, GROUP_PANELS = 8, CHUNK_BLOCKS = 16 };
+typedef double vd __attribute__((vector_size(32), aligned(8)));
+#endif
+enum { VL = sizeof(vd) / sizeof(double), TILE_VECTORS = GC / VL };
 
 /* op(X)[i,p] of X stored with leading dimension ld. */
 static inline double at(const float *x, int trans, int ld, int64_t i, int64_t p) {
   return trans ? x[p * ld + i] : x[i * ld + p];
 }
 
-/* Eight doubles as one value: GCC lowers each operation to lane-wise IEEE operations on whatever vectors the build
- * has (one zmm, two ymm), so the lanes' bits cannot depend on the width. */
-typedef double v8d __attribute__((vector_size(64), aligned(8)));
-
 /* The GR×GC tile of sums of one row block of packed A by one panel of packed B, in registers over all of k. */
 EXACT_PRODUCTS static void tile_sums(const double *restrict ap, const double *restrict bp, int64_t k, double out[GR][GC]) {
-  v8d t[GR][2] = {{{0}}};
+  vd t[GR][TILE_VECTORS] = {{{0}}};
   for (int64_t p = 0; p < k; p++) {
-    v8d b0, b1;
-    memcpy(&b0, bp + p * GC, sizeof b0);
-    memcpy(&b1, bp + p * GC + 8, sizeof b1);
+    vd b[TILE_VECTORS];
+    memcpy(b, bp + p * GC, sizeof b);
     for (int r = 0; r < GR; r++) {
       double a = ap[p * GR + r];
-      t[r][0] += a * b0;
-      t[r][1] += a * b1;
+      for (int v = 0; v < TILE_VECTORS; v++) t[r][v] += a * b[v];
     }
   }
   memcpy(out, t, sizeof t);
