@@ -12,8 +12,35 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Lets the compiler fuse a·b + c into one multiply-add. Only for functions whose every product is of two floats
+ * widened to double: such a product is exact, so the fused and the unfused sum round the same (and as
+ * reproducible.ts's do); anywhere else the file's -ffp-contract=off holds. */
+#define EXACT_PRODUCTS __attribute__((optimize("fp-contract=fast")))
+
 /* A few microseconds of thread wake-up is worth about this many simple operations. */
 static int team(double ops) { return hx_threads_for(ops, 2.5e5, 0); }
+
+/* Scratch memory kept per thread between calls, one buffer per use: memory fresh from malloc costs a page fault per
+ * page on every call, which at the zoo's sizes is a tenth of the mode's time. Buffers above SCRATCH_KEEP doubles are
+ * allocated and freed per call, so a large model does not hold them. */
+enum { SCRATCH_A, SCRATCH_B, SCRATCH_ROWS, SCRATCH_SLOTS, SCRATCH_KEEP = 1 << 22 };
+static _Thread_local double *scratch_buf[SCRATCH_SLOTS];
+static _Thread_local size_t scratch_cap[SCRATCH_SLOTS];
+
+/* At least n doubles (contents undefined), or NULL when memory is short; hand them back with scratch_done. */
+static double *scratch_take(int slot, size_t n) {
+  if (n > SCRATCH_KEEP) return malloc(n * sizeof(double));
+  if (n > scratch_cap[slot]) {
+    free(scratch_buf[slot]);
+    scratch_buf[slot] = malloc(n * sizeof(double));
+    scratch_cap[slot] = scratch_buf[slot] ? n : 0;
+  }
+  return scratch_buf[slot];
+}
+
+static void scratch_done(int slot, double *p) {
+  if (p != scratch_buf[slot]) free(p);
+}
 
 /* ---------------------------------------------------------------------------------------------------------------- */
 /* exp and log from + − × / and floor only, each correctly rounded in C and JavaScript alike.                        */
@@ -87,30 +114,33 @@ static inline double r_sigmoid(double z) { return 1.0 / (1.0 + r_exp(-z)); }
 
 /* ---------------------------------------------------------------------------------------------------------------- */
 /* gemm: C[i,j] = alpha·Σ_p op(A)[i,p]·op(B)[p,j] (+ beta·C[i,j]), the sum from p = 0 upwards in one double. Both
- * operands are packed as doubles in panels so a 4×16 tile of sums stays in registers over all of k.                 */
+ * operands are packed as doubles in panels so a GR×GC tile of sums stays in registers over all of k.               */
 
+/* The tile is as wide as the build's registers allow without spilling: 8×16 sums in 16 zmm registers with AVX-512,
+ * 4×8 in 8 ymm otherwise. Each sum is the same whatever the tile, so the bits do not depend on it. */
+#if defined(__AVX512F__)
 enum { GR = 8, GC = 16, GROUP_PANELS = 4, CHUNK_BLOCKS = 8 };
+typedef double vd __attribute__((vector_size(64), aligned(8)));
+#else
+enum { GR = 4, GC = 8, GROUP_PANELS = 8, CHUNK_BLOCKS = 16 };
+typedef double vd __attribute__((vector_size(32), aligned(8)));
+#endif
+enum { VL = sizeof(vd) / sizeof(double), TILE_VECTORS = GC / VL };
 
 /* op(X)[i,p] of X stored with leading dimension ld. */
 static inline double at(const float *x, int trans, int ld, int64_t i, int64_t p) {
   return trans ? x[p * ld + i] : x[i * ld + p];
 }
 
-/* Eight doubles as one value: GCC lowers each operation to lane-wise IEEE operations on whatever vectors the build
- * has (one zmm, two ymm), so the lanes' bits cannot depend on the width. */
-typedef double v8d __attribute__((vector_size(64), aligned(8)));
-
 /* The GR×GC tile of sums of one row block of packed A by one panel of packed B, in registers over all of k. */
-static void tile_sums(const double *restrict ap, const double *restrict bp, int64_t k, double out[GR][GC]) {
-  v8d t[GR][2] = {{{0}}};
+EXACT_PRODUCTS static void tile_sums(const double *restrict ap, const double *restrict bp, int64_t k, double out[GR][GC]) {
+  vd t[GR][TILE_VECTORS] = {{{0}}};
   for (int64_t p = 0; p < k; p++) {
-    v8d b0, b1;
-    memcpy(&b0, bp + p * GC, sizeof b0);
-    memcpy(&b1, bp + p * GC + 8, sizeof b1);
+    vd b[TILE_VECTORS];
+    memcpy(b, bp + p * GC, sizeof b);
     for (int r = 0; r < GR; r++) {
       double a = ap[p * GR + r];
-      t[r][0] += a * b0;
-      t[r][1] += a * b1;
+      for (int v = 0; v < TILE_VECTORS; v++) t[r][v] += a * b[v];
     }
   }
   memcpy(out, t, sizeof t);
@@ -121,29 +151,30 @@ static void scale_only(int m, int n, double beta, float *c, int ldc) {
     for (int64_t j = 0; j < n; j++) c[i * ldc + j] = beta == 0 ? 0.0f : (float)(beta * c[i * ldc + j]);
 }
 
+/* row[j] += a·b[j] for j < n, a a widened float. */
+EXACT_PRODUCTS static void add_scaled_row(double *restrict row, double a, const float *restrict b, int64_t n) {
+  for (int64_t j = 0; j < n; j++) row[j] += a * b[j];
+}
+
 /* C = alpha·op(A)·B (+ beta·C) for fewer than GR rows with B's rows contiguous (decode steps): each row of C adds
  * the rows of B scaled by its elements of A, p = 0 upwards, into a row of doubles, with no packing of the weights.
  * The sums are those of the tiles above, in the same order. */
 static int few_rows(int ta, int m, int n, int k, double al, const float *a, int lda, const float *b, int ldb, double be,
                     float *c, int ldc) {
-  double *acc = malloc((size_t)m * n * sizeof *acc);
+  double *acc = scratch_take(SCRATCH_A, (size_t)m * n);
   if (!acc) return -1;
 #pragma omp parallel for num_threads(team(0.5 * (double)m * n * k) < m ? team(0.5 * (double)m * n * k) : m)
   for (int64_t i = 0; i < m; i++) {
     double *row = acc + i * n;
     for (int64_t j = 0; j < n; j++) row[j] = 0;
-    for (int64_t p = 0; p < k; p++) {
-      double aip = at(a, ta, lda, i, p);
-      const float *bp = b + p * ldb;
-      for (int64_t j = 0; j < n; j++) row[j] += aip * bp[j];
-    }
+    for (int64_t p = 0; p < k; p++) add_scaled_row(row, at(a, ta, lda, i, p), b + p * ldb, n);
     for (int64_t j = 0; j < n; j++) {
       float *cij = c + i * ldc + j;
       double x = al * row[j];
       *cij = be == 0 ? (float)x : (float)(x + be * *cij);
     }
   }
-  free(acc);
+  scratch_done(SCRATCH_A, acc);
   return 0;
 }
 
@@ -157,10 +188,10 @@ static int r_gemm(int ta, int tb, int m, int n, int k, float alpha, const float 
   }
   if (m < GR && !tb) return few_rows(ta, m, n, k, al, a, lda, b, ldb, be, c, ldc);
   int64_t mb = (m + GR - 1) / GR, nb = (n + GC - 1) / GC;
-  double *ap = malloc((size_t)(mb * GR * k) * sizeof *ap), *bp = malloc((size_t)(nb * GC * k) * sizeof *bp);
+  double *ap = scratch_take(SCRATCH_A, (size_t)(mb * GR * k)), *bp = scratch_take(SCRATCH_B, (size_t)(nb * GC * k));
   if (!ap || !bp) {
-    free(ap);
-    free(bp);
+    scratch_done(SCRATCH_A, ap);
+    scratch_done(SCRATCH_B, bp);
     return -1;
   }
   int64_t groups = (nb + GROUP_PANELS - 1) / GROUP_PANELS, chunks = (mb + CHUNK_BLOCKS - 1) / CHUNK_BLOCKS;
@@ -200,8 +231,8 @@ static int r_gemm(int ta, int tb, int m, int n, int k, float alpha, const float 
         }
     }
   }
-  free(ap);
-  free(bp);
+  scratch_done(SCRATCH_A, ap);
+  scratch_done(SCRATCH_B, bp);
   return 0;
 }
 
@@ -215,7 +246,7 @@ static int column_sums(int64_t rows, int64_t dim, const void *ctx, column_terms 
   int nt = team(4.0 * rows * dim);
   int64_t blocks = (dim + 63) / 64;
   nt = nt < blocks ? nt : (blocks > 0 ? (int)blocks : 1);
-  double *scratch = malloc((size_t)(2 * dim + 1) * sizeof *scratch);
+  double *scratch = scratch_take(SCRATCH_ROWS, (size_t)(2 * dim + 1));
   if (!scratch) return -1;
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int64_t bl = 0; bl < blocks; bl++) {
@@ -228,7 +259,7 @@ static int column_sums(int64_t rows, int64_t dim, const void *ctx, column_terms 
     }
     for (int64_t j = lo; j < hi; j++) dst[j] = (float)((double)dst[j] + acc[j - lo]);
   }
-  free(scratch);
+  scratch_done(SCRATCH_ROWS, scratch);
   return 0;
 }
 
@@ -483,7 +514,7 @@ static void transpose_rows(const float *x, int64_t off, int64_t stride, int64_t 
 }
 
 /* out[j] = Σ_d a[d]·xt[d·ldt + j] for j < count, each summed over d = 0.. from 0. */
-static void dots_t(const float *a, const double *xt, int64_t ldt, int64_t count, int64_t dim, double *out) {
+EXACT_PRODUCTS static void dots_t(const float *a, const double *xt, int64_t ldt, int64_t count, int64_t dim, double *out) {
   for (int64_t j = 0; j < count; j++) out[j] = 0;
   for (int64_t d = 0; d < dim; d++) {
     double ad = a[d];
@@ -541,7 +572,7 @@ static void transpose_head(const float *k, const float *v, const hx_attn_shape *
 static int r_attention(const float *q, const float *k, const float *v, float *out, float *lse, const hx_attn_shape *s) {
   int64_t tasks = (int64_t)s->batch * s->q_heads, per = s->seq + s->head_dim + (int64_t)s->seq * s->head_dim;
   int nt = team(4.0 * tasks * s->seq * (double)s->seq * s->head_dim);
-  double *scratch = malloc((size_t)(nt * per + 1) * sizeof *scratch);
+  double *scratch = scratch_take(SCRATCH_A, (size_t)(nt * per + 1));
   if (!scratch) return -1;
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int64_t task = 0; task < tasks; task++) {
@@ -554,7 +585,7 @@ static int r_attention(const float *q, const float *k, const float *v, float *ou
       lse[task * s->seq + t] = attend_one(q + qo, &sp, s->scale, out + qo, scores, acc);
     }
   }
-  free(scratch);
+  scratch_done(SCRATCH_A, scratch);
   return 0;
 }
 
@@ -595,8 +626,9 @@ static int r_attention_backward(const float *dout, const float *q, const float *
   int nt = team(8.0 * s->batch * s->q_heads * s->seq * (double)s->seq * s->head_dim);
   int64_t per = 2 * s->seq + s->head_dim + 2 * (int64_t)s->seq * s->head_dim;
   /* Double sums of dk and dv in the layout of k; each task owns the rows of its kv head. */
-  double *sums = calloc((size_t)(2 * nkv + nt * per + 1), sizeof *sums);
+  double *sums = scratch_take(SCRATCH_A, (size_t)(2 * nkv + nt * per + 1));
   if (!sums) return -1;
+  memset(sums, 0, (size_t)(2 * nkv) * sizeof *sums);
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int64_t task = 0; task < tasks; task++) {
     double *scores = sums + 2 * nkv + (int64_t)omp_get_thread_num() * per, *dps = scores + s->seq;
@@ -617,7 +649,7 @@ static int r_attention_backward(const float *dout, const float *q, const float *
         dv[i] = (float)sums[nkv + i];
       }
   }
-  free(sums);
+  scratch_done(SCRATCH_A, sums);
   return 0;
 }
 
@@ -626,7 +658,7 @@ static int r_attention_decode(const float *q, const float *k_cache, const float 
                               float scale, const int32_t *key_start) {
   int64_t tasks = batch * kv_heads, per = length + head_dim + length * head_dim, group = q_heads / kv_heads;
   int nt = team(4.0 * batch * q_heads * (double)length * head_dim);
-  double *scratch = malloc((size_t)(nt * per + 1) * sizeof *scratch);
+  double *scratch = scratch_take(SCRATCH_A, (size_t)(nt * per + 1));
   if (!scratch) return -1;
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int64_t task = 0; task < tasks; task++) {
@@ -640,7 +672,7 @@ static int r_attention_decode(const float *q, const float *k_cache, const float 
       attend_one(q + qo, &sp, scale, out + qo, scores, acc);
     }
   }
-  free(scratch);
+  scratch_done(SCRATCH_A, scratch);
   return 0;
 }
 

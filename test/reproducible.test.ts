@@ -341,5 +341,54 @@ describe(
       const before = await Promise.all(agents.map((dir) => digest(join(dir, 'model.safetensors'))));
       runs[0]![1].forEach((d, i) => assert.notEqual(d, before[i], `HACPO changed agent ${i}`));
     });
+
+    test("a run's config records the mode, a resume follows it, and a contrary HACRL_REPRODUCIBLE is refused", async () => {
+      const agent = join(root, 'config-agent');
+      const a = hacrl(tinySftArgs(agent, ['--steps', '2', '--max-new-tokens', '8']));
+      assert.equal(a.status, 0, a.stderr);
+      const train = (dir: string, more: string[] = []): string[] => [
+        'train',
+        '--set',
+        'agents.0.name=policy',
+        `agents.0.checkpoint=${agent}`,
+        `runDir=${dir}`,
+        'data.train=easy:train:16',
+        'data.validation=[]',
+        'data.template={question}',
+        'rollout.promptsPerStep=2',
+        'rollout.groupSize=2',
+        'rollout.maxNewTokens=8',
+        'steps=1',
+        ...more,
+      ];
+      const saved = async (dir: string) =>
+        (JSON.parse(await readFile(join(dir, 'config.resolved.json'), 'utf8')) as { reproducible?: boolean })
+          .reproducible;
+      // Unset: the command line's mode (here the environment's, 1) is written into the saved config.
+      const fromEnv = join(root, 'config-env');
+      const r = hacrl(train(fromEnv));
+      assert.equal(r.status, 0, r.stderr);
+      assert.equal(await saved(fromEnv), true);
+      // A resume without the variable follows the saved config (else the configurations would differ) ...
+      const resumed = hacrl([...train(fromEnv), '--resume'], { HACRL_REPRODUCIBLE: undefined });
+      assert.equal(resumed.status, 0, resumed.stderr);
+      assert.match(resumed.stdout, /already finished/);
+      // ... and refuses the other kernels.
+      const fast = hacrl(['--fast-kernels', ...train(fromEnv), '--resume']);
+      assert.equal(fast.status, 1);
+      assert.match(fast.stderr, /saved configuration of .* says reproducible: true, but HACRL_REPRODUCIBLE=0/);
+      // The key alone turns the mode on; against the variable it is refused before anything runs.
+      const keyed = join(root, 'config-key');
+      const k = hacrl([...train(keyed), 'reproducible=true'], { HACRL_REPRODUCIBLE: undefined });
+      assert.equal(k.status, 0, k.stderr);
+      assert.equal(await saved(keyed), true);
+      assert.equal(
+        await digest(join(keyed, 'checkpoints', 'step-000001', 'agents', 'policy', 'model.safetensors')),
+        await digest(join(fromEnv, 'checkpoints', 'step-000001', 'agents', 'policy', 'model.safetensors')),
+      );
+      const clash = hacrl([...train(join(root, 'config-clash')), 'reproducible=false']);
+      assert.equal(clash.status, 1);
+      assert.match(clash.stderr, /the configuration says reproducible: false, but HACRL_REPRODUCIBLE=1/);
+    });
   },
 );

@@ -465,6 +465,7 @@ test('the JSON Schema documents every field, with the default of every defaulted
     'hacpo',
     'reward',
     'workflow',
+    'reproducible',
     'steps',
     'seed',
     'eval',

@@ -1,5 +1,6 @@
-// The agent zoo and the demo end to end on the test-sized 'tiny' pair: a build is cached by the hash of its recipe,
-// a rebuild gives the same bytes, and the demo prints before/after accuracy with intervals — the same on every run.
+// The agent zoo and the demo end to end on the test-sized 'tiny' pair: a build is cached by the hash of its recipe and
+// kernel mode, in the reproducible mode (the zoo's default) it gives the recorded bytes, a rebuild gives the same
+// bytes, and the demo prints before/after accuracy with intervals — the same on every run and backend.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
@@ -11,6 +12,8 @@ import { agentDir, agentHash, readManifest } from '../src/zoo/build.js';
 import { pairRecipe, ZOO } from '../src/zoo/recipes.js';
 import { hacrl, metricRows } from './cli.js';
 
+// The mode `hacrl zoo build` and `hacrl demo` default to, so that agentDir here names the folders they build.
+process.env.HACRL_REPRODUCIBLE = '1';
 const root = await mkdtemp(join(tmpdir(), 'hacrl-zoo-'));
 after(() => rm(root, { recursive: true, force: true }));
 const zooDir = join(root, 'zoo');
@@ -30,12 +33,15 @@ describe('agent zoo', () => {
       agentHash(ZOO.state, { ...ZOO.state.agents[1], continues: undefined }),
     );
     assert.match(agentDir('z', tiny, small), /^z\/tiny-small-[0-9a-f]{12}$/);
+    assert.notEqual(agentHash(tiny, small, false), agentHash(tiny, small, true), 'the kernel mode is in the key');
     assert.throws(() => pairRecipe('sizes'), /unknown zoo pair "sizes"; known: state, size, model, tiny/);
   });
 
-  test('zoo build --check builds the tiny pair, rebuilds it to identical weights, and list shows it', () => {
-    const r = hacrl(['zoo', 'build', '--only', 'tiny', '--dir', zooDir, '--check']);
+  test('zoo build --check builds the tiny pair to the recorded weights, rebuilds it to identical ones, and list shows it', () => {
+    const r = hacrl(['zoo', 'build', '--only', 'tiny', '--dir', zooDir, '--check'], { HACRL_REPRODUCIBLE: undefined });
     assert.equal(r.status, 0, r.stderr);
+    // The digest every machine must compute (src/zoo/recorded.ts), in the mode the command chose by itself.
+    assert.equal((r.stdout.match(/zoo check: tiny\/\w+ equals the recorded digest/g) ?? []).length, 2, r.stdout);
     assert.equal((r.stdout.match(/zoo check: tiny\/\w+ identical weights/g) ?? []).length, 2, r.stdout);
     const list = hacrl(['zoo', 'list', '--only', 'tiny', '--dir', zooDir, '--json']);
     assert.equal(list.status, 0, list.stderr);
@@ -60,6 +66,20 @@ describe('agent zoo', () => {
     }
   });
 
+  test('--fast-kernels builds into other folders, marked fast, with no recorded digest to compare', async () => {
+    const dir = join(root, 'zoo-fast');
+    const r = hacrl(['--fast-kernels', 'zoo', 'build', '--only', 'tiny', '--dir', dir, '--check']);
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /tiny\/small: no recorded digest for the fast kernels/);
+    for (const agent of ZOO.tiny.agents) {
+      const folder = join(dir, `tiny-${agent.name}-${agentHash(ZOO.tiny, agent, false).slice(0, 12)}`);
+      assert.equal((await readManifest(folder))?.kernels, 'fast', folder);
+      assert.equal((await readManifest(agentDir(zooDir, ZOO.tiny, agent)))?.kernels, 'reproducible');
+    }
+    const both = hacrl(['--fast-kernels', '--reproducible', 'zoo', 'list']);
+    assert.match(both.stderr, /choose one of --reproducible and --fast-kernels/);
+  });
+
   test('zoo build --check refuses a cached weight file that no longer matches a rebuild', async () => {
     const file = join(agentDir(otherDir, ZOO.tiny, ZOO.tiny.agents[0]), 'model.safetensors');
     const bytes = await readFile(file);
@@ -68,6 +88,7 @@ describe('agent zoo', () => {
     const r = hacrl(['zoo', 'build', '--only', 'tiny', '--dir', otherDir, '--check']);
     assert.notEqual(r.status, 0, r.stdout);
     assert.match(r.stdout, /zoo check: tiny\/\w+ DIFFERENT weights/);
+    assert.match(r.stdout, /zoo check: tiny\/small DIFFERS from the recorded digest/);
   });
 });
 
@@ -108,9 +129,14 @@ describe('hacrl demo (tiny pair, 2 steps)', () => {
     '--run-dir',
     join(root, run),
   ];
-  test('prints before/after accuracy with intervals per agent and split, writes the report; same numbers twice', async () => {
+  test('prints before/after accuracy with intervals per agent and split, writes the report; the same numbers again on the TypeScript backend', async () => {
     const first = hacrl(args('demo-a'));
     assert.equal(first.status, 0, first.stderr);
+    assert.match(first.stdout, /native backend, reproducible: fixed-order float64 sums/);
+    const saved = JSON.parse(await readFile(join(root, 'demo-a', 'config.resolved.json'), 'utf8')) as {
+      reproducible: boolean;
+    };
+    assert.equal(saved.reproducible, true, "the run's saved config records the mode");
     for (const agent of ['small', 'large'])
       for (const split of ['in-distribution', 'ood-mild'])
         assert.match(
@@ -122,7 +148,8 @@ describe('hacrl demo (tiny pair, 2 steps)', () => {
     assert.match(first.stdout, /step 2\/2 .* large /);
     assert.match(first.stdout, /report: .*demo-a\/report\.html/);
     assert.ok((await readdir(join(root, 'demo-a'))).includes('report.html'));
-    const second = hacrl(args('demo-b'));
+    // The same numbers from the other backend: the mode's promise, for a whole demo.
+    const second = hacrl(args('demo-b'), { HACRL_BACKEND: 'typescript' });
     assert.equal(second.status, 0, second.stderr);
     const rows = async (run: string) => JSON.parse(await readFile(join(root, run, 'demo.json'), 'utf8')).rows;
     assert.deepEqual(await rows('demo-b'), await rows('demo-a'));

@@ -13,6 +13,32 @@ function flag(name: string): boolean {
   throw new Error(`${name} must be 0 or 1, got "${v}"`);
 }
 
+/**
+ * Settles HACRL_REPRODUCIBLE for this process and the processes it starts, before any kernel runs: `asked` (a
+ * command-line switch) wins, then the variable as the user set it, then `byDefault` (the command's default).
+ */
+export function settleReproducible(asked: boolean | undefined, byDefault: boolean): void {
+  if (mode !== undefined) throw new Error('hacrl: the kernel mode was settled after the kernels were chosen');
+  if (asked !== undefined) process.env.HACRL_REPRODUCIBLE = asked ? '1' : '0';
+  else if (byDefault && !process.env.HACRL_REPRODUCIBLE) process.env.HACRL_REPRODUCIBLE = '1';
+}
+
+/**
+ * Turns the mode on or off as `what` (a run's configuration) says, before any kernel runs; refuses when
+ * HACRL_REPRODUCIBLE (or --reproducible, --fast-kernels) asks for the other.
+ */
+export function requireReproducible(on: boolean, what: string): void {
+  const env = process.env.HACRL_REPRODUCIBLE;
+  if (env && flag('HACRL_REPRODUCIBLE') !== on)
+    throw new Error(
+      `${what} says reproducible: ${on}, but HACRL_REPRODUCIBLE=${env} (or --reproducible, --fast-kernels) asks ` +
+        `for the other kernels: drop one of the two, or set reproducible in the configuration`,
+    );
+  if (mode !== undefined && mode.on !== on)
+    throw new Error('hacrl: the kernel mode was set after the kernels were chosen');
+  process.env.HACRL_REPRODUCIBLE = on ? '1' : '0';
+}
+
 /** The reproducible mode of this process, read from HACRL_REPRODUCIBLE and HACRL_FORCE_AVX2 once (the only reader). */
 export function reproducibleMode(): ReproducibleMode {
   if (mode === undefined) {

@@ -5,6 +5,7 @@ import { runAgentProcess, runIdOf } from '../distributed/agent-run.js';
 import { closeDefaultPool } from '../rewards/worker-pool.js';
 import { StopRequest } from '../run/interrupt.js';
 import { settleRunDate } from '../run/run-date.js';
+import { settleRunKernels } from '../run/run-kernels.js';
 import { findLatestCheckpoint } from '../run/run-folder.js';
 import { createProgressDisplay } from '../train/progress.js';
 import { resolveRun } from '../train/resolved-run.js';
@@ -29,7 +30,8 @@ export interface AgentCliOptions {
 export async function runAgent(o: AgentCliOptions): Promise<void> {
   const loaded = await loadRunConfig(o.config, o.set);
   const runDir = join(loaded.runDir, o.agent);
-  const cfg = await settleRunDate(loaded, runDir, (await findLatestCheckpoint(runDir)) !== null);
+  const continuing = (await findLatestCheckpoint(runDir)) !== null;
+  const cfg = await settleRunKernels(await settleRunDate(loaded, runDir, continuing), runDir, continuing);
   if (!o.skipMemoryCheck) await checkRunFits(resolveRun(cfg), machineMemory(), { local: (name) => name === o.agent });
   // The same command continues the agent from its newest checkpoint: no --resume needed.
   const stop = new StopRequest({ resumeHint: 'Run the same command again to continue' }).install();

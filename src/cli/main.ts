@@ -31,6 +31,7 @@ import { surviveClosedStdout } from '../util/closed-output.js';
 import { checkWritableFile } from '../util/fs-errors.js';
 import { DEFAULT_VERIFY_EXTRACT, runVerify, type VerifyCliOptions } from './verify.js';
 import { runZooBuild, runZooList, type ZooCliOptions } from './zoo.js';
+import { settleReproducible } from '../backend/select.js';
 
 /** Parses a command-line number (validated with the command's schema afterwards). */
 function num(value: string): number {
@@ -78,6 +79,12 @@ interface BenchCli {
   ablations: boolean | string;
 }
 
+/**
+ * The commands whose results the docs record (the zoo, the demo, the benches and the warm starts they build): they
+ * compute in the reproducible mode unless asked otherwise, so their numbers are the same on every CPU.
+ */
+const REPRODUCIBLE_BY_DEFAULT = new Set(['zoo build', 'demo', 'bench paper', 'bench mas', 'bench baseline']);
+
 const program = new Command();
 program
   .name('hacrl')
@@ -87,12 +94,21 @@ program
   .option(
     '--reproducible',
     'every product and reduction summed in one fixed order: the same weights from the same seed on any CPU, slower ' +
-      '(also HACRL_REPRODUCIBLE=1; docs/reproducible.md)',
+      `(also HACRL_REPRODUCIBLE=1; the default of ${[...REPRODUCIBLE_BY_DEFAULT].join(', ')}; docs/reproducible.md)`,
     false,
   )
-  // The engine reads the mode once, when a command first computes: set it before any action runs.
-  .hook('preAction', () => {
-    if (program.opts<{ reproducible: boolean }>().reproducible) process.env.HACRL_REPRODUCIBLE = '1';
+  .option(
+    '--fast-kernels',
+    'the fast kernels (BLAS, the widest vectors) even where the reproducible mode is the default: faster, but the ' +
+      'numbers depend on the CPU and the BLAS library (also HACRL_REPRODUCIBLE=0)',
+    false,
+  )
+  // The engine reads the mode once, when a command first computes: settle it before any action runs.
+  .hook('preAction', (_, action) => {
+    const o = program.opts<{ reproducible: boolean; fastKernels: boolean }>();
+    if (o.reproducible && o.fastKernels) throw new Error('choose one of --reproducible and --fast-kernels');
+    const path = action.parent === program ? action.name() : `${action.parent?.name()} ${action.name()}`;
+    settleReproducible(o.reproducible || (o.fastKernels ? false : undefined), REPRODUCIBLE_BY_DEFAULT.has(path));
   });
 
 program

@@ -3,6 +3,7 @@ import { closeDefaultPool } from '../rewards/worker-pool.js';
 import { createProgressDisplay } from '../train/progress.js';
 import { resumeCommand, StopRequest } from '../run/interrupt.js';
 import { settleRunDate } from '../run/run-date.js';
+import { settleRunKernels } from '../run/run-kernels.js';
 import { trainRl } from '../train/rl-trainer.js';
 import { resolveRun } from '../train/resolved-run.js';
 import { checkRunFits } from '../train/run-plan.js';
@@ -23,7 +24,7 @@ export interface TrainCliOptions {
 /** `hacrl train`: the training the configuration names (its algorithm's recipe); a live status line on a terminal, plain lines otherwise. */
 export async function runTrain(o: TrainCliOptions): Promise<void> {
   const loaded = await loadRunConfig(o.config, o.set);
-  const cfg = await settleRunDate(loaded, loaded.runDir, o.resume);
+  const cfg = await settleRunKernels(await settleRunDate(loaded, loaded.runDir, o.resume), loaded.runDir, o.resume);
   if (!o.skipMemoryCheck) await checkRunFits(resolveRun(cfg), machineMemory());
   const stop = new StopRequest({ resumeHint: `Resume with: ${resumeCommand(process.argv.slice(2))}` }).install();
   try {

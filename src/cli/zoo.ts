@@ -1,5 +1,13 @@
 import { closeDefaultPool } from '../rewards/worker-pool.js';
-import { agentDir, defaultZooDir, ensurePair, pct, readManifest, rebuildMismatches } from '../zoo/build.js';
+import {
+  agentDir,
+  defaultZooDir,
+  ensurePair,
+  pct,
+  readManifest,
+  rebuildMismatches,
+  recordedMismatches,
+} from '../zoo/build.js';
 import { pairRecipe, ZOO, type PairRecipe } from '../zoo/recipes.js';
 
 /** Options of `hacrl zoo build` and `hacrl zoo list`. */
@@ -8,7 +16,10 @@ export interface ZooCliOptions {
   only?: string;
   /** Zoo folder; default $HACRL_ZOO_DIR or runs/zoo. */
   dir?: string;
-  /** Rebuild each agent into a scratch folder and compare its weights' sha256 with the cached build. */
+  /**
+   * Compare each agent's weights with the digest recorded for its recipe (src/zoo/recorded.ts; reproducible mode),
+   * then rebuild it into a scratch folder and compare again.
+   */
   check?: boolean;
   /** `list`: print one JSON object. */
   json?: boolean;
@@ -27,14 +38,16 @@ export async function runZooBuild(o: ZooCliOptions): Promise<void> {
   try {
     for (const pair of selectedPairs(o.only)) {
       const built = await ensurePair(pair, dir, log);
-      if (o.check) mismatches += await rebuildMismatches(pair, built, dir, log);
+      if (o.check)
+        mismatches += (await recordedMismatches(pair, built, log)) + (await rebuildMismatches(pair, built, dir, log));
     }
   } finally {
     await closeDefaultPool();
   }
   if (mismatches > 0)
     throw new Error(
-      `${mismatches} zoo agent(s) rebuilt to different weights: the build is not deterministic on this machine`,
+      `${mismatches} zoo check(s) failed: the weights differ from the recorded digest or from a rebuild (the lines ` +
+        'above say which); in the reproducible mode that is a bug of the mode on this machine: please report it',
     );
 }
 

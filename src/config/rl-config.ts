@@ -412,6 +412,14 @@ export const RunConfigObject = z.strictObject({
       'group filter (docs/at-grpo.md); instances replace data.train and eval.problems held-out instances are ' +
       'validated; default none',
   ),
+  reproducible: z
+    .boolean()
+    .optional()
+    .describe(
+      'Compute with the reproducible kernels (docs/reproducible.md): the same weights from the same seed on any CPU, ' +
+        'thread count, BLAS library and backend, slower; default off, or on with `hacrl --reproducible` or ' +
+        "HACRL_REPRODUCIBLE=1 (the value used is written into the run's saved config, and a resume follows it)",
+    ),
   ...defaults({
     steps: field(count(1), 100, 'Training steps (each: B prompts, rollouts, M·E optimizer updates per agent)'),
     seed: field(z.number().int(), 0, 'Seed of every random choice (data order, sampling, mini-batches)'),

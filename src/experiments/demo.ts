@@ -20,6 +20,7 @@ import { writeFileAtomic, writeJsonAtomic } from '../util/atomic-write.js';
 import { refuseOverlap } from '../util/output-paths.js';
 import { cpuSecondsSince, defaultZooDir, ensurePair, pct } from '../zoo/build.js';
 import { pairRecipe } from '../zoo/recipes.js';
+import { engine } from '../backend/engine.js';
 
 /** Options of `hacrl demo`. */
 export interface DemoOptions {
@@ -78,7 +79,9 @@ export async function runDemo(
   const started = performance.now();
   const cpuStart = process.cpuUsage();
   try {
+    const k = engine();
     log(`demo: HACPO on the zoo's ${pair.name} pair (${pair.description}); zoo folder ${zooDir}`);
+    log(`demo: ${k.name} backend, ${k.blas}`);
     const agents = await ensurePair(pair, zooDir, log);
     const d = pair.data;
     const splits = await Promise.all([

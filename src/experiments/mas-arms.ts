@@ -22,6 +22,7 @@ import { buildWorkflow } from '../workflows/registry.js';
 import { parseWorkflowConfig } from '../workflows/workflow-config.js';
 import type { Ablation, BenchMasSettings } from './mas-options.js';
 import { kernelsKey, successVector, type WarmStartKind } from './mas-warm-starts.js';
+import { reproducibleMode } from '../backend/select.js';
 
 /** The arms, in the order the table lists them. */
 export const ARMS = [
@@ -204,6 +205,7 @@ export function seedArms(
       checkpoint: { every: 0, keepLast: 1 },
       samplesPerStep: 2,
       runDir: join(dir, name),
+      reproducible: reproducibleMode().on,
     }),
   }));
 }

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import type { AttemptedBandOutcome, BandOutcome } from '../agents/warm-start-band.js';
 import { workflowAgent, type WarmStart } from '../agents/workflow-agent.js';
 import type { Kernels } from '../backend/kernels.js';
+import { reproducibleMode } from '../backend/select.js';
 import type { AgentSpec } from '../model/agent-spec.js';
 import { loadPretrained, savePretrained } from '../model/pretrained.js';
 import { Rng } from '../util/rng.js';
@@ -46,12 +47,14 @@ export interface WarmStartReport {
 export const successVector = (episodes: readonly { seed: number; success: boolean }[]): number[] =>
   [...episodes].sort((a, b) => a.seed - b.seed).map((e) => (e.success ? 1 : 0));
 
-/** What of the kernels decides a result's rounding: backend, BLAS library and thread count (`HACRL_THREADS`). */
-export const kernelsKey = (k: Kernels) => ({
-  name: k.name,
-  blas: k.blas,
-  threads: process.env['HACRL_THREADS'] ?? String(availableParallelism()),
-});
+/**
+ * What of the kernels decides a result's rounding: backend, BLAS library and thread count (`HACRL_THREADS`); in the
+ * reproducible mode nothing of them does, so results are shared across machines, backends and thread counts.
+ */
+export const kernelsKey = (k: Kernels) =>
+  reproducibleMode().on
+    ? { reproducible: true }
+    : { name: k.name, blas: k.blas, threads: process.env['HACRL_THREADS'] ?? String(availableParallelism()) };
 
 /**
  * Per workflow (default 1): bumped whenever warm-start training or that workflow's solver rows change in a way that

@@ -1,5 +1,6 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { availableParallelism, cpus, loadavg } from 'node:os';
+import { reproducibleMode } from '../backend/select.js';
 import { closeDefaultPool } from '../rewards/worker-pool.js';
 import { benchPlan, overridePlan, type BenchPlan, type PlanOverrides } from './paper-matrix.js';
 import { runOneOfPlan, runPaperBench } from './paper-run.js';
@@ -22,7 +23,8 @@ export interface BenchPaperCliOptions extends PlanOverrides {
   /**
    * Runs at once, each a child process with (cores / jobs) kernel threads; default 1 (one run at a time, in this
    * process). The bench's small agents run faster on one thread than on two, so `--jobs 2` on 2 cores nearly halves
-   * the wall time; results then come from 1-thread kernels, whose sums may differ in the last bits from 2 threads.
+   * the wall time; with the fast kernels results then come from 1-thread kernels, whose sums may differ in the last
+   * bits from 2 threads (the reproducible mode's do not).
    */
   jobs?: number;
   /** Internal: run only this run id and write its result (what each child of --jobs does). */
@@ -85,7 +87,8 @@ export async function runBenchPaper(o: BenchPaperCliOptions): Promise<void> {
     `Command: \`hacrl bench paper ${[...modeFlag, ...(o.sweepOnly ? ['--sweep-only'] : [])].join(' ')} --out ${out}` +
       `${jobs > 1 ? ` --jobs ${jobs}\` (${threads} kernel thread${threads > 1 ? 's' : ''} per run)` : '`'}; ` +
       `commit ${commit()}; ` +
-      `${cpu.length} × ${cpu[0]?.model ?? 'unknown CPU'}; 1-minute load ${loadavg()[0]!.toFixed(1)} at the start.`,
+      `${cpu.length} × ${cpu[0]?.model ?? 'unknown CPU'}; 1-minute load ${loadavg()[0]!.toFixed(1)} at the start; ` +
+      `${reproducibleMode().on ? 'reproducible kernels (the same numbers on any CPU)' : 'fast kernels (--fast-kernels)'}.`,
     `Pairs ${plan.pairs.join(', ')}; seeds ${plan.seeds.join(', ')}; ${plan.steps} steps of B = ${plan.prompts} prompts ` +
       `× G = ${plan.groupSize}; learning rates swept over ${plan.lrCandidates.join(', ')} on ${plan.validationN} ` +
       `validation problems (seed 0 runs); ${plan.testN} test problems per split.`,

@@ -1,4 +1,5 @@
 /** The run configuration of an RL run on zoo agents, validated by the run-config schema like any file. */
+import { reproducibleMode } from '../backend/select.js';
 import { parseRunConfig } from '../config/load-config.js';
 import type { RunConfig } from '../config/rl-config.js';
 import { fillDefaults } from '../config/recipe-defaults.js';
@@ -39,6 +40,8 @@ export function zooRunConfig(s: ZooRunSettings): RunConfig {
     checkpoint: { every: 0, keepLast: 1 },
     samplesPerStep: 4,
     runDir: s.runDir,
+    // Recorded, so that a bench resumed with the other kernels is refused rather than mixed.
+    reproducible: reproducibleMode().on,
   };
   return parseRunConfig(fillDefaults(s.method, common), `the configuration of ${s.runDir}`);
 }

@@ -23,9 +23,14 @@ export async function settleRunDate(
 
 /** The date in `runDir`'s saved config, or undefined when it has none (or there is none). */
 async function savedDate(runDir: string): Promise<string | undefined> {
+  const saved = (await savedRunConfig(runDir)) as { data?: { date?: unknown } } | undefined;
+  return typeof saved?.data?.date === 'string' ? saved.data.date : undefined;
+}
+
+/** `runDir`'s saved config as its JSON holds it (unvalidated), or undefined when there is none. */
+export async function savedRunConfig(runDir: string): Promise<Record<string, unknown> | undefined> {
   const file = join(runDir, RUN_FILES.config);
   // No saved config: the resume fails on its own, with its own message.
   if (!(await pathExists(file))) return undefined;
-  const saved = (await readJsonFile(file)) as { data?: { date?: unknown } };
-  return typeof saved.data?.date === 'string' ? saved.data.date : undefined;
+  return (await readJsonFile(file)) as Record<string, unknown>;
 }

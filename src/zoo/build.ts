@@ -11,12 +11,14 @@ import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { engine } from '../backend/engine.js';
+import { reproducibleMode } from '../backend/select.js';
 import type { Estimate } from '../eval/evaluate.js';
 import { loadPretrained, savePretrained } from '../model/pretrained.js';
 import { makeTaskDataset, presetSpec } from '../tasks/splits.js';
 import { taskAgent, trainSft, type SftLogEntry } from '../agents/sft-trainer.js';
 import { writeJsonAtomic } from '../util/atomic-write.js';
 import type { AgentRecipe, PairRecipe } from './recipes.js';
+import { RECORDED_WEIGHTS } from './recorded.js';
 
 /** Bumped whenever the build procedure changes in a way that changes the bytes of an unchanged recipe. */
 const ZOO_FORMAT = 1;
@@ -39,8 +41,13 @@ export interface ZooManifest {
   data: PairRecipe['data'];
   /** Greedy accuracy on the pair's held-out test problems after the warm start. */
   accuracy: Estimate;
-  /** sha256 of model.safetensors: equal across builds of one recipe on one machine. */
+  /**
+   * sha256 of model.safetensors: in the reproducible mode equal on every machine (RECORDED_WEIGHTS holds the
+   * expected one), with the fast kernels across builds of one recipe on one machine.
+   */
   weightsSha256: string;
+  /** The kernels it was built with (absent in folders built before the mode existed: fast). */
+  kernels?: 'reproducible' | 'fast';
   /** Wall-clock seconds of this build (its own SFT and evaluation, not the agent it continues). */
   buildSeconds: number;
   /** CPU seconds (user + system, all threads) of this build: on a quiet machine the wall time is at most this. */
@@ -62,10 +69,20 @@ export interface ZooAgent {
 /** Progress lines of a build. */
 export type ZooLog = (line: string) => void;
 
-/** The hash that names an agent's folder: recipe, data, format, and (for a later stage) the parent's hash. */
-export function agentHash(pair: PairRecipe, agent: AgentRecipe): string {
-  const parent = agent.continues === undefined ? null : agentHash(pair, agentOf(pair, agent.continues));
-  const key = JSON.stringify({ format: ZOO_FORMAT, data: pair.data, recipe: agent, parent });
+/**
+ * The hash that names an agent's folder: recipe, data, format, (for a later stage) the parent's hash, and the kernel
+ * mode (reproducible unless `hacrl --fast-kernels`): the fast kernels' bytes depend on the machine, the reproducible
+ * ones' do not, so the two never share a folder. The fast kernels' key is the one zoos had before the mode existed.
+ */
+export function agentHash(pair: PairRecipe, agent: AgentRecipe, reproducible = reproducibleMode().on): string {
+  const parent = agent.continues === undefined ? null : agentHash(pair, agentOf(pair, agent.continues), reproducible);
+  const key = JSON.stringify({
+    format: ZOO_FORMAT,
+    data: pair.data,
+    recipe: agent,
+    parent,
+    ...(reproducible ? { kernels: 'reproducible' } : {}),
+  });
   return createHash('sha256').update(key).digest('hex');
 }
 
@@ -143,10 +160,7 @@ export async function rebuildMismatches(
   try {
     for (const [i, agent] of pair.agents.entries()) {
       const again = await ensureAgent(pair, agent, scratch, log, true);
-      // The cached file's own hash, not the one its manifest records: a damaged file must not pass the check.
-      const want = createHash('sha256')
-        .update(await readFile(join(built[i]!.dir, 'model.safetensors')))
-        .digest('hex');
+      const want = await weightsDigest(built[i]!);
       const same = again.manifest.weightsSha256 === want;
       if (!same) mismatches++;
       log(
@@ -159,6 +173,42 @@ export async function rebuildMismatches(
     await rm(scratch, { recursive: true, force: true });
   }
   return mismatches;
+}
+
+/**
+ * Compares the weights of each agent of `pair` in `built` with the digest RECORDED_WEIGHTS holds for its recipe in
+ * the reproducible mode (what every machine must compute); logs one line per agent and returns how many differ. With
+ * the fast kernels, or for a recipe with no recorded digest, it says so and compares nothing.
+ */
+export async function recordedMismatches(pair: PairRecipe, built: readonly ZooAgent[], log: ZooLog): Promise<number> {
+  let mismatches = 0;
+  for (const [i, agent] of pair.agents.entries()) {
+    const name = `${pair.name}/${agent.name}`;
+    const recorded = RECORDED_WEIGHTS[name];
+    if (!reproducibleMode().on) {
+      log(`zoo check: ${name}: no recorded digest for the fast kernels (their bytes depend on the machine)`);
+      continue;
+    }
+    if (recorded === undefined || recorded.hash !== agentHash(pair, agent).slice(0, 12)) {
+      log(`zoo check: ${name}: no digest recorded for this recipe (src/zoo/recorded.ts)`);
+      continue;
+    }
+    const have = await weightsDigest(built[i]!);
+    const same = have === recorded.sha256;
+    if (!same) mismatches++;
+    log(
+      `zoo check: ${name} ${same ? 'equals' : 'DIFFERS from'} the recorded digest ` +
+        `(sha256 ${have.slice(0, 16)}… vs recorded ${recorded.sha256.slice(0, 16)}…)`,
+    );
+  }
+  return mismatches;
+}
+
+/** sha256 of an agent's model.safetensors, read from the file (not its manifest: a damaged file must not pass). */
+async function weightsDigest(agent: ZooAgent): Promise<string> {
+  return createHash('sha256')
+    .update(await readFile(join(agent.dir, 'model.safetensors')))
+    .digest('hex');
 }
 
 /** User + system CPU seconds of this process since `start` (a process.cpuUsage() reading). */
@@ -229,6 +279,7 @@ async function buildAgent(
     data: d,
     accuracy: report.greedy,
     weightsSha256: createHash('sha256').update(weights).digest('hex'),
+    kernels: reproducibleMode().on ? 'reproducible' : 'fast',
     buildSeconds: (performance.now() - started) / 1e3,
     cpuSeconds: cpuSecondsSince(cpuStart),
     machine: { cpus: cpus().length, load1: loadavg()[0]! },
