@@ -267,21 +267,10 @@ export class Batcher {
     const length = Math.max(...filled);
     const room = Math.max(...this.running.map((s) => s.req.maxTokens - s.generated));
     const keyStart = Int32Array.from(filled, (n) => length - n);
-    const { kvHeads: heads, headDim: d, layers } = cfg;
-    const next = new KVCache(layers, this.running.length, heads, d, length + room, keyStart);
+    const next = new KVCache(cfg.layers, this.running.length, cfg.kvHeads, cfg.headDim, length + room, keyStart);
     this.running.forEach((s, b) => {
       const from = s.cache;
-      const start = from.keyStart?.[s.slot] ?? 0;
-      const n = filled[b]!;
-      for (let l = 0; l < layers; l++)
-        for (const [src, dst] of [
-          [from.k[l]!, next.k[l]!],
-          [from.v[l]!, next.v[l]!],
-        ])
-          for (let h = 0; h < heads; h++) {
-            const at = ((s.slot * heads + h) * from.capacity + start) * d;
-            dst.set(src.subarray(at, at + n * d), ((b * heads + h) * next.capacity + keyStart[b]!) * d);
-          }
+      next.copySequence(from, s.slot, from.keyStart?.[s.slot] ?? 0, b, keyStart[b]!, filled[b]!);
       s.cache = next;
       s.slot = b;
     });
