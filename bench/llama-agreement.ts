@@ -1,8 +1,9 @@
 /**
- * `npm run bench:llama-agreement -- --model DIR [--type=f32|bf16] [--steps=N] [--threads=N]`: whether llama.cpp
- * (node-llama-cpp's prebuilt CPU build) decodes an agent folder exported to GGUF greedily as hacrl does, at 1, 8 and
- * 32 sequences, and where not, why. The prompts are held-out 'easy' problems rendered as the zoo trains on them (the bare
- * question), in the agent's own tokenizer. Each side decodes the 32 prompts twice: each alone, and 1, 8 or 32 of them as one batch
+ * `npm run bench:llama-agreement -- --model DIR|--shape NAME [--type=f32|bf16] [--steps=N] [--threads=N]`: whether
+ * llama.cpp (node-llama-cpp's prebuilt CPU build) decodes an agent folder exported to GGUF greedily as hacrl does, at
+ * 1, 8 and 32 sequences, and where not, why. The prompts are held-out 'easy' problems rendered as the zoo trains on
+ * them (the bare question), in the agent's own tokenizer; with --shape (src/model/shapes.ts), random weights of that
+ * shape and 32 prompts of 32 random ids, exported as bench:model --shape exports them. Each side decodes the 32 prompts twice: each alone, and 1, 8 or 32 of them as one batch
  * (hacrl: one left-padded generate call; llama.cpp: that many sequences of one context, decoded together). Printed per
  * batch: the sequences whose first N greedy tokens agree between the two sides batched, between each side's batched
  * and lone runs, and between the two sides alone; and, for every disagreement between the two sides, hacrl's margin
@@ -19,7 +20,10 @@ import { loadPretrained } from '../src/model/pretrained.js';
 import { Transformer } from '../src/model/transformer.js';
 import { makeTaskDataset, presetSpec } from '../src/tasks/splits.js';
 import { renderPrompt } from '../src/tasks/prompt.js';
-import { closeLlamaCpp, llamaCppDecode, llamaCppInfo, loadLlamaModel } from './llama-cpp.js';
+import { shapeConfig } from '../src/model/shapes.js';
+import { initModel } from '../src/model/weights.js';
+import { Rng } from '../src/util/rng.js';
+import { closeLlamaCpp, llamaCppDecode, llamaCppInfo, loadLlamaModel, writeBenchGguf } from './llama-cpp.js';
 
 const argv = process.argv.slice(2);
 const option = (name: string): string | undefined => {
@@ -27,7 +31,11 @@ const option = (name: string): string | undefined => {
   return i >= 0 ? argv[i + 1] : argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 };
 const dir = option('model');
-if (!dir) throw new Error('--model DIR: the agent folder to export and compare (e.g. a zoo agent under runs/zoo)');
+const shape = option('shape');
+if (!dir === !shape)
+  throw new Error(
+    'give --model DIR (an agent folder, e.g. a zoo agent under runs/zoo) or --shape NAME (random weights)',
+  );
 const type = option('type') ?? 'f32';
 if (type !== 'f32' && type !== 'bf16') throw new Error(`--type=${type}: use f32 or bf16`);
 /** New tokens compared per sequence; default 8. */
@@ -37,21 +45,27 @@ if (!Number.isInteger(steps) || steps < 1) throw new Error(`--steps=${option('st
 if (!Number.isInteger(threads) || threads < 1) throw new Error(`--threads=${option('threads')}: a whole number ≥ 1`);
 const BATCHES = [1, 8, 32];
 
-const agent = await loadPretrained(dir);
-const model =
-  type === 'bf16' ? new Transformer(agent.model.cfg, agent.model.params, agent.model.adapters, 'bf16') : agent.model;
+const agent = dir ? await loadPretrained(dir) : null;
+const loaded = agent?.model ?? initModel(shapeConfig(shape!), 1234);
+const model = type === 'bf16' ? new Transformer(loaded.cfg, loaded.params, loaded.adapters, 'bf16') : loaded;
 const k = engine();
-const problems = makeTaskDataset(presetSpec('easy', 'test', Math.max(...BATCHES), 1)).problems;
-// The bare question, as the zoo's agents are trained on it.
-const prompts = problems.map((p) =>
-  agent.tokenizer.encode(renderPrompt(agent.tokenizer, p.prompt, { template: '{question}' })),
-);
+const count = Math.max(...BATCHES);
+const rng = new Rng(1235);
+const prompts = agent
+  ? makeTaskDataset(presetSpec('easy', 'test', count, 1)).problems.map((p) =>
+      // The bare question, as the zoo's agents are trained on it.
+      agent.tokenizer.encode(renderPrompt(agent.tokenizer, p.prompt, { template: '{question}' })),
+    )
+  : Array.from({ length: count }, () => Array.from({ length: 32 }, () => 1 + rng.int(model.cfg.vocabSize - 1)));
 
 const work = await mkdtemp(join(tmpdir(), 'hacrl-agreement-'));
 try {
   const file = join(work, 'agent.gguf');
-  await writeAgentGguf({ ...agent, model }, file, type, 'agreement');
-  console.log(`${dir} as GGUF ${type}; ${await llamaCppInfo()}; ${threads} threads, greedy, first ${steps} tokens`);
+  if (agent) await writeAgentGguf({ ...agent, model }, file, type, 'agreement');
+  else await writeBenchGguf(model, file, type);
+  console.log(
+    `${dir ?? `${shape}, random weights,`} as GGUF ${type}; ${await llamaCppInfo()}; ${threads} threads, greedy, first ${steps} tokens`,
+  );
   console.log(
     `prompts: ${prompts.length} held-out 'easy' problems, ${Math.min(...prompts.map((p) => p.length))}–` +
       `${Math.max(...prompts.map((p) => p.length))} tokens`,
