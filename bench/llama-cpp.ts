@@ -1,11 +1,12 @@
 /**
  * llama.cpp's greedy decoding speed on hacrl's own weights, through node-llama-cpp's prebuilt CPU binaries (never
- * downloaded or built at run time): the checkpoint is exported to GGUF (f32) with `hacrl export gguf`'s writer, and
+ * downloaded or built at run time): the checkpoint is exported to GGUF (f32, or bf16) with `hacrl export gguf`'s writer, and
  * decoded with the same prompts, thread count and batch. Batches of B sequences are B sequences of one context,
  * which node-llama-cpp decodes together in one llama_decode per step. The KV cache is f32, as hacrl's.
  */
 import { getLlama, LlamaLogLevel, type Llama, type LlamaModel, type Token } from 'node-llama-cpp';
 import { writeAgentGguf } from '../src/export/gguf.js';
+import type { GgufTensorType } from '../src/export/gguf-file.js';
 import type { Transformer } from '../src/model/transformer.js';
 import { trainBpeTokenizer } from '../src/tokenizer/bpe-trainer.js';
 
@@ -27,10 +28,13 @@ export async function llamaCppInfo(): Promise<string> {
   return `llama.cpp ${llama.llamaCppRelease.release} (node-llama-cpp's ${llama.buildType} CPU build)`;
 }
 
-/** Writes `model` to `file` as an f32 GGUF; the tokenizer is a bare byte-level one (the bench feeds token ids). */
-export async function writeBenchGguf(model: Transformer, file: string): Promise<void> {
+/**
+ * Writes `model` to `file` as a GGUF whose matrices are `type` (default f32); the tokenizer is a bare byte-level one
+ * (the bench feeds token ids).
+ */
+export async function writeBenchGguf(model: Transformer, file: string, type: GgufTensorType = 'f32'): Promise<void> {
   const tokenizer = trainBpeTokenizer([], { vocabSize: 257, specialTokens: ['<|endoftext|>'] });
-  await writeAgentGguf({ model, tokenizer, generation: null }, file, 'f32', 'bench');
+  await writeAgentGguf({ model, tokenizer, generation: null }, file, type, 'bench');
 }
 
 /** Loads a GGUF file for llamaCppDecode; dispose() it after. */

@@ -25,8 +25,12 @@
  * training state never shares memory with hacrl's (this process holds only the weights meanwhile); its peak memory is
  * printed apart. Both sides decode the initial weights at every precision, and their greedy tokens are compared (at
  * bf16 printed, not expected to agree). Each torch process trains the initial weights, hacrl's later precisions the
- * weights its earlier ones left (one copy of the model), so only the first precision's first losses are compared. No
- * llama.cpp column under --shape.
+ * weights its earlier ones left (one copy of the model), so only the first precision's first losses are compared.
+ * Before any training, llama.cpp's column: each precision's weights exported to GGUF (bf16 matrices at bf16, f32 at
+ * fp32), 1, 8 and 32 sequences of other 32-token prompts greedily decoded on both sides on the same threads, with
+ * decode tokens/s, the ratio hacrl / llama.cpp and the sequences whose first 8 greedy tokens agree. Then the prefill
+ * of GRPO's groups (8 prompts × G = 4 samples of 150 tokens, generate() for one new token) with each sequence's own
+ * prefill and with the group's shared one: time, CPU seconds, tokens computed, and whether the samples are identical.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -640,6 +644,134 @@ async function generateCheck(k: Kernels, threads: number): Promise<GenerateCheck
   };
 }
 
+/** Sequence counts of the llama.cpp column under --shape. */
+const LLAMA_BATCHES = [1, 8, 32];
+/** New tokens over which the llama.cpp column counts sequences whose greedy tokens agree with hacrl's. */
+const LLAMA_AGREE_STEPS = 8;
+
+/** One sequence count of the llama.cpp column under --shape: both sides on the same GGUF-exported weights. */
+interface LlamaShapeRow {
+  batch: number;
+  hacrl_tokens_per_s: number;
+  llama_tokens_per_s: number;
+  hacrl_over_llama: number;
+  hacrl_prefill_s: number;
+  llama_prefill_s: number;
+  /** Sequences whose greedy tokens equal on both sides over the first `steps` new tokens, of `of`. */
+  same_greedy_tokens: { steps: number; agree: number; of: number };
+}
+
+/**
+ * The llama.cpp column of --shape at `precision`: the weights exported to GGUF (bf16 matrices at bf16, else f32), then
+ * for each of LLAMA_BATCHES the first that many of `prompts` greedily decoded on both sides, each after an untimed
+ * 2-token run, on `threads` threads; decode tokens/s exclude the prefill, as the rest of --shape does.
+ */
+async function llamaShapeRuns(
+  k: Kernels,
+  model: Transformer,
+  prompts: number[][],
+  threads: number,
+): Promise<LlamaShapeRow[]> {
+  const dir = await mkdtemp(join(tmpdir(), 'hacrl-bench-gguf-'));
+  try {
+    const file = join(dir, 'model.gguf');
+    await writeBenchGguf(model, file, model.precision === 'bf16' ? 'bf16' : 'f32');
+    const llamaModel = await loadLlamaModel(file);
+    try {
+      const rows: LlamaShapeRow[] = [];
+      for (const batch of LLAMA_BATCHES) {
+        const ps = prompts.slice(0, batch);
+        const ours = model.withInferenceWeights(() => {
+          decodeLoop(k, model, ps, 2);
+          return decodeLoop(k, model, ps, DECODE.newTokens);
+        });
+        await llamaCppDecode(llamaModel, ps, 2, threads);
+        const theirs = await llamaCppDecode(llamaModel, ps, DECODE.newTokens, threads);
+        const hacrlTps = (batch * ours.stepS.length) / sum(ours.stepS);
+        // llama.cpp's first new token also comes from the prefill: decodeS covers the other newTokens − 1.
+        const llamaTps = (batch * (DECODE.newTokens - 1)) / theirs.decodeS;
+        const steps = Math.min(LLAMA_AGREE_STEPS, DECODE.newTokens);
+        const agree = ours.tokens.filter((seq, b) =>
+          seq.slice(0, steps).every((t, j) => t === theirs.tokens[b]![j]),
+        ).length;
+        rows.push({
+          batch,
+          hacrl_tokens_per_s: round(hacrlTps),
+          llama_tokens_per_s: round(llamaTps),
+          hacrl_over_llama: ratio(hacrlTps, llamaTps),
+          hacrl_prefill_s: round(ours.prefillS, 3),
+          llama_prefill_s: round(theirs.prefillS, 3),
+          same_greedy_tokens: { steps, agree, of: batch },
+        });
+        log(
+          `  ${model.precision} llama.cpp (GGUF ${model.precision === 'bf16' ? 'bf16' : 'f32'}): ${batch} sequences, ` +
+            `hacrl ${fmt(hacrlTps)} tokens/s, llama.cpp ${fmt(llamaTps)} tokens/s, hacrl / llama.cpp ` +
+            `${ratio(hacrlTps, llamaTps)}×; greedy tokens equal in ${agree}/${batch} sequences over the first ${steps}`,
+        );
+      }
+      return rows;
+    } finally {
+      await llamaModel.dispose();
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** The shared-prefill case of --shape: GRPO's groups, PREFILL.prompts prompts × PREFILL.group samples. */
+const PREFILL = { prompts: 8, group: 4, promptLen: 150 };
+
+/** generate()'s prefill with each sequence's own and with the group's shared, at one precision. */
+interface PrefillRow {
+  /** Prompt tokens computed (left padding included) each way. */
+  own_tokens: number;
+  shared_tokens: number;
+  own_s: number;
+  shared_s: number;
+  /** CPU seconds of this process (every thread), each way. */
+  own_cpu_s: number;
+  shared_cpu_s: number;
+  /** Whether both ways sampled the same tokens with the same log-probs, bit for bit. */
+  identical: boolean;
+}
+
+/**
+ * generate() on PREFILL's groups for one new token (sampled at temperature 1, seed 0), so that its time is the
+ * prefill's: each sequence's own prefill, then the groups' shared one, each after an untimed run.
+ */
+function prefillRun(k: Kernels, model: Transformer, prompts: number[][]): PrefillRow {
+  const sequences = prompts.flatMap((p) => Array<number[]>(PREFILL.group).fill(p));
+  const run = (sharePrefill: boolean) => {
+    const go = () => generate(model, k, sequences, { maxNewTokens: 1, seed: 0, sharePrefill });
+    go();
+    const [t0, c0] = [performance.now(), process.cpuUsage()];
+    const out = go();
+    const cpu = process.cpuUsage(c0);
+    return { out, s: (performance.now() - t0) / 1e3, cpuS: (cpu.user + cpu.system) / 1e6 };
+  };
+  const [own, shared] = [run(false), run(true)];
+  const row: PrefillRow = {
+    own_tokens: sequences.length * PREFILL.promptLen,
+    shared_tokens: prompts.length * PREFILL.promptLen,
+    own_s: round(own.s, 2),
+    shared_s: round(shared.s, 2),
+    own_cpu_s: round(own.cpuS, 2),
+    shared_cpu_s: round(shared.cpuS, 2),
+    identical: own.out.every(
+      (g, i) =>
+        g.ids.join() === shared.out[i]!.ids.join() &&
+        g.logProbs.every((x, j) => Object.is(x, shared.out[i]!.logProbs[j])),
+    ),
+  };
+  log(
+    `  ${model.precision} prefill of ${PREFILL.prompts} prompts × G=${PREFILL.group} of ${PREFILL.promptLen} tokens ` +
+      `(generate, 1 new token): each sequence's own ${row.own_tokens} tokens ${row.own_s} s (${row.own_cpu_s} CPU s), ` +
+      `shared ${row.shared_tokens} tokens ${row.shared_s} s (${row.shared_cpu_s} CPU s), ` +
+      `${ratio(own.s, shared.s)}× faster; same samples and log-probs: ${row.identical}`,
+  );
+  return row;
+}
+
 /** One precision's figures at a --shape. */
 interface ShapeRun {
   precision: Precision;
@@ -654,6 +786,9 @@ interface ShapeRun {
     same_greedy_tokens: { steps: number; first_steps: number; all: number; of: number };
   } | null;
   hacrl_over_torch: { train: number; decode: number } | null;
+  /** llama.cpp on the same weights exported to GGUF, at each of LLAMA_BATCHES sequences. */
+  llama: LlamaShapeRow[];
+  prefill: PrefillRow;
 }
 
 /** New tokens over which --shape --torch counts sequences whose greedy tokens agree with PyTorch's. */
@@ -730,6 +865,10 @@ async function benchShape(name: string, k: Kernels, threads: number): Promise<vo
   }));
   const batch = HEADLINE.decodeBatch;
   const prompts = Array.from({ length: batch }, () => randomIds(rng, DECODE.promptLen, cfg.vocabSize));
+  const llamaPrompts = Array.from({ length: Math.max(...LLAMA_BATCHES) }, () =>
+    randomIds(rng, DECODE.promptLen, cfg.vocabSize),
+  );
+  const groupPrompts = Array.from({ length: PREFILL.prompts }, () => randomIds(rng, PREFILL.promptLen, cfg.vocabSize));
   const beforeTorch = cpuTicks();
   const torch = shapeTorch ? await torchShapeRuns(fp32, trainIds, prompts, threads) : null;
   const beforeHacrl = cpuTicks();
@@ -765,6 +904,13 @@ async function benchShape(name: string, k: Kernels, threads: number): Promise<vo
         `${round(decode.prefillS, 2)} s, ${fmt((batch * decode.stepS.length) / sum(decode.stepS))} tokens/s`,
     );
   }
+  const llamaVersion = await llamaCppInfo();
+  log(`  ${llamaVersion}: the same ${DECODE.promptLen}-token prompts and threads on both sides, f32 KV cache`);
+  const llama = new Map<Precision, LlamaShapeRow[]>();
+  for (const precision of shapePrecisions)
+    llama.set(precision, await llamaShapeRuns(k, models.get(precision)!, llamaPrompts, threads));
+  await closeLlamaCpp();
+  const prefills = new Map(shapePrecisions.map((p) => [p, prefillRun(k, models.get(p)!, groupPrompts)]));
   const runs: ShapeRun[] = [];
   for (const precision of shapePrecisions) {
     const decode = decodes.get(precision)!;
@@ -781,6 +927,8 @@ async function benchShape(name: string, k: Kernels, threads: number): Promise<vo
       decode: { prefill_s: decode.prefillS, tokens_per_s: round(decodeTps) },
       torch: null,
       hacrl_over_torch: null,
+      llama: llama.get(precision)!,
+      prefill: prefills.get(precision)!,
     };
     const t = torch?.runs.get(precision)?.runs[0];
     if (t?.train && t.decode) {
@@ -855,6 +1003,7 @@ async function benchShape(name: string, k: Kernels, threads: number): Promise<vo
         matmul_parameters: n,
         train: { batch: TRAIN.batch, seq_len: TRAIN.seqLen, prompt_len: TRAIN.promptLen },
         decode: { batch: HEADLINE.decodeBatch, prompt_len: DECODE.promptLen, new_tokens: DECODE.newTokens },
+        llama_cpp: llamaVersion,
         runs,
         bf16_over_fp32: ratios,
         background_cores: background,

@@ -1,11 +1,17 @@
-// Sampling with the KV cache against full forward passes, determinism under a seed, padding, stops and truncation.
+// Sampling with the KV cache against full forward passes, determinism under a seed, padding, stops and truncation;
+// identical prompts' shared prefill against each sequence's own.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { engine } from '../src/backend/engine.js';
 import { generate, sampleRows, sampleToken } from '../src/model/generate.js';
 import { scoreResponses } from '../src/model/response-log-probs.js';
-import type { Transformer } from '../src/model/transformer.js';
+import { LoraAdapters } from '../src/model/lora.js';
+import { adapt } from '../src/model/peft.js';
+import { Transformer } from '../src/model/transformer.js';
+import { PRECISIONS, type Precision } from '../src/tensor/bf16.js';
 import { Rng } from '../src/util/rng.js';
+import { testedBackends } from './backends.js';
+import { mulberry32, uniform } from './helpers.js';
 import { CONFIGS, testModel } from './tiny-models.js';
 
 const k = engine();
@@ -175,3 +181,62 @@ describe('sampling controls', () => {
     assert.throws(() => generate(model, k, [[]]), /every prompt needs at least one token/);
   });
 });
+
+/** The tiny model of `family` at `precision`, with LoRA adapters whose B is random when `lora`. */
+function sharingModel(family: string, precision: Precision, lora: boolean): Transformer {
+  const base = testModel(CONFIGS[family]!, 13);
+  const model = new Transformer(base.cfg, base.params, null, precision);
+  if (!lora) return model;
+  const adapters = LoraAdapters.init(model.cfg, { rank: 4, alpha: 8, dropout: 0, targets: 'all-linear' }, 'b', 3);
+  const rng = mulberry32(17);
+  for (const [name, t] of adapters.params) if (name.includes('lora_B')) t.data.set(uniform(t.size, rng, -0.2, 0.2));
+  return adapt(model, adapters);
+}
+
+/** Groups of identical prompts: short ones (whose shared prefill is a product of few rows) and longer ones. */
+const groups = {
+  'four groups of two lengths': [
+    [5, 17, 3, 44, 9],
+    [12, 8],
+    [60, 61, 62, 63, 64, 65, 66, 67],
+    [12, 8],
+  ].flatMap((p) => Array<number[]>(3).fill(p)),
+  'two groups of three tokens': [
+    [5, 17, 3],
+    [12, 8, 9],
+  ].flatMap((p) => Array<number[]>(4).fill(p)),
+  'one group of 24 tokens': Array<number[]>(4).fill(Array.from({ length: 24 }, (_, i) => (i * 7) % 90)),
+};
+
+describe('shared prompt prefill', () => {
+  for (const k of testedBackends('shared prompt prefill'))
+    for (const family of Object.keys(CONFIGS))
+      test(`samples and log-probs equal each sequence's own prefill, bit for bit (${family}, ${k.name})`, () => {
+        for (const precision of PRECISIONS)
+          for (const lora of [false, true]) {
+            const model = sharingModel(family, precision, lora);
+            const prefillRows: number[] = [];
+            const forward = model.forward.bind(model);
+            model.forward = (ctx, b, cache) => (prefillRows.push(b.batch), forward(ctx, b, cache));
+            for (const [name, prompts] of Object.entries(groups))
+              for (const temperature of [0, 1]) {
+                const o = { temperature, maxNewTokens: 5, seed: 7 };
+                const own = generate(model, k, prompts, { ...o, sharePrefill: false });
+                const shared = generate(model, k, prompts, o);
+                const where = `${precision}${lora ? ' LoRA' : ''}, ${name}, temperature ${temperature}`;
+                for (const [i, g] of shared.entries()) {
+                  assert.deepEqual(g.ids, own[i]!.ids, `${where}: sequence ${i}'s tokens`);
+                  assert.deepEqual(bits(g.logProbs), bits(own[i]!.logProbs), `${where}: sequence ${i}'s log-probs`);
+                }
+                const [ownRows, sharedRows] = prefillRows.splice(0);
+                assert.equal(ownRows, prompts.length, `${where}: the unshared prefill has a row per sequence`);
+                assert.ok(sharedRows! < prompts.length, `${where}: the shared prefill has ${sharedRows} rows`);
+              }
+          }
+      });
+});
+
+/** The float32 bits of each value. */
+function bits(xs: readonly number[]): number[] {
+  return Array.from(new Uint32Array(Float32Array.from(xs).buffer));
+}

@@ -424,6 +424,31 @@ test('sequences joining and leaving a running batch get the tokens they get alon
   await batcher.close();
 });
 
+test('identical prompts admitted together share one prefill and get the tokens they get alone', async () => {
+  const model = agent.model;
+  let prefills = 0;
+  const forward = model.forward.bind(model);
+  model.forward = (ctx, b, cache) => (prefills++, forward(ctx, b, cache));
+  const batcher = new Batcher(model, engine(), 8);
+  const prompts = ['the answer is 42', 'the answer is 42', 'hello', 'the answer is 42', 'the answer is 42'];
+  const runs = prompts.map((text, i) => {
+    const prompt = agent.tokenizer.encode(text);
+    const ids: number[] = [];
+    const o = { seed: 3 + i, maxTokens: 8, temperature: 1 };
+    const stopTokens = new Set([agent.tokenizer.eosId]);
+    const done = batcher.submit({ prompt, ...o, topP: 1, stopTokens, topLogprobs: 0, onToken: (t) => !ids.push(t.id) });
+    return { prompt, o, ids, done };
+  });
+  try {
+    for (const r of runs) await r.done;
+    await batcher.close();
+  } finally {
+    delete (model as Partial<typeof model>).forward;
+  }
+  assert.ok(prefills < prompts.length, `${prefills} prefills for ${prompts.length} sequences`);
+  for (const r of runs) assert.deepEqual(r.ids, reference(r.prompt, r.o).ids);
+});
+
 test('a sequence whose step fails ends with the error, and the batcher goes on', async () => {
   const batcher = new Batcher(agent.model, engine(), 4);
   const request = (onToken: () => boolean) => ({

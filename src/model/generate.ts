@@ -35,6 +35,11 @@ export interface SamplingOptions {
   rng?: Rng;
   /** Names the model in errors (an agent's name or folder); default 'the model'. */
   name?: string;
+  /**
+   * Identical prompts share one prefill, its keys and values copied to each of their sequences (the same bits as
+   * prefilling each); false prefills every sequence on its own. Default true.
+   */
+  sharePrefill?: boolean;
 }
 
 /** Why a sequence ended. */
@@ -294,6 +299,74 @@ export function generate(
   return model.withInferenceWeights(() => generateWith(model, k, prompts, options));
 }
 
+/**
+ * Per sequence, the index of its prompt among the distinct prompts (numbered in order of first appearance), and
+ * those prompts; with `share` false every sequence is its own.
+ */
+function distinctPrompts(
+  prompts: readonly (readonly number[])[],
+  share = true,
+): { source: Int32Array; distinct: (readonly number[])[] } {
+  if (!share) return { source: Int32Array.from(prompts, (_, b) => b), distinct: [...prompts] };
+  const index = new Map<string, number>();
+  const distinct: (readonly number[])[] = [];
+  const source = Int32Array.from(prompts, (p) => {
+    const key = p.join(',');
+    let u = index.get(key);
+    if (u === undefined) {
+      index.set(key, (u = distinct.length));
+      distinct.push(p);
+    }
+    return u;
+  });
+  return { source, distinct };
+}
+
+/**
+ * bf16 products of at most this many rows run on another kernel than longer ones (native/bf16_skinny.h), which sums in
+ * another order: a shared prefill keeps more rows than this whenever the unshared one has more, so that its products
+ * run on the same kernel.
+ */
+const SHORT_PRODUCT_ROWS = 16;
+
+/**
+ * Prefills `prompts`, left-padded to `promptLen`, into `cache` and returns each sequence's last hidden row
+ * [batch·hidden]. With `share`, each distinct prompt is computed once, in a batch of the distinct prompts only (plus
+ * copies of the first one where SHORT_PRODUCT_ROWS asks), and its keys and values (padding included) copied into the
+ * rows of every sequence that has it: a product's rows do not depend on each other on one kernel, so each sequence
+ * gets the bits its own prefill would give.
+ */
+function prefill(
+  model: Transformer,
+  k: Kernels,
+  prompts: readonly (readonly number[])[],
+  promptLen: number,
+  cache: KVCache,
+  share: boolean,
+): Float32Array {
+  const least = prompts.length * promptLen > SHORT_PRODUCT_ROWS ? Math.floor(SHORT_PRODUCT_ROWS / promptLen) + 1 : 1;
+  const shared = distinctPrompts(prompts, share);
+  const { source, distinct } =
+    Math.max(shared.distinct.length, least) < prompts.length ? shared : distinctPrompts(prompts, false);
+  while (distinct.length < least) distinct.push(distinct[0]!);
+  const rows = distinct.length;
+  const keyStart = Int32Array.from(distinct, (p) => promptLen - p.length);
+  const ids = new Int32Array(rows * promptLen);
+  distinct.forEach((p, u) => ids.set(p, u * promptLen + keyStart[u]!));
+  const { layers, kvHeads, headDim, hidden: dim } = model.cfg;
+  const target = rows === prompts.length ? cache : new KVCache(layers, rows, kvHeads, headDim, promptLen, keyStart);
+  const arena = new Arena(); // the prefill's activations: only the last rows and the cache outlive it
+  const hidden = model.forward({ k, tape: null, arena }, { ids, batch: rows, seqLen: promptLen, keyStart }, target);
+  const lastRows = new Float32Array(prompts.length * dim);
+  source.forEach((u, b) => {
+    lastRows.set(hidden.data.subarray(((u + 1) * promptLen - 1) * dim, (u + 1) * promptLen * dim), b * dim);
+    if (target !== cache) cache.copySequence(target, u, 0, b, 0, promptLen);
+  });
+  arena.release();
+  cache.setLength(promptLen);
+  return lastRows;
+}
+
 function generateWith(
   model: Transformer,
   k: Kernels,
@@ -317,16 +390,8 @@ function generateWith(
       `sampling: prompt ${promptLen} + ${maxNew} new tokens exceed the model's ${model.cfg.maxPositions} positions`,
     );
   const keyStart = Int32Array.from(prompts, (p) => promptLen - p.length);
-  const ids = new Int32Array(batch * promptLen);
-  prompts.forEach((p, b) => ids.set(p, b * promptLen + keyStart[b]!));
   const cache = new KVCache(model.cfg.layers, batch, model.cfg.kvHeads, model.cfg.headDim, capacity, keyStart);
-  const arena = new Arena(); // the prefill's activations: only the last rows and the cache outlive it
-  const hidden = model.forward({ k, tape: null, arena }, { ids, batch, seqLen: promptLen, keyStart }, cache);
-  const dim = model.cfg.hidden;
-  const lastRows = new Float32Array(batch * dim);
-  for (let b = 0; b < batch; b++)
-    lastRows.set(hidden.data.subarray(((b + 1) * promptLen - 1) * dim, (b + 1) * promptLen * dim), b * dim);
-  arena.release();
+  const lastRows = prefill(model, k, prompts, promptLen, cache, options.sharePrefill ?? true);
   const vocab = model.cfg.vocabSize;
   // One logits array (and one for untruncated sampling's probabilities) reused by every step.
   const logits = model.logits(k, lastRows, batch, cache.buffer('logits', batch * vocab));

@@ -83,6 +83,23 @@ export class KVCache {
     return b;
   }
 
+  /**
+   * Copies `n` filled positions of sequence `fromRow` of `from`, starting at position `fromAt`, into sequence `toRow`
+   * of this cache at position `toAt`, in every layer (both caches have the same layers, kv heads and head size).
+   */
+  copySequence(from: KVCache, fromRow: number, fromAt: number, toRow: number, toAt: number, n: number): void {
+    const { kvHeads: heads, headDim: d } = this;
+    for (let l = 0; l < this.layers; l++)
+      for (const [src, dst] of [
+        [from.k[l]!, this.k[l]!],
+        [from.v[l]!, this.v[l]!],
+      ] as const)
+        for (let h = 0; h < heads; h++) {
+          const at = ((fromRow * heads + h) * from.capacity + fromAt) * d;
+          dst.set(src.subarray(at, at + n * d), ((toRow * heads + h) * this.capacity + toAt) * d);
+        }
+  }
+
   /** Marks `n` positions as filled (after a prefill). */
   setLength(n: number): void {
     this.length = n;

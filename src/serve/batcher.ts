@@ -1,8 +1,9 @@
 /**
  * Continuous batching: every running sequence advances one token per decode step, all in one batch over one KV
  * cache; a new request is prefilled on its own and joins between steps, and a finished or cancelled one leaves
- * between steps. Each sequence draws from its own seeded generator and is prefilled alone, so its tokens are those
- * `generate` gives for its prompt alone with the same seed, whatever else is in the batch.
+ * between steps. Each sequence draws from its own seeded generator and is prefilled alone (or shares the prefill of
+ * an identical prompt admitted with it, the same computation), so its tokens are those `generate` gives for its
+ * prompt alone with the same seed, whatever else is in the batch.
  */
 import type { Kernels } from '../backend/kernels.js';
 import { sampleRows } from '../model/generate.js';
@@ -147,29 +148,25 @@ export class Batcher {
     this.batchCache = null;
   }
 
-  /** Prefills waiting sequences (each alone) while there is room, and samples their first token. */
+  /**
+   * Prefills waiting sequences (each alone) while there is room, and samples their first token. Sequences admitted
+   * together with identical prompts share one prefill (its cache and logits are only read afterwards).
+   */
   private admit(): void {
     let joined = false;
+    const prefilled = new Map<string, { cache: KVCache; logits: Float32Array }>();
     while (this.waiting.length > 0 && this.running.length < this.maxBatch) {
       const seq = this.waiting.shift()!;
       if (seq.cancelled) {
         seq.done('cancelled');
         continue;
       }
-      const { model, k } = this;
-      const p = seq.req.prompt.length;
-      const cfg = model.cfg;
-      seq.cache = new KVCache(cfg.layers, 1, cfg.kvHeads, cfg.headDim, p);
+      const key = seq.req.prompt.join(',');
+      let prefill = prefilled.get(key);
+      if (!prefill) prefilled.set(key, (prefill = this.prefill(seq.req.prompt)));
+      seq.cache = prefill.cache;
       seq.slot = 0;
-      const arena = new Arena();
-      const hidden = model.forward(
-        { k, tape: null, arena },
-        { ids: Int32Array.from(seq.req.prompt), batch: 1, seqLen: p },
-        seq.cache,
-      );
-      const logits = model.logits(k, hidden.data.slice((p - 1) * cfg.hidden, p * cfg.hidden), 1);
-      arena.release();
-      const end = this.emit([seq], logits)[0];
+      const end = this.emit([seq], prefill.logits)[0];
       if (end) this.finish(seq, end);
       else {
         this.running.push(seq);
@@ -177,6 +174,23 @@ export class Batcher {
       }
     }
     if (joined) this.rebuild();
+  }
+
+  /** The cache of `prompt` alone and the logits of its next token. */
+  private prefill(prompt: readonly number[]): { cache: KVCache; logits: Float32Array } {
+    const { model, k } = this;
+    const p = prompt.length;
+    const cfg = model.cfg;
+    const cache = new KVCache(cfg.layers, 1, cfg.kvHeads, cfg.headDim, p);
+    const arena = new Arena();
+    const hidden = model.forward(
+      { k, tape: null, arena },
+      { ids: Int32Array.from(prompt), batch: 1, seqLen: p },
+      cache,
+    );
+    const logits = model.logits(k, hidden.data.slice((p - 1) * cfg.hidden, p * cfg.hidden), 1);
+    arena.release();
+    return { cache, logits };
   }
 
   /** One decode step of every running sequence; retires those that ended. */
@@ -267,21 +281,10 @@ export class Batcher {
     const length = Math.max(...filled);
     const room = Math.max(...this.running.map((s) => s.req.maxTokens - s.generated));
     const keyStart = Int32Array.from(filled, (n) => length - n);
-    const { kvHeads: heads, headDim: d, layers } = cfg;
-    const next = new KVCache(layers, this.running.length, heads, d, length + room, keyStart);
+    const next = new KVCache(cfg.layers, this.running.length, cfg.kvHeads, cfg.headDim, length + room, keyStart);
     this.running.forEach((s, b) => {
       const from = s.cache;
-      const start = from.keyStart?.[s.slot] ?? 0;
-      const n = filled[b]!;
-      for (let l = 0; l < layers; l++)
-        for (const [src, dst] of [
-          [from.k[l]!, next.k[l]!],
-          [from.v[l]!, next.v[l]!],
-        ])
-          for (let h = 0; h < heads; h++) {
-            const at = ((s.slot * heads + h) * from.capacity + start) * d;
-            dst.set(src.subarray(at, at + n * d), ((b * heads + h) * next.capacity + keyStart[b]!) * d);
-          }
+      next.copySequence(from, s.slot, from.keyStart?.[s.slot] ?? 0, b, keyStart[b]!, filled[b]!);
       s.cache = next;
       s.slot = b;
     });
