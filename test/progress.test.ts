@@ -17,7 +17,8 @@ const stepOf = (step: number, seconds: number): StepProgress => ({
     { name: 'qwen', reward: 0.25 + step / 100, accuracy: 0.5 },
     { name: 'llama', reward: 0.125, accuracy: 0.375, pHat: 0.4 },
   ],
-  tokensPerS: 812.4,
+  generateTokensPerS: 812.4,
+  trainTokensPerS: 2210.3,
   seconds,
   rssMiB: 95.6,
 });
@@ -70,7 +71,7 @@ test('durations and the ETA: mean measured step time times the steps left', () =
   assert.ok(Number.isNaN(etaSeconds([], 5)));
   assert.equal(
     progressLine(stepOf(3, 2), 75),
-    'step 3/10  qwen reward 0.280 acc 50.0%  llama reward 0.125 acc 37.5% P̂ 0.400  812 tok/s  96 MiB  ETA 1m15s',
+    'step 3/10  qwen reward 0.280 acc 50.0%  llama reward 0.125 acc 37.5% P̂ 0.400  gen 812 tok/s  train 2210 tok/s  96 MiB  ETA 1m15s',
   );
 });
 
@@ -82,9 +83,9 @@ test('not a terminal, or one of size 0: one plain line per step and per message,
   d.step(stepOf(2, 5)); // mean step time 4 s, 8 steps left
   d.done();
   assert.deepEqual(written, [
-    'step 1/10  qwen reward 0.260 acc 50.0%  llama reward 0.125 acc 37.5% P̂ 0.400  812 tok/s  96 MiB  ETA 27s\n',
+    'step 1/10  qwen reward 0.260 acc 50.0%  llama reward 0.125 acc 37.5% P̂ 0.400  gen 812 tok/s  train 2210 tok/s  96 MiB  ETA 27s\n',
     'checkpoint runs/x/checkpoints/step-000001\n',
-    'step 2/10  qwen reward 0.270 acc 50.0%  llama reward 0.125 acc 37.5% P̂ 0.400  812 tok/s  96 MiB  ETA 32s\n',
+    'step 2/10  qwen reward 0.270 acc 50.0%  llama reward 0.125 acc 37.5% P̂ 0.400  gen 812 tok/s  train 2210 tok/s  96 MiB  ETA 32s\n',
   ]);
   const zeroSized: string[] = [];
   const pty = createProgressDisplay({ write: (s) => zeroSized.push(s), isTTY: true, columns: 0, rows: 0 });
@@ -115,17 +116,17 @@ test('a terminal: the status line is redrawn in place, messages stay above it, l
     progressLine(stepOf(3, 4), 28),
   ]);
 
-  // 40 columns: the ~100-character line takes three rows, and the next frame replaces all three.
+  // 40 columns: the ~125-character line takes four rows, and the next frame replaces all four.
   out = '';
   tty.columns = 40;
   const narrow = createProgressDisplay(tty);
   narrow.step(stepOf(1, 3));
-  assert.equal(screen(out).length, 3);
+  assert.equal(screen(out).length, 4);
   narrow.step(stepOf(9, 3));
   narrow.message('done');
   const rows = screen(out);
   assert.equal(rows[0], 'done');
   const squeeze = (t: string): string => t.replace(/ /g, ''); // spaces at a wrap point end a row, so drop them all
-  assert.equal(rows.length, 4);
+  assert.equal(rows.length, 5);
   assert.equal(squeeze(rows.slice(1).join('')), squeeze(progressLine(stepOf(9, 3), 3)));
 });
