@@ -13,11 +13,13 @@ const root = await mkdtemp(join(tmpdir(), 'hacrl-stop-'));
 after(() => rm(root, { recursive: true, force: true }));
 const agentDir = join(root, 'agent');
 const rewardPath = join(root, 'digits.mjs');
+/** The same reward after a 3-second wait: a step that awaits and reaches no safe point meanwhile. */
+const slowRewardPath = join(root, 'slow-digits.mjs');
 /** One thread as on a busy machine; phase lines every half second, so the test sees each phase begin. */
 const env = { HACRL_THREADS: '1', HACRL_PROGRESS_SECONDS: '0.5' };
 
-/** A 2-step run in `runDir`, checkpointed every step. */
-function runArgs(runDir: string): string[] {
+/** A 2-step run in `runDir`, checkpointed every step, scored by the reward at `reward`. */
+function runArgs(runDir: string, reward = rewardPath): string[] {
   return [
     'train',
     '--set',
@@ -33,7 +35,7 @@ function runArgs(runDir: string): string[] {
     'optim.miniBatches=4',
     'optim.lr=0.003',
     'reward.math=0',
-    `reward.custom=[{path: ${rewardPath}, weight: 1, name: digits}]`,
+    `reward.custom=[{path: ${reward}, weight: 1, name: digits}]`,
     'steps=2',
     'checkpoint.every=1',
   ];
@@ -44,9 +46,11 @@ const weights = (runDir: string, step: number): Promise<Buffer> =>
 
 describe('a stop inside a step', () => {
   before(async () => {
+    const digits = '(s.response.match(/[0-9]/g) ?? []).length / Math.max(1, s.response.length)';
+    await writeFile(rewardPath, `export default (s) => ${digits};\n`);
     await writeFile(
-      rewardPath,
-      'export default (s) => (s.response.match(/[0-9]/g) ?? []).length / Math.max(1, s.response.length);\n',
+      slowRewardPath,
+      `export default async (s) => (await new Promise((r) => setTimeout(r, 3000)), ${digits});\n`,
     );
     // One SFT step: nearly the random initialisation, so responses run to the length limit and phases last.
     const sft = ['sft', '--out', agentDir, '--steps', '1', '--warmup-steps', '1', '--eval-n', '1', '--train-n', '50'];
@@ -78,4 +82,16 @@ describe('a stop inside a step', () => {
       assert.match(resumed.stdout, /resuming .* from step 1/);
       assert.ok((await weights(dir, 2)).equals(await weights(join(root, 'full'), 2)), 'final weights equal');
     });
+
+  test('a second SIGINT ends the process at once, even while the step awaits', async () => {
+    const dir = join(root, 'twice');
+    const r = await hacrlSignalledAt(runArgs(dir, slowRewardPath), /^step 1\/2  scoring a/m, ['SIGINT', 'SIGINT'], {
+      ...env,
+      HACRL_PROGRESS_SECONDS: '0',
+    });
+    assert.equal(r.status, 130, r.stderr);
+    assert.match(r.stderr, /SIGINT received: stopping at the next safe point.*\n.*SIGINT received again: stopping now/);
+    assert.doesNotMatch(r.stderr, /stopped by SIGINT/);
+    assert.ok(r.exitMs < 2000, `exit after ${r.exitMs} ms, within the reward's 3 s wait`);
+  });
 });

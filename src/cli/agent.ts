@@ -30,7 +30,12 @@ export async function runAgent(o: AgentCliOptions): Promise<void> {
   const loaded = await loadRunConfig(o.config, o.set);
   const runDir = join(loaded.runDir, o.agent);
   const cfg = await settleRunDate(loaded, runDir, (await findLatestCheckpoint(runDir)) !== null);
-  if (!o.skipMemoryCheck) await checkRunFits(resolveRun(cfg), machineMemory(), { local: (name) => name === o.agent });
+  const display = createProgressDisplay(process.stdout);
+  display.message(
+    o.skipMemoryCheck
+      ? 'plan: not checked (--skip-memory-check)'
+      : await checkRunFits(resolveRun(cfg), machineMemory(), { local: (name) => name === o.agent }),
+  );
   // The same command continues the agent from its newest checkpoint: no --resume needed.
   const stop = new StopRequest({ resumeHint: 'Run the same command again to continue' }).install();
   try {
@@ -38,7 +43,7 @@ export async function runAgent(o: AgentCliOptions): Promise<void> {
       agent: o.agent,
       ...(o.broker === undefined ? {} : { broker: o.broker }),
       env: process.env,
-      progress: createProgressDisplay(process.stdout),
+      progress: display,
       stop,
     });
   } finally {

@@ -85,7 +85,7 @@ export class StopRequest {
     for (const s of SIGNALS) process.on(s, this.handler);
     // After the listeners: the addon's handler chains to the one libuv installed for them.
     this.native = o.native === false ? null : nativeBackend();
-    this.native?.watchStopSignals(FIRST_NOTICE, AGAIN_NOTICE);
+    this.native?.watchStopSignals(`${FIRST_NOTICE}\n`, `${AGAIN_NOTICE}\n`);
     return this;
   }
 
