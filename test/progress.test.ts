@@ -1,5 +1,6 @@
-// The training progress display: plain lines when not on a terminal, one status line redrawn in place on a terminal
-// (checked on a small emulated screen), and the ETA from measured step times.
+// The training progress display: plain lines when not on a terminal (phase lines rate-limited), one status line redrawn
+// in place on a terminal (checked on a small emulated screen), the ETA from measured step times, and the step watch's
+// live phase lines and stop.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
@@ -9,6 +10,8 @@ import {
   progressLine,
   type StepProgress,
 } from '../src/train/progress.js';
+import { StopPoint, StopRequest } from '../src/run/interrupt.js';
+import { StepWatch } from '../src/train/step-watch.js';
 
 const stepOf = (step: number, seconds: number): StepProgress => ({
   step,
@@ -129,4 +132,74 @@ test('a terminal: the status line is redrawn in place, messages stay above it, l
   const squeeze = (t: string): string => t.replace(/ /g, ''); // spaces at a wrap point end a row, so drop them all
   assert.equal(rows.length, 5);
   assert.equal(squeeze(rows.slice(1).join('')), squeeze(progressLine(stepOf(9, 3), 3)));
+});
+
+test('not a terminal: phase lines at most every plainSeconds (none before the first interval), step lines always', () => {
+  let t = 0;
+  const lines: string[] = [];
+  const d = createProgressDisplay((line) => lines.push(line), { now: () => t, plainSeconds: 10 });
+  const at = (seconds: number, f: () => void): void => {
+    t = seconds * 1e3;
+    f();
+  };
+  at(1, () => d.phase('p1'));
+  at(10, () => d.phase('p10'));
+  at(15, () => d.phase('p15'));
+  at(16, () => d.step(stepOf(1, 16)));
+  at(20, () => d.phase('p20'));
+  at(26, () => d.phase('p26'));
+  at(27, () => d.message('m27'));
+  at(30, () => d.phase('p30'));
+  assert.deepEqual(lines, ['p10', progressLine(stepOf(1, 16), 144), 'p26', 'm27']);
+});
+
+test('the step watch: a line per phase and agent with counts, tok/s and an ETA from the first phase; stops throw', () => {
+  let t = 0;
+  const lines: string[] = [];
+  const d = createProgressDisplay((line) => lines.push(line), { now: () => t, plainSeconds: 0 });
+  const stop = new StopRequest();
+  const w = new StepWatch(d, 3, stop, () => t);
+  const at = (ms: number, f: () => void): string => {
+    t = ms;
+    f();
+    return lines.at(-1)!;
+  };
+  w.startStep(0);
+  assert.equal(
+    at(0, () => w.phase('sampling', 'a', 4)),
+    'step 1/3  sampling a  0/4 sequences  0 tokens  ETA ≥ 0s',
+  );
+  // Before a step has ended the ETA is a lower bound: this step's phases so far, the running one projected.
+  assert.equal(
+    at(1000, () => w.generated(4)),
+    'step 1/3  sampling a  0/4 sequences  4 tokens  4 tok/s  ETA ≥ 2s',
+  );
+  assert.equal(
+    at(1050, () => w.generated(4)),
+    'step 1/3  sampling a  0/4 sequences  4 tokens  4 tok/s  ETA ≥ 2s',
+  );
+  assert.equal(
+    at(2000, () => w.finished(4)),
+    'step 1/3  sampling a  4/4 sequences  8 tokens  4 tok/s  ETA ≥ 4s',
+  );
+  assert.equal(
+    at(2000, () => w.phase('training', 'a')),
+    'step 1/3  training a  ETA ≥ 4s',
+  );
+  assert.equal(
+    at(4000, () => w.updated(1, 2, 300)),
+    'step 1/3  training a  mini-batch 1/2  150 tok/s  ETA ≥ 14s',
+  );
+  assert.equal(w.trainTokens, 300);
+  w.endStep(6);
+  t = 6000;
+  w.startStep(1);
+  assert.equal(w.trainTokens, 0);
+  assert.equal(
+    at(6000, () => w.phase('sampling', 'a', 4)),
+    'step 2/3  sampling a  0/4 sequences  0 tokens  ETA 12s',
+  );
+  stop.signal = 'SIGTERM';
+  assert.throws(() => w.generated(1), StopPoint);
+  assert.equal(w.current, 'sampling a');
 });

@@ -104,9 +104,6 @@ export function progressLine(p: StepProgress, eta: number): string {
   ].join('  ');
 }
 
-/** Milliseconds between two redraws of the live phase line on a terminal at least. */
-const TTY_PHASE_MS = 100;
-
 /**
  * The least seconds between two plain phase lines (and before the first, so a log gets none from short steps):
  * HACRL_PROGRESS_SECONDS, default 10.
@@ -157,7 +154,6 @@ export function createProgressDisplay(
   const live = createLogUpdate(out as NodeJS.WriteStream, { showCursor: true });
   let current: string | null = null;
   let phase: string | null = null;
-  let drawn = -Infinity;
   const draw = (): void => live([current, phase].filter((l) => l !== null).join('\n'));
   return {
     step(p) {
@@ -167,9 +163,6 @@ export function createProgressDisplay(
     },
     phase(line) {
       phase = line;
-      // Safe points come every few milliseconds on a small model: a terminal needs no more than ten frames a second.
-      if (now() - drawn < TTY_PHASE_MS) return;
-      drawn = now();
       draw();
     },
     message(line) {

@@ -15,6 +15,9 @@ export type PhaseName = 'sampling' | 'scoring' | 'training' | 'validating';
 /** Starts a phase: its name, the agent it works for, and how many sequences (or mini-batches) it has to do (0: unknown). */
 export type PhaseStart = (name: PhaseName, agent: string, items?: number) => void;
 
+/** Milliseconds between two live lines within a phase at least (a phase's first line always shows). */
+const LINE_MS = 100;
+
 /** A count with thousands separators. */
 const count = (n: number): string => n.toLocaleString('en-US');
 
@@ -31,6 +34,8 @@ export class StepWatch implements WorkWatcher {
   private itemsDone = 0;
   private tokens = 0;
   private phaseStart = 0;
+  /** When the last line was shown (milliseconds). */
+  private shown = -Infinity;
   /** Tokens trained on in this step (prompts and responses, every epoch). */
   trainTokens = 0;
 
@@ -70,7 +75,8 @@ export class StepWatch implements WorkWatcher {
     const t = this.now();
     if (this.phaseName !== null) this.phasesDone += (t - this.phaseStart) / 1e3;
     Object.assign(this, { phaseName: name, agent, items, itemsDone: 0, tokens: 0, phaseStart: t });
-    this.passed();
+    this.stop?.poll();
+    this.show(t);
   };
 
   generated(tokens: number): void {
@@ -92,7 +98,14 @@ export class StepWatch implements WorkWatcher {
 
   passed(): void {
     this.stop?.poll();
-    if (this.phaseName !== null) this.display.phase(this.line());
+    const t = this.now();
+    // Safe points come every few milliseconds on a small model: a line more often than LINE_MS would only cost.
+    if (this.phaseName !== null && t - this.shown >= LINE_MS) this.show(t);
+  }
+
+  private show(t: number): void {
+    this.shown = t;
+    this.display.phase(this.line());
   }
 
   /** The live line, e.g. `step 3/20  sampling a  64/128 sequences  3,210 tokens  218 tok/s  ETA 5m12s`. */
@@ -102,7 +115,9 @@ export class StepWatch implements WorkWatcher {
     const of = (what: string): string => `${count(this.itemsDone)}${this.items > 0 ? `/${count(this.items)}` : ''} ${what}`;
     const detail =
       this.phaseName === 'training'
-        ? [`mini-batch ${of('').trim()}`, rate]
+        ? this.items > 0
+          ? [`mini-batch ${this.itemsDone}/${this.items}`, rate]
+          : []
         : this.phaseName === 'scoring'
           ? []
           : [of('sequences'), `${count(this.tokens)} tokens`, rate];
