@@ -6,6 +6,7 @@
  * notice and ends the process with the shell's status for the signal (128 + number). Only async-signal-safe calls
  * (write, _exit, lock-free atomics) run inside the handler. */
 #include "napi_util.h"
+#include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -34,6 +35,7 @@ static void put(const char *s) {
 }
 
 static void on_stop_signal(int sig, siginfo_t *info, void *context) {
+  int saved_errno = errno; /* the interrupted code may be reading errno */
   int slot = slot_of(sig);
   int seen = atomic_fetch_add(&count, 1);
   put("hacrl: ");
@@ -50,6 +52,7 @@ static void on_stop_signal(int sig, siginfo_t *info, void *context) {
   } else if (p->sa_handler != SIG_DFL && p->sa_handler != SIG_IGN) {
     p->sa_handler(sig);
   }
+  errno = saved_errno;
 }
 
 static int copy_note(napi_env env, napi_value v, char *into, const char *name) {
