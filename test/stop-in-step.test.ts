@@ -85,7 +85,7 @@ describe('a stop inside a step', () => {
 
   test('a second SIGINT ends the process at once, even while the step awaits', async () => {
     const dir = join(root, 'twice');
-    const r = await hacrlSignalledAt(runArgs(dir, slowRewardPath), /^step 1\/2  scoring a/m, ['SIGINT', 'SIGINT'], {
+    const r = await hacrlSignalledAt(runArgs(dir, slowRewardPath), /^step 1\/2 {2}scoring a/m, ['SIGINT', 'SIGINT'], {
       ...env,
       HACRL_PROGRESS_SECONDS: '0',
     });

@@ -197,9 +197,11 @@ export function loadNative(
     const addon = withWaitPolicy(() => createRequire(import.meta.url)(path) as Addon);
     if (!addon.init || !addon.gemmRaw) return { error: 'the addon is incomplete; rebuild with `npm run build:native`' };
     // An addon built before a kernel was added would otherwise fail mid-run with "x is not a function".
-    const missing = [...(Object.keys(KERNEL_ARGS) as KernelName[]).map(exportName), 'setReproducible', 'watchStopSignals'].filter(
-      (name) => typeof addon[name] !== 'function',
-    );
+    const missing = [
+      ...(Object.keys(KERNEL_ARGS) as KernelName[]).map(exportName),
+      'setReproducible',
+      'watchStopSignals',
+    ].filter((name) => typeof addon[name] !== 'function');
     if (missing.length > 0)
       return {
         error: `${path} is older than the code (no ${missing.join(', ')}); rebuild with \`npm run build:native\``,

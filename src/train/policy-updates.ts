@@ -98,7 +98,11 @@ export function runUpdates(
     note('loss', loss);
     note('grad_norm', gradNorm);
     for (const [name, v] of Object.entries(s)) note(name, v);
-    workPoint.updated(update + 1, batches.length, items.reduce((n, x) => n + x.prompt.length + x.response.length, 0));
+    workPoint.updated(
+      update + 1,
+      batches.length,
+      items.reduce((n, x) => n + x.prompt.length + x.response.length, 0),
+    );
   }
   return { stats, skippedUpdates };
 }

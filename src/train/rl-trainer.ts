@@ -92,7 +92,7 @@ async function trainLocked(r: ResolvedRun, options: TrainOptions): Promise<void>
   const source = await runSource(r, team, state.cursor, k);
   const log = await StepLog.open(run, r.steps, r.health, team, display, options.resume);
   const watch = new StepWatch(display, r.steps, options.stop);
-  const outer = watchWork(watch);
+  const unwatch = watchWork(watch);
   try {
     await stepLoop({ r, options, k, display, run, state, team, source, log, watch });
   } catch (e) {
@@ -101,7 +101,7 @@ async function trainLocked(r: ResolvedRun, options: TrainOptions): Promise<void>
       throw options.stop!.dropped(state.step + 1, watch.current, await run.latestCheckpoint());
     throw e;
   } finally {
-    watchWork(outer);
+    unwatch();
   }
   display.done();
 }

@@ -112,7 +112,8 @@ export class StepWatch implements WorkWatcher {
   private line(): string {
     const seconds = (this.now() - this.phaseStart) / 1e3;
     const rate = seconds > 0 ? `${Math.round(this.tokens / seconds)} tok/s` : '';
-    const of = (what: string): string => `${count(this.itemsDone)}${this.items > 0 ? `/${count(this.items)}` : ''} ${what}`;
+    const of = (what: string): string =>
+      `${count(this.itemsDone)}${this.items > 0 ? `/${count(this.items)}` : ''} ${what}`;
     const detail =
       this.phaseName === 'training'
         ? this.items > 0

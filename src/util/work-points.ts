@@ -20,11 +20,16 @@ export interface WorkWatcher {
 
 let watcher: WorkWatcher | null = null;
 
-/** Installs `w` (null: none) and returns the one it replaces, for the caller to put back. */
-export function watchWork(w: WorkWatcher | null): WorkWatcher | null {
+/**
+ * Installs `w` and returns the function that puts back the watcher it replaced (only while `w` is still the one
+ * installed: two runs in one process may end in either order).
+ */
+export function watchWork(w: WorkWatcher): () => void {
   const before = watcher;
   watcher = w;
-  return before;
+  return () => {
+    if (watcher === w) watcher = before;
+  };
 }
 
 /** The reports of the safe points, forwarded to the installed watcher. */
