@@ -65,7 +65,10 @@ function screen(text: string): string[] {
     else assert.fail(`unexpected escape ${m[0]}`);
     rows[row] ??= '';
   }
-  return rows.map((r) => r.trimEnd()).filter((r, i, all) => r !== '' || i < all.length - 1);
+  const shown = rows.map((r) => r.trimEnd());
+  // Blank rows at the bottom (where a taller frame was erased, or after the final newline) show nothing.
+  while (shown.length > 0 && shown.at(-1) === '') shown.pop();
+  return shown;
 }
 
 test('durations and the ETA: mean measured step time times the steps left', () => {
@@ -111,6 +114,18 @@ test('a terminal: the status line is redrawn in place, messages stay above it, l
   assert.deepEqual(screen(out), [progressLine(stepOf(2, 5), 32)], 'the first line was replaced, not followed');
   d.message('warning at step 2 (qwen): length blow-up');
   d.message('checkpoint c2');
+  d.phase('step 3/10  sampling qwen  0/8 sequences');
+  d.phase('step 3/10  sampling qwen  4/8 sequences');
+  assert.deepEqual(
+    screen(out),
+    [
+      'warning at step 2 (qwen): length blow-up',
+      'checkpoint c2',
+      progressLine(stepOf(2, 5), 32),
+      'step 3/10  sampling qwen  4/8 sequences',
+    ],
+    'the phase line lives below the status line, redrawn in place',
+  );
   d.step(stepOf(3, 4));
   d.done();
   assert.deepEqual(screen(out), [
