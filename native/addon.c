@@ -12,6 +12,7 @@ static napi_value init(napi_env env, napi_value exports) {
   hx_register_blas(env, exports);
   hx_register_kernels(env, exports);
   hx_register_machine(env, exports);
+  hx_register_signals(env, exports);
   return exports;
 }
 

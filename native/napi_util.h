@@ -44,4 +44,5 @@ napi_value hx_string(napi_env env, const char *s);
 void hx_register_blas(napi_env env, napi_value exports);
 void hx_register_kernels(napi_env env, napi_value exports);
 void hx_register_machine(napi_env env, napi_value exports);
+void hx_register_signals(napi_env env, napi_value exports);
 #endif

@@ -50,27 +50,34 @@ export async function hacrlKilledAt(args: string[], file: string, env: NodeJS.Pr
 }
 
 /**
- * Starts `hacrl ARGS` (with `env` added to the environment), sends it `signals` one after the other the moment `file`
- * exists, and returns how it ended with its output; rejects when the run ends before `file` appears.
+ * Starts `hacrl ARGS` (with `env` added to the environment), sends it `signals` one after the other the moment `at`
+ * holds — a file exists (e.g. a checkpoint's state.json), or standard output matches a pattern — and returns how it
+ * ended with its output and the milliseconds from the first signal to the first "received" notice on standard error
+ * and to the exit; rejects when the run ends before `at` holds.
  */
 export async function hacrlSignalledAt(
   args: string[],
-  file: string,
+  at: string | RegExp,
   signals: NodeJS.Signals[],
   env: NodeJS.ProcessEnv = {},
-): Promise<{ status: number | null; stdout: string; stderr: string }> {
+): Promise<{ status: number | null; stdout: string; stderr: string; noticeMs: number; exitMs: number }> {
   const child = spawn(process.execPath, ['dist/src/cli/main.js', ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...env },
   });
   let [stdout, stderr] = ['', ''];
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  let [sent, noticed] = [NaN, NaN];
+  child.stderr.on('data', (d: Buffer) => {
+    stderr += d.toString();
+    if (Number.isNaN(noticed) && stderr.includes('received')) noticed = performance.now();
+  });
   const exited = new Promise<number | null>((r) => child.once('close', (code) => r(code)));
+  const what = typeof at === 'string' ? at : `output matching ${at}`;
   let signalled = false;
   await new Promise<void>((resolve, reject) => {
     const poll = setInterval(() => {
-      if (existsSync(file)) {
+      if (typeof at === 'string' ? existsSync(at) : at.test(stdout)) {
         clearInterval(poll);
         signalled = true;
         resolve();
@@ -78,17 +85,20 @@ export async function hacrlSignalledAt(
     }, 5);
     child.on('exit', () => {
       clearInterval(poll);
-      if (!signalled) reject(new Error(`the run finished before ${file} appeared, so it could not be signalled`));
+      if (!signalled)
+        reject(new Error(`the run finished before ${what}, so it could not be signalled:\n${stdout}${stderr}`));
     });
   });
   // One at a time: signals sent together merge into one. The next goes once the process has noticed the last.
   let gone = false;
   void exited.then(() => (gone = true));
+  sent = performance.now();
   for (const [i, s] of signals.entries()) {
     child.kill(s);
     while (i + 1 < signals.length && !gone && (stderr.match(/received/g) ?? []).length <= i) await sleep(5);
   }
-  return { status: await exited, stdout, stderr };
+  const status = await exited;
+  return { status, stdout, stderr, noticeMs: noticed - sent, exitMs: performance.now() - sent };
 }
 
 /**

@@ -73,7 +73,10 @@ async function twoSteps(
   assert.equal(r.status, 0, r.stderr);
   // One status line per step, every agent's reward, accuracy and capability estimate on it.
   const perAgent = agents.map((a) => `${a} reward \\d\\.\\d{3} acc \\d+\\.\\d% P̂ \\d\\.\\d{3}`).join(' {2}');
-  assert.match(r.stdout, new RegExp(`^step 2/2 {2}${perAgent} {2}\\d+ tok/s {2}\\d+ MiB {2}ETA 0s$`, 'm'));
+  assert.match(
+    r.stdout,
+    new RegExp(`^step 2/2 {2}${perAgent} {2}gen \\d+ tok/s {2}train \\d+ tok/s {2}\\d+ MiB {2}ETA 0s$`, 'm'),
+  );
   const all = await metrics(runDir);
   const base = all.filter((row) => row.step === 0);
   assert.deepEqual(

@@ -38,6 +38,16 @@ export interface NativeExtras {
    * fast ones; returns the build's instruction set ("" when off). reproducibleMode() decides at load; tests switch.
    */
   setReproducible(on: boolean, forceAvx2: boolean): string;
+  /**
+   * Installs the addon's SIGINT/SIGTERM handler (native/signals.c), chained to the one installed before: the first
+   * signal writes "hacrl: SIGNAL" + `first` to standard error at once and is kept for pendingStopSignal; the second
+   * writes "hacrl: SIGNAL" + `again` and ends the process with status 128 + its number.
+   */
+  watchStopSignals(first: string, again: string): void;
+  /** Puts back the handlers watchStopSignals found. */
+  unwatchStopSignals(): void;
+  /** The number of the first stop signal since watchStopSignals (2 SIGINT, 15 SIGTERM), 0 while none came. */
+  pendingStopSignal(): number;
 }
 
 export type NativeKernels = Kernels & NativeExtras;
@@ -187,9 +197,11 @@ export function loadNative(
     const addon = withWaitPolicy(() => createRequire(import.meta.url)(path) as Addon);
     if (!addon.init || !addon.gemmRaw) return { error: 'the addon is incomplete; rebuild with `npm run build:native`' };
     // An addon built before a kernel was added would otherwise fail mid-run with "x is not a function".
-    const missing = [...(Object.keys(KERNEL_ARGS) as KernelName[]).map(exportName), 'setReproducible'].filter(
-      (name) => typeof addon[name] !== 'function',
-    );
+    const missing = [
+      ...(Object.keys(KERNEL_ARGS) as KernelName[]).map(exportName),
+      'setReproducible',
+      'watchStopSignals',
+    ].filter((name) => typeof addon[name] !== 'function');
     if (missing.length > 0)
       return {
         error: `${path} is older than the code (no ${missing.join(', ')}); rebuild with \`npm run build:native\``,

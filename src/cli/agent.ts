@@ -32,7 +32,12 @@ export async function runAgent(o: AgentCliOptions): Promise<void> {
   const runDir = join(loaded.runDir, o.agent);
   const continuing = (await findLatestCheckpoint(runDir)) !== null;
   const cfg = await settleRunKernels(await settleRunDate(loaded, runDir, continuing), runDir, continuing);
-  if (!o.skipMemoryCheck) await checkRunFits(resolveRun(cfg), machineMemory(), { local: (name) => name === o.agent });
+  const display = createProgressDisplay(process.stdout);
+  display.message(
+    o.skipMemoryCheck
+      ? 'plan: not checked (--skip-memory-check)'
+      : await checkRunFits(resolveRun(cfg), machineMemory(), { local: (name) => name === o.agent }),
+  );
   // The same command continues the agent from its newest checkpoint: no --resume needed.
   const stop = new StopRequest({ resumeHint: 'Run the same command again to continue' }).install();
   try {
@@ -40,7 +45,7 @@ export async function runAgent(o: AgentCliOptions): Promise<void> {
       agent: o.agent,
       ...(o.broker === undefined ? {} : { broker: o.broker }),
       env: process.env,
-      progress: createProgressDisplay(process.stdout),
+      progress: display,
       stop,
     });
   } finally {

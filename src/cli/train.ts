@@ -25,10 +25,15 @@ export interface TrainCliOptions {
 export async function runTrain(o: TrainCliOptions): Promise<void> {
   const loaded = await loadRunConfig(o.config, o.set);
   const cfg = await settleRunKernels(await settleRunDate(loaded, loaded.runDir, o.resume), loaded.runDir, o.resume);
-  if (!o.skipMemoryCheck) await checkRunFits(resolveRun(cfg), machineMemory());
+  const display = createProgressDisplay(process.stdout);
+  display.message(
+    o.skipMemoryCheck
+      ? 'plan: not checked (--skip-memory-check)'
+      : await checkRunFits(resolveRun(cfg), machineMemory()),
+  );
   const stop = new StopRequest({ resumeHint: `Resume with: ${resumeCommand(process.argv.slice(2))}` }).install();
   try {
-    await trainRl(cfg, { resume: o.resume, progress: createProgressDisplay(process.stdout), stop });
+    await trainRl(cfg, { resume: o.resume, progress: display, stop });
   } finally {
     stop.dispose();
     await closeDefaultPool();

@@ -6,6 +6,7 @@ import type { Kernels } from '../backend/kernels.js';
 import { trimPool } from '../tensor/grad-pool.js';
 import { Arena } from '../tensor/tape.js';
 import { Rng } from '../util/rng.js';
+import { workPoint } from '../util/work-points.js';
 import { KVCache } from './kv-cache.js';
 import { samplingParts, sumBytes } from './memory-plan.js';
 import type { Transformer } from './transformer.js';
@@ -406,6 +407,8 @@ function generateWith(
     checkFiniteLogits(logits, vocab, running, step, name);
     const tokens = sampleRows(k, logits, vocab, running, o, rng, probs);
     k.gatherLogProbs(logits, tokens, logProb, lse, batch, vocab);
+    // A safe point: a watcher counts the step's tokens, or abandons the sampling here.
+    workPoint.generated(running.reduce((n, r) => n + (r ? 1 : 0), 0));
     for (let b = 0; b < batch; b++) {
       if (!running[b]) continue;
       const token = tokens[b]!;
@@ -436,5 +439,6 @@ function generateWith(
         g.text = g.text.slice(0, cut);
       }
     }
+  workPoint.finished(batch);
   return out;
 }

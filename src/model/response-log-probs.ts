@@ -1,5 +1,6 @@
 import type { Kernels } from '../backend/kernels.js';
 import { Arena } from '../tensor/tape.js';
+import { workPoint } from '../util/work-points.js';
 import { packPromptResponses, type PromptResponse } from './pack.js';
 import type { Transformer } from './transformer.js';
 
@@ -31,6 +32,7 @@ export function scoreResponses(
       (r, m) => (out[members[m]!] = Array.from(logProb.data.subarray(r.start, r.start + r.length))),
     );
     arena.release();
+    workPoint.passed();
   }
   return out;
 }

@@ -1,23 +1,48 @@
 /**
- * Stopping a run cleanly. The first SIGINT or SIGTERM only asks the training loop to stop: it finishes the update in
- * progress, writes a checkpoint and ends with an Interrupted error that says how to resume. A second signal ends the
- * process at once (the newest complete checkpoint is still intact, as after a crash).
+ * Stopping a run cleanly. The first SIGINT or SIGTERM is acknowledged at once and asks the training loop to stop at
+ * its next safe point (a decode step, a mini-batch, a scoring pass): the step in progress is dropped, nothing more is
+ * written, and the loop ends with an Interrupted error that names the newest checkpoint and how to resume (a stop
+ * that arrives once the step's work is done checkpoints that step instead). A second signal ends the process at once;
+ * the newest complete checkpoint is intact either way, as after a crash. The step computes synchronously, so the
+ * signals are caught by the native addon's handler (native/signals.c), which writes the notices and ends the process
+ * itself; without the addon, Node's listeners hear them only between steps.
  */
 import { constants } from 'node:os';
+import { nativeBackend } from '../backend/select.js';
+import type { NativeExtras } from '../backend/native.js';
 
 const SIGNALS = ['SIGINT', 'SIGTERM'] as const;
 type StopSignal = (typeof SIGNALS)[number];
+
+/** The notices, after "hacrl: SIGNAL". */
+const FIRST_NOTICE =
+  ' received: stopping at the next safe point; the step in progress is dropped, and resuming continues from the ' +
+  'newest checkpoint (send it again to stop at once)';
+const AGAIN_NOTICE = ' received again: stopping now; the newest complete checkpoint is intact';
 
 /** The exit status of a process ended by `signal`, by the shell's convention (128 + signal number: 130, 143). */
 export function signalExitCode(signal: StopSignal): number {
   return 128 + constants.signals[signal];
 }
 
-/** A request to stop, set by the first SIGINT/SIGTERM once `install`ed; the loop polls `requested` between steps. */
+/** Thrown at a safe point inside a step once a stop was asked for: the loop drops the step (StopRequest.poll). */
+export class StopPoint extends Error {
+  override name = 'StopPoint';
+  constructor() {
+    super('stop requested: the step in progress is dropped');
+  }
+}
+
+/**
+ * A request to stop, set by the first SIGINT/SIGTERM once `install`ed; the loop polls `requested` between steps and
+ * `poll` at the safe points inside one.
+ */
 export class StopRequest {
   /** The signal that asked for the stop, or null while none has. */
   signal: StopSignal | null = null;
   private readonly handler = (signal: StopSignal): void => this.onSignal(signal);
+  /** The addon watching the signals while installed (null without one: Node's listeners alone). */
+  private native: NativeExtras | null = null;
 
   private readonly notify: (line: string) => void;
   private readonly exit: (code: number) => void;
@@ -40,47 +65,82 @@ export class StopRequest {
 
   /** True once a stop was asked for. */
   get requested(): boolean {
+    if (this.signal === null && this.native) {
+      const n = this.native.pendingStopSignal();
+      if (n !== 0) this.signal = n === constants.signals.SIGINT ? 'SIGINT' : 'SIGTERM';
+    }
     return this.signal !== null;
   }
 
-  /** Starts listening for SIGINT and SIGTERM (replacing Node's default of dying at once). */
-  install(): this {
+  /** A safe point inside a step: throws StopPoint once a stop was asked for. */
+  poll(): void {
+    if (this.requested) throw new StopPoint();
+  }
+
+  /**
+   * Starts listening for SIGINT and SIGTERM (replacing Node's default of dying at once), through the native addon's
+   * handler when it loads (`native`: default true), so that a signal is heard while a step computes.
+   */
+  install(o: { native?: boolean } = {}): this {
     for (const s of SIGNALS) process.on(s, this.handler);
+    // After the listeners: the addon's handler chains to the one libuv installed for them.
+    this.native = o.native === false ? null : nativeBackend();
+    this.native?.watchStopSignals(`${FIRST_NOTICE}\n`, `${AGAIN_NOTICE}\n`);
     return this;
   }
 
   /** Stops listening; Node's defaults apply again. */
   dispose(): void {
+    this.native?.unwatchStopSignals();
+    this.native = null;
     for (const s of SIGNALS) process.off(s, this.handler);
   }
 
   /** The error a loop throws after stopping on request at `step` with its checkpoint in `checkpointDir`. */
   interrupted(step: number, checkpointDir: string): Interrupted {
-    return new Interrupted(this.signal ?? 'SIGINT', step, checkpointDir, this.resumeHint);
+    return new Interrupted(
+      this.signal ?? 'SIGINT',
+      `after step ${step}; checkpoint written to ${checkpointDir}. ${this.resumeHint}`,
+    );
+  }
+
+  /**
+   * The error a loop throws after dropping step `step` on request in `phase` (e.g. "sampling a"; null: none named),
+   * `newest` being the run's newest checkpoint (its folder and step; null before the first).
+   */
+  dropped(step: number, phase: string | null, newest: { dir: string; step: number } | null): Interrupted {
+    const where = newest
+      ? `resuming continues from the newest checkpoint, ${newest.dir} (step ${newest.step}). ${this.resumeHint}`
+      : 'no checkpoint was written yet, so there is nothing to resume: start the run again';
+    const during = `during step ${step}${phase === null ? '' : ` (${phase})`}`;
+    return new Interrupted(this.signal ?? 'SIGINT', `${during}, which was dropped; ${where}`);
   }
 
   private onSignal(signal: StopSignal): void {
-    if (this.signal === null) {
-      this.signal = signal;
-      this.notify(
-        `hacrl: ${signal} received: finishing the current step, then writing a checkpoint ` +
-          `(send it again to stop at once, losing the steps since the last checkpoint)`,
-      );
+    // The addon's handler has written the notice and counts the signals itself (a second one never gets here).
+    if (this.native) {
+      this.signal ??= signal;
       return;
     }
-    this.notify(`hacrl: ${signal} received again: stopping now; the newest complete checkpoint is intact`);
+    if (this.signal === null) {
+      this.signal = signal;
+      this.notify(`hacrl: ${signal}${FIRST_NOTICE}`);
+      return;
+    }
+    this.notify(`hacrl: ${signal}${AGAIN_NOTICE}`);
     this.exit(signalExitCode(signal));
   }
 }
 
-/** Thrown by a training loop that stopped on request after writing its checkpoint; carries the exit status. */
+/** Thrown by a training loop that stopped on request; says what was kept and carries the exit status. */
 export class Interrupted extends Error {
   override name = 'Interrupted';
   /** The process exit status to use (130 for SIGINT, 143 for SIGTERM). */
   readonly exitCode: number;
 
-  constructor(signal: StopSignal, step: number, checkpointDir: string, resumeHint: string) {
-    super(`stopped by ${signal} after step ${step}; checkpoint written to ${checkpointDir}. ${resumeHint}`);
+  /** `what`: where it stopped and what was kept, after "stopped by SIGNAL ". */
+  constructor(signal: StopSignal, what: string) {
+    super(`stopped by ${signal} ${what}`);
     this.exitCode = signalExitCode(signal);
   }
 }

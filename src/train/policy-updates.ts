@@ -10,6 +10,7 @@ import type { AdamW } from '../optim/adamw.js';
 import { clipGradNorm } from '../optim/grad-clip.js';
 import { Tape } from '../tensor/tape.js';
 import { mean } from '../util/stats.js';
+import { workPoint } from '../util/work-points.js';
 import type { StepMetrics } from './sample-sources.js';
 
 /**
@@ -97,6 +98,11 @@ export function runUpdates(
     note('loss', loss);
     note('grad_norm', gradNorm);
     for (const [name, v] of Object.entries(s)) note(name, v);
+    workPoint.updated(
+      update + 1,
+      batches.length,
+      items.reduce((n, x) => n + x.prompt.length + x.response.length, 0),
+    );
   }
   return { stats, skippedUpdates };
 }

@@ -7,22 +7,32 @@
  */
 import { performance } from 'node:perf_hooks';
 import { engine } from '../backend/engine.js';
+import type { Kernels } from '../backend/kernels.js';
 import { parseSavedRunConfig } from '../config/load-config.js';
 import type { RunConfig } from '../config/rl-config.js';
 import { RunFolder } from '../run/run-folder.js';
 import { lockRunDir } from '../run/run-lock.js';
-import type { StopRequest } from '../run/interrupt.js';
+import { StopPoint, type StopRequest } from '../run/interrupt.js';
 import { loadNewestValidState, saveTrainState, type TrainState } from '../run/train-state.js';
 import { Rng } from '../util/rng.js';
-import { buildLearners, initialState, saveLearners, withEveryAgent, type IsLocal } from './learners.js';
+import {
+  buildLearners,
+  initialState,
+  saveLearners,
+  withEveryAgent,
+  type IsLocal,
+  type TeamMember,
+} from './learners.js';
 import { createProgressDisplay, type ProgressDisplay } from './progress.js';
 import { resolveRun, type ResolvedRun } from './resolved-run.js';
 import { precisionRefusal } from './run-plan.js';
 import { runSource } from './run-source.js';
-import type { StepMetrics } from './sample-sources.js';
+import type { SampleSource, StepMetrics } from './sample-sources.js';
 import type { SampleRecord } from './sample-table.js';
 import { StepLog } from './step-log.js';
+import { StepWatch } from './step-watch.js';
 import { teamStep } from './team-step.js';
+import { watchWork } from '../util/work-points.js';
 
 /** A sink for the run's console lines: one status line per step, and checkpoints, validations and warnings. */
 export type ProgressFn = (line: string) => void;
@@ -52,7 +62,10 @@ export interface TrainOptions {
   resume: boolean;
   /** Where the run reports: a function given plain lines, or a display (createProgressDisplay(process.stdout)). */
   progress: ProgressFn | ProgressDisplay;
-  /** Stops the loop after the current step, with a checkpoint (src/run/interrupt.ts); default: never. */
+  /**
+   * Stops the loop at the next safe point, dropping the step in progress (or after the step, with a checkpoint, when
+   * its work is done): src/run/interrupt.ts; default never.
+   */
   stop?: StopRequest;
   /**
    * The rollout exchange with the processes of the other agents, called each step when the source has filled the
@@ -88,32 +101,72 @@ async function trainLocked(r: ResolvedRun, options: TrainOptions): Promise<void>
   const team = await buildLearners(r, state, local);
   const source = await runSource(r, team, state.cursor, k);
   const log = await StepLog.open(run, r.steps, r.health, team, display, options.resume);
+  const watch = new StepWatch(display, r.steps, options.stop);
+  const unwatch = watchWork(watch);
+  try {
+    await stepLoop({ r, options, k, display, run, state, team, source, log, watch });
+  } catch (e) {
+    // A stop at a safe point: the step in progress is dropped, the newest checkpoint is where a resume starts.
+    if (e instanceof StopPoint)
+      throw options.stop!.dropped(state.step + 1, watch.current, await run.latestCheckpoint());
+    throw e;
+  } finally {
+    unwatch();
+  }
+  display.done();
+}
+
+/** What the step loop works with: the run, its state (advanced in place), its learners, source, log and watch. */
+interface StepLoop {
+  r: ResolvedRun;
+  options: TrainOptions;
+  k: Kernels;
+  display: ProgressDisplay;
+  run: RunFolder;
+  state: TrainState;
+  team: TeamMember[];
+  source: SampleSource;
+  log: StepLog;
+  watch: StepWatch;
+}
+
+/** The steps from `state.step` to the last, each sampled, exchanged, trained, validated, logged and checkpointed. */
+async function stepLoop({ r, options, k, display, run, state, team, source, log, watch }: StepLoop): Promise<void> {
   const { recipe, loop } = r;
   const shared = recipe.sharing !== 'none';
   const orderRng = Rng.fromState(state.rngs.order!);
   // A resume starts after a checkpoint (step ≥ 1), so the base models are validated once.
-  if (loop.eval.atStart && state.step === 0) await log.baseValidation(await source.validate(loop.validation));
+  if (loop.eval.atStart && state.step === 0) {
+    watch.startStep(-1);
+    await log.baseValidation(await source.validate(loop.validation, watch.phase));
+  }
   for (let step = state.step; step < r.steps; step++) {
     const start = performance.now();
+    watch.startStep(step);
     const here: SampleRecord[] = [];
-    const sampledHere = await source.collect({ k, step }, here);
+    const sampledHere = await source.collect({ k, step, phase: watch.phase }, here);
     const { table, sampled } = (await options.exchange?.complete(step + 1, here, sampledHere)) ?? {
       table: here,
       sampled: sampledHere,
     };
     const sampleSeconds = (performance.now() - start) / 1e3;
-    const learned = teamStep(table, team, recipe, k, orderRng, step);
+    const learned = teamStep(table, team, recipe, k, orderRng, step, watch.phase);
+    const trainSeconds = learned.reduce((t, l) => t + l.seconds, 0);
     // Validation every eval.every steps and always after the last one (eval.every = 0: only then).
     const last = step + 1 === r.steps;
     const evalNow = last || (loop.eval.every > 0 && (step + 1) % loop.eval.every === 0);
+    const validations = evalNow ? await source.validate(loop.validation, watch.phase) : [];
+    const seconds = (performance.now() - start) / 1e3;
+    watch.endStep(seconds);
     await log.step({
       step: step + 1,
       sampled,
       learned,
       sampleSeconds,
-      validations: evalNow ? await source.validate(loop.validation) : [],
+      trainTokensPerS: trainSeconds > 0 ? watch.trainTokens / trainSeconds : 0,
+      validations,
       samples: source.logRows(step + 1),
-      seconds: (performance.now() - start) / 1e3,
+      seconds,
       capability: shared ? team.map((l) => l.capability.estimate()) : null,
     });
     // A step with nothing to train on (every group filtered out) made no update: it is not a non-finite step.
@@ -128,6 +181,7 @@ async function trainLocked(r: ResolvedRun, options: TrainOptions): Promise<void>
       );
     }
     state.step = step + 1;
+    // A stop that came after the step's last safe point keeps the finished step.
     const stopping = options.stop?.requested === true;
     if (last || stopping || (loop.checkpoint.every > 0 && (step + 1) % loop.checkpoint.every === 0)) {
       state.rngs = { order: orderRng.state() };
@@ -137,7 +191,6 @@ async function trainLocked(r: ResolvedRun, options: TrainOptions): Promise<void>
       if (stopping && !last) throw options.stop!.interrupted(step + 1, ref.dir);
     }
   }
-  display.done();
 }
 
 /**

@@ -213,8 +213,13 @@ export function precisionRefusal(
   return why && `precision bf16 (agent${bf16.length > 1 ? 's' : ''} ${bf16.join(', ')}): ${why}`;
 }
 
-/** Plans `run` and throws memoryRefusal's message when it does not fit in `machine`. */
-export async function checkRunFits(run: PlanInputs, machine: MachineMemory, o: RunPlanOptions = {}): Promise<void> {
-  const refusal = memoryRefusal((await planRun(run, o)).plan, machine);
+/**
+ * Plans `run` and throws memoryRefusal's message when it does not fit in `machine`; returns the verdict a run prints
+ * at its start, e.g. `plan: fits, an estimated 7.91 GiB at its peak of 21.40 GiB available`.
+ */
+export async function checkRunFits(run: PlanInputs, machine: MachineMemory, o: RunPlanOptions = {}): Promise<string> {
+  const { plan } = await planRun(run, o);
+  const refusal = memoryRefusal(plan, machine);
   if (refusal) throw new Error(refusal);
+  return `plan: fits, an estimated ${gib(plan.total)} at its peak of ${gib(machine.available)} available`;
 }

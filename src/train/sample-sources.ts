@@ -20,6 +20,7 @@ import { Rng } from '../util/rng.js';
 import { mean, std } from '../util/stats.js';
 import { rewardPartMeans } from './reward-metrics.js';
 import type { SampleRecord } from './sample-table.js';
+import type { PhaseStart } from './step-watch.js';
 import {
   validateAgent,
   type ValidationMetrics,
@@ -36,6 +37,8 @@ export interface StepInputs {
   k: Kernels;
   /** The step's index (from 0): what a source draws its prompts or instances for. */
   step: number;
+  /** Names each phase for the live progress line as it starts; default none. */
+  phase?: PhaseStart;
 }
 
 /** One validation's metric fields, the policies they belong to, and the name the console shows them under. */
@@ -60,8 +63,11 @@ export interface SampleSource {
    * metrics of what it produced per generating policy (rewards, accuracy, lengths, timings).
    */
   collect(step: StepInputs, table: SampleRecord[]): Promise<Map<string, StepMetrics>>;
-  /** Validates the policies as they are now on held-out data, `set` saying how much and how; [] when it has none. */
-  validate(set: ValidationOptions): Promise<Validation[]>;
+  /**
+   * Validates the policies as they are now on held-out data, `set` saying how much and how; [] when it has none.
+   * `phase` names each agent's validation for the live progress line; default none.
+   */
+  validate(set: ValidationOptions, phase?: PhaseStart): Promise<Validation[]>;
   /** The samples.jsonl rows of the last collected step, stamped `step` (1-based, as in metrics.jsonl). */
   logRows(step: number): SampleLogRow[];
 }
@@ -169,6 +175,7 @@ export class RolloutSource implements SampleSource {
     this.last = [];
     for (const role of this.roles) {
       const { policy, rollout: o } = role;
+      step.phase?.('sampling', policy.name, problems.length * o.groupSize);
       const t0 = performance.now();
       const rollouts = sampleRollouts(
         policy,
@@ -181,6 +188,7 @@ export class RolloutSource implements SampleSource {
         o.generationBatch,
       );
       const t1 = performance.now();
+      step.phase?.('scoring', policy.name);
       const scored = await scoreSamples(
         rollouts.map((r) => ({ prompt: r.problem.prompt, response: r.text, gold: r.problem.answer })),
         o.rewards,
@@ -229,14 +237,14 @@ export class RolloutSource implements SampleSource {
   }
 
   /** Each role's policy on every validation set (`val/<set>/…`), one after the other. */
-  async validate(set: ValidationOptions): Promise<Validation[]> {
+  async validate(set: ValidationOptions, phase?: PhaseStart): Promise<Validation[]> {
     if (this.data.validation.length === 0) return [];
     const out: Validation[] = [];
     for (const r of this.roles)
       out.push({
         label: r.policy.name,
         policies: [r.policy.name],
-        metrics: await validateAgent(r.policy, r.validation, this.data.validation, set),
+        metrics: await validateAgent(r.policy, r.validation, this.data.validation, set, phase),
       });
     return out;
   }

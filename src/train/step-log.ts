@@ -25,6 +25,8 @@ export interface StepRecord {
   learned: readonly (LearnerResult & { seconds: number })[];
   /** Seconds spent filling the table. */
   sampleSeconds: number;
+  /** Tokens (prompts and responses) this process trained on per second of its updates. */
+  trainTokensPerS: number;
   /** This step's validations ([] when none was due). */
   validations: readonly Validation[];
   /** The source's samples.jsonl rows. */
@@ -125,13 +127,24 @@ export class StepLog {
         accuracy: own[j]!.accuracy!,
         ...(s.capability ? { pHat: s.capability[i]! } : {}),
       })),
-      tokensPerS: own.reduce((n, m) => n + m.tokens!, 0) / s.seconds,
+      generateTokensPerS: generationRate(own, s.sampleSeconds),
+      trainTokensPerS: s.trainTokensPerS,
     });
   }
 
   private printValidations(step: number, validations: readonly Validation[]): void {
     for (const v of validations) this.display.message(`step ${step} ${v.label}  ${formatValidation(v.metrics)}`);
   }
+}
+
+/**
+ * Response tokens per second of generation over `sampled` (every agent shown): their generation times where the
+ * source measures them (time_generate_s), else the seconds spent filling the table.
+ */
+function generationRate(sampled: readonly StepMetrics[], sampleSeconds: number): number {
+  const tokens = sampled.reduce((n, m) => n + m.tokens!, 0);
+  const timed = sampled.every((m) => m.time_generate_s !== undefined);
+  return tokens / (timed ? sampled.reduce((n, m) => n + m.time_generate_s!, 0) : sampleSeconds);
 }
 
 /** The validation fields (metrics and counts) of policy `name` ({} when none of `validations` covers it). */

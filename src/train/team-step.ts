@@ -9,11 +9,12 @@ import { mean } from '../util/stats.js';
 import type { TeamMember } from './learners.js';
 import { learnerBatches, learnerStep, type LearnerResult, type UpdateRecipe } from './learner-step.js';
 import { learnerView, type SampleRecord } from './sample-table.js';
+import type { PhaseStart } from './step-watch.js';
 
 /**
  * The update of every learner this process trains (`local`) at training step `step` on the step's complete `table`,
  * one result each in team order; a learner another process trains only draws its mini-batches, so the shared `rng`
- * moves as in one process. When the recipe shares rollouts, each learner's view holds its tokens of every foreign
+ * moves as in one process; `phase` names each learner's training for the live progress line. When the recipe shares rollouts, each learner's view holds its tokens of every foreign
  * record, and each agent records this step's P_t (HACRL Eq. 9: the mean reward of its own records; an agent with no
  * records in the table — left out as late by the exchange — records none), so every learner sees the same P̂.
  */
@@ -24,6 +25,7 @@ export function teamStep(
   kernels: Kernels,
   rng: Rng,
   step: number,
+  phase?: PhaseStart,
 ): (LearnerResult & { seconds: number })[] {
   const shared = recipe.sharing !== 'none';
   const byName = new Map(members.map((l) => [l.policy.name, l.policy]));
@@ -40,6 +42,7 @@ export function teamStep(
       learnerBatches(table, views[k]!, l.policy.name, l.order, recipe, rng);
       return [];
     }
+    phase?.('training', l.policy.name);
     const t0 = performance.now();
     const r = learnerStep(table, views[k]!, { ...l, lr: l.lr(step) }, team, recipe, capability, kernels, rng);
     return [{ ...r, seconds: (performance.now() - t0) / 1e3 }];

@@ -7,6 +7,7 @@ import type { ResolvedAgent } from '../config/rl-config.js';
 import { evaluate } from '../eval/evaluate.js';
 import type { Agent } from '../rollout/rollout.js';
 import type { Problem } from '../tasks/problem.js';
+import type { PhaseStart } from './step-watch.js';
 
 /** A named validation data set. */
 export interface ValidationSet {
@@ -38,18 +39,20 @@ export type ValidationSettings = Pick<
 
 /**
  * The metric fields of one validation of `agent` on every set (see ValidationMetrics), the k samples drawn with the
- * agent's training temperature, top-p and top-k.
+ * agent's training temperature, top-p and top-k; `phase` names each set's validation for the live progress line.
  */
 export async function validateAgent(
   agent: Agent,
   settings: ValidationSettings,
   sets: readonly ValidationSet[],
   o: ValidationOptions,
+  phase?: PhaseStart,
 ): Promise<ValidationMetrics> {
   const out: ValidationMetrics = {};
   const k = o.samplesPerProblem;
   for (const d of sets) {
     const problems = o.problems > 0 ? d.problems.slice(0, o.problems) : d.problems;
+    phase?.('validating', `${agent.name} on ${d.name}`, problems.length * (1 + k));
     const report = await evaluate(agent.model, engine(), agent.tokenizer, problems, {
       maxNewTokens: settings.maxNewTokens,
       prompt: { template: settings.template, ...(settings.system === undefined ? {} : { system: settings.system }) },

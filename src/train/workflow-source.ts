@@ -17,6 +17,7 @@ import { mean, std } from '../util/stats.js';
 import type { WorkflowConfig } from '../workflows/workflow-config.js';
 import type { Workflow } from '../workflows/workflow.js';
 import type { SampleLogRow, SampleSource, StepInputs, StepMetrics, Validation } from './sample-sources.js';
+import type { PhaseStart } from './step-watch.js';
 import type { SampleRecord } from './sample-table.js';
 import type { ValidationOptions } from './validation.js';
 
@@ -107,10 +108,12 @@ export class WorkflowSource implements SampleSource {
   /** Plays this step's instances, appends the records of the groups that survive the filter, returns metrics. */
   async collect(step: StepInputs, table: SampleRecord[]): Promise<Map<string, StepMetrics>> {
     const seeds = trainingSeeds(this.o.seed, step.step, this.o.instancesPerStep);
+    step.phase?.('sampling', `workflow ${this.wf.name}`);
     const { batch, groups, byPolicy } = await playStep(this.wf, this.config, this.generators, seeds);
     this.last = batch;
     const out = new Map<string, StepMetrics>();
     for (const [name, p] of this.policies) {
+      step.phase?.('scoring', name);
       const mine = byPolicy.get(name)!;
       const kept = new Set(mine.filter.kept);
       const records = this.records(batch, groups, (g) => kept.has(g.key), p.agent, step.k, table.length);
@@ -210,7 +213,8 @@ export class WorkflowSource implements SampleSource {
    * each program ended in the sandbox, as counts `heldout/<workflow name>/role/<role>/sandbox_<outcome>` (every
    * outcome, 0 included), as training logs them per step.
    */
-  async validate(set: ValidationOptions): Promise<Validation[]> {
+  async validate(set: ValidationOptions, phase?: PhaseStart): Promise<Validation[]> {
+    phase?.('validating', `workflow ${this.wf.name}`);
     const played = await playHeldOut(this.wf, this.generators, set.problems);
     return [
       {
