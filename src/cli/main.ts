@@ -228,6 +228,8 @@ program
   .requiredOption('--agent <name>', 'the agent of the configuration this process runs')
   .option('--broker <url>', "NATS server (default: the config's exchange.broker, nats://127.0.0.1:4222)")
   .option('--skip-memory-check', "run even when the memory plan says this agent's process does not fit", false)
+  .option('--join', "exchange.mode async: a fresh agent starts after the partners' newest step (joins a run under way)")
+  .option('--leave-after <step>', 'exchange.mode async: leave the run after this step; the others go on', positiveInt)
   .addHelpText(
     'after',
     '\nCredentials come from the environment (HACRL_NATS_USER, HACRL_NATS_PASSWORD, HACRL_NATS_NKEY_SEED) or from\n' +

@@ -8,7 +8,12 @@ import { join } from 'node:path';
 import { parseSavedRunConfig } from '../config/load-config.js';
 import type { RunConfig } from '../config/rl-config.js';
 import { readHfConfig } from '../model/hf-config.js';
-import type { StopRequest } from '../run/interrupt.js';
+import { Interrupted, StopRequest } from '../run/interrupt.js';
+import { loadDataSpec } from '../tasks/data-spec.js';
+import { renderPrompt } from '../tasks/prompt.js';
+import { problemsOfStep } from '../train/sample-sources.js';
+import { AsyncExchange, type AsyncExchangeOptions } from './async-exchange.js';
+import { Manifest } from './manifest.js';
 import { findLatestCheckpoint, RunFolder } from '../run/run-folder.js';
 import type { ProgressDisplay } from '../train/progress.js';
 import { loadTokenizer } from '../tokenizer/load.js';
@@ -31,6 +36,10 @@ export interface AgentRunOptions {
   env: NodeJS.ProcessEnv;
   progress: ProgressDisplay;
   stop?: StopRequest;
+  /** exchange.mode async: a fresh agent starts after the partners' newest step (joins a run under way); default false. */
+  join?: boolean;
+  /** exchange.mode async: leave the run after this step (the others go on); default: at the last step. */
+  leaveAfter?: number;
 }
 
 /**
@@ -41,7 +50,9 @@ export interface AgentRunOptions {
  */
 export function runIdOf(cfg: RunConfig): string {
   if (cfg.exchange.runId !== '') return cfg.exchange.runId;
-  const trained = JSON.stringify({ ...cfg, exchange: null, data: { ...cfg.data, date: null } });
+  // Async payloads differ from lockstep ones: the mode names another run (lockstep keeps its name).
+  const mode = cfg.exchange.mode === 'async' ? 'async' : null;
+  const trained = JSON.stringify({ ...cfg, exchange: mode, data: { ...cfg.data, date: null } });
   return createHash('sha256').update(trained).digest('hex').slice(0, 16);
 }
 
@@ -82,10 +93,9 @@ export async function runAgentProcess(cfg: RunConfig, o: AgentRunOptions): Promi
     ...(tls ? { tls } : {}),
   });
   try {
-    const exchange = new RolloutExchange(transport, {
+    const common = {
       run: runIdOf(cfg),
       agents: agents.map((a) => a.name),
-      local: [o.agent],
       limits,
       waitSeconds: x.waitSeconds,
       onLate: x.onLate,
@@ -93,10 +103,17 @@ export async function runAgentProcess(cfg: RunConfig, o: AgentRunOptions): Promi
       onBadRecord: x.onBadRecord,
       // The date chat templates render goes into every prompt: partners must share it as they share the data.
       fingerprint: { ...(await runFingerprint(resolved)), 'data.date': cfg.data.date ?? '' },
-      log: (line) => o.progress.message(line),
-    });
-    await exchange.greet();
-    await trainRl(mine, { resume, progress: o.progress, exchange, ...(o.stop ? { stop: o.stop } : {}) });
+      log: (line: string) => o.progress.message(line),
+    };
+    if (x.mode === 'async') {
+      const exchange = await asyncExchange(transport, resolved, o.agent, runDir, x, common, o.join ?? false);
+      await exchange.greet();
+      await trainAsync(mine, resume, o, exchange);
+    } else {
+      const exchange = new RolloutExchange(transport, { ...common, local: [o.agent] });
+      await exchange.greet();
+      await trainRl(mine, { resume, progress: o.progress, exchange, ...(o.stop ? { stop: o.stop } : {}) });
+    }
   } finally {
     await transport.close();
   }
@@ -117,4 +134,83 @@ async function partnerCheck(run: ResolvedRun, self: string): Promise<PartnerChec
       });
   return (agent, step, partner, own) =>
     checkPartnerStep(agent, step, partner.records, partner.metrics, own, partners.get(agent)!, rewards);
+}
+
+/** The asynchronous exchange of agent `self` (exchange.mode async), its manifest in `runDir`. */
+async function asyncExchange(
+  transport: NatsTransport,
+  run: ResolvedRun,
+  self: string,
+  runDir: string,
+  x: RunConfig['exchange'],
+  common: Omit<
+    AsyncExchangeOptions,
+    | 'self'
+    | 'maxStaleness'
+    | 'maxAhead'
+    | 'maxStepsPerPartner'
+    | 'promptsPerStep'
+    | 'capabilityWindow'
+    | 'renderPrompt'
+    | 'drawn'
+    | 'manifest'
+    | 'join'
+  >,
+  join: boolean,
+): Promise<AsyncExchange> {
+  if (run.source.kind !== 'rollout') throw new Error('hacrl agent runs single-turn rollouts only');
+  const problems = (await loadDataSpec(run.source.train)).problems;
+  const me = run.agents.find((a) => a.name === self)!;
+  const tokenizer = await loadTokenizer(me.checkpoint);
+  const prompt = { template: me.template, ...(me.system === undefined ? {} : { system: me.system }) };
+  const delay = Number(process.env.HACRL_TEST_STEP_DELAY_MS ?? 0);
+  return new AsyncExchange(transport, {
+    ...common,
+    self,
+    maxStaleness: x.maxStaleness,
+    maxAhead: x.maxAhead,
+    maxStepsPerPartner: x.maxStepsPerPartner,
+    promptsPerStep: run.promptsPerStep,
+    capabilityWindow: run.learning.capabilityWindow,
+    renderPrompt: (p) => tokenizer.encode(renderPrompt(tokenizer, p, prompt)),
+    drawn: (step) =>
+      problemsOfStep(problems, run.seed, run.promptsPerStep, step).map((p, group) => ({
+        group,
+        prompt: p.prompt,
+        gold: p.answer,
+      })),
+    manifest: await Manifest.open(runDir),
+    join,
+    // A test hook: a delay after each publish makes this agent the slow one of a pair.
+    ...(delay > 0 ? { delayMs: delay } : {}),
+  });
+}
+
+/**
+ * Trains agent `o.agent` with the asynchronous `exchange` and publishes that it leaves once it stops: after the last
+ * step, after `o.leaveAfter`, or on a stop request.
+ */
+async function trainAsync(cfg: RunConfig, resume: boolean, o: AgentRunOptions, exchange: AsyncExchange): Promise<void> {
+  const stop = new LeaveAfter(exchange, o.leaveAfter ?? Infinity, o.stop);
+  try {
+    await trainRl(cfg, { resume, progress: o.progress, exchange, stop });
+  } catch (e) {
+    if (!(e instanceof Interrupted) || o.stop?.requested) throw e;
+  }
+  await exchange.leave();
+}
+
+/** A stop request that also holds once the exchange has completed step `after` (an agent leaving the run). */
+class LeaveAfter extends StopRequest {
+  constructor(
+    private readonly exchange: AsyncExchange,
+    private readonly after: number,
+    private readonly outer: StopRequest | undefined,
+  ) {
+    super();
+  }
+
+  override get requested(): boolean {
+    return this.exchange.lastStep >= this.after || (this.outer?.requested ?? false);
+  }
 }

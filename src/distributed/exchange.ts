@@ -29,7 +29,7 @@ export type PartnerCheck = (
   agent: string,
   step: number,
   partner: AgentStep,
-  own: readonly SampleRecord[],
+  own: readonly Pick<SampleRecord, 'group' | 'prompt' | 'gold'>[],
 ) => Promise<void>;
 
 /** Settings of an exchange. */

@@ -7,7 +7,14 @@ import type { Kernels } from '../backend/kernels.js';
 import type { Rng } from '../util/rng.js';
 import { mean } from '../util/stats.js';
 import type { TeamMember } from './learners.js';
-import { learnerBatches, learnerStep, type Learner, type LearnerResult, type UpdateRecipe } from './learner-step.js';
+import {
+  learnerBatches,
+  learnerStep,
+  type Learner,
+  type LearnerResult,
+  type PartnerVersions,
+  type UpdateRecipe,
+} from './learner-step.js';
 import { learnerView, type SampleRecord } from './sample-table.js';
 
 /**
@@ -16,6 +23,8 @@ import { learnerView, type SampleRecord } from './sample-table.js';
  * moves as in one process. When the recipe shares rollouts, each learner's view holds its tokens of every foreign
  * record, and each agent records this step's P_t (HACRL Eq. 9: the mean reward of its own records; an agent with no
  * records in the table — left out as late by the exchange — records none), so every learner sees the same P̂.
+ * With `versions` (an asynchronous step: partners' records of other steps, each version with its own P̂) only the
+ * local learners record a P_t and train; the others draw nothing, as no other process replays this table.
  */
 export function teamStep(
   table: readonly SampleRecord[],
@@ -24,12 +33,15 @@ export function teamStep(
   kernels: Kernels,
   rng: Rng,
   step: number,
+  versions?: PartnerVersions,
 ): (LearnerResult & { seconds: number })[] {
   const shared = recipe.sharing !== 'none';
   const byName = new Map(members.map((l) => [l.policy.name, l.policy]));
-  const views = members.map((l) => learnerView(table, l.policy, byName, shared));
+  const views = members.map((l) =>
+    versions && !l.local ? null : learnerView(table, l.policy, byName, shared, versions?.prompts),
+  );
   if (shared)
-    for (const l of members) {
+    for (const l of members.filter((m) => m.local || !versions)) {
       const own = table.filter((r) => r.generator === l.policy.name);
       if (own.length > 0) l.capability.record(mean(own.map((r) => r.reward)));
     }
@@ -37,11 +49,11 @@ export function teamStep(
   const team: Learner[] = members.map((l) => ({ ...l, lr: l.lr(step) }));
   return team.flatMap((l, k) => {
     if (!members[k]!.local) {
-      learnerBatches(table, views[k]!, l.policy.name, l.order, recipe, rng);
+      if (!versions) learnerBatches(table, views[k]!, l.policy.name, l.order, recipe, rng);
       return [];
     }
     const t0 = performance.now();
-    const r = learnerStep(table, views[k]!, team, k, recipe, capability, kernels, rng);
+    const r = learnerStep(table, views[k]!, team, k, recipe, capability, kernels, rng, versions);
     return [{ ...r, seconds: (performance.now() - t0) / 1e3 }];
   });
 }
