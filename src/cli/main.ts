@@ -25,7 +25,7 @@ import { runScore, type ScoreOptions } from './score.js';
 import { serveCommand } from './serve.js';
 import { runSft, type SftCliOptions } from './sft.js';
 import { runSmoke } from './smoke.js';
-import { runTrain } from './train.js';
+import { runTrain, type TrainCliOptions } from './train.js';
 import { MAX_TIMEOUT_MS } from '../rewards/worker-pool.js';
 import { surviveClosedStdout } from '../util/closed-output.js';
 import { checkWritableFile } from '../util/fs-errors.js';
@@ -193,7 +193,12 @@ program
   .option('--set <key=value...>', 'overrides, e.g. --set rollout.groupSize=8 agents.0.lr=1e-5', [])
   .option('--resume', "continue the run folder's latest complete checkpoint", false)
   .option('--skip-memory-check', 'train even when the memory plan (hacrl plan) says the run does not fit', false)
-  .action((o: { config?: string; set: string[]; resume: boolean; skipMemoryCheck: boolean }) => runTrain(o));
+  .option(
+    '--replay <dir>',
+    "replay the finished asynchronous run (exchange.mode async) in <dir> from its agents' manifests, every agent in " +
+      "this process, against the run's broker: into the config's runDir, byte-equal to the run",
+  )
+  .action((o: TrainCliOptions) => runTrain(o));
 
 program
   .command('plan')

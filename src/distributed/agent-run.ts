@@ -40,6 +40,11 @@ export interface AgentRunOptions {
   join?: boolean;
   /** exchange.mode async: leave the run after this step (the others go on); default: at the last step. */
   leaveAfter?: number;
+  /**
+   * exchange.mode async: replay this agent of a finished run from the manifest in this folder (its run folder),
+   * against the run's broker, instead of exchanging; default none.
+   */
+  replayFrom?: string;
 }
 
 /**
@@ -82,9 +87,13 @@ export async function runAgentProcess(cfg: RunConfig, o: AgentRunOptions): Promi
   const tls = Object.values(tlsFiles).some((f) => f !== undefined)
     ? Object.fromEntries(Object.entries(tlsFiles).filter(([, f]) => f !== undefined))
     : null;
+  const manifest = x.mode === 'async' ? await Manifest.open(o.replayFrom ?? runDir) : null;
+  const runId = o.replayFrom === undefined ? runIdOf(cfg) : manifest?.header?.run;
+  if (runId === undefined)
+    throw new Error(`--replay: ${o.replayFrom} holds no manifest of an asynchronous run (exchange.mode async)`);
   const transport = await NatsTransport.open({
     broker: o.broker ?? x.broker,
-    run: runIdOf(cfg),
+    run: runId,
     agent: o.agent,
     maxMessageBytes: x.maxMessageBytes,
     maxObjectBytes: x.maxObjectBytes,
@@ -94,7 +103,7 @@ export async function runAgentProcess(cfg: RunConfig, o: AgentRunOptions): Promi
   });
   try {
     const common = {
-      run: runIdOf(cfg),
+      run: runId,
       agents: agents.map((a) => a.name),
       limits,
       waitSeconds: x.waitSeconds,
@@ -105,10 +114,10 @@ export async function runAgentProcess(cfg: RunConfig, o: AgentRunOptions): Promi
       fingerprint: { ...(await runFingerprint(resolved)), 'data.date': cfg.data.date ?? '' },
       log: (line: string) => o.progress.message(line),
     };
-    if (x.mode === 'async') {
-      const exchange = await asyncExchange(transport, resolved, o.agent, runDir, x, common, o.join ?? false);
+    if (manifest) {
+      const exchange = await asyncExchange(transport, resolved, o.agent, manifest, x, common, o);
       await exchange.greet();
-      await trainAsync(mine, resume, o, exchange);
+      await trainAsync(mine, resume, o, exchange, manifest);
     } else {
       const exchange = new RolloutExchange(transport, { ...common, local: [o.agent] });
       await exchange.greet();
@@ -141,7 +150,7 @@ async function asyncExchange(
   transport: NatsTransport,
   run: ResolvedRun,
   self: string,
-  runDir: string,
+  manifest: Manifest,
   x: RunConfig['exchange'],
   common: Omit<
     AsyncExchangeOptions,
@@ -156,7 +165,7 @@ async function asyncExchange(
     | 'manifest'
     | 'join'
   >,
-  join: boolean,
+  o: AgentRunOptions,
 ): Promise<AsyncExchange> {
   if (run.source.kind !== 'rollout') throw new Error('hacrl agent runs single-turn rollouts only');
   const problems = (await loadDataSpec(run.source.train)).problems;
@@ -179,8 +188,9 @@ async function asyncExchange(
         prompt: p.prompt,
         gold: p.answer,
       })),
-    manifest: await Manifest.open(runDir),
-    join,
+    manifest,
+    join: o.join ?? false,
+    replay: o.replayFrom !== undefined,
     // A test hook: a delay after each publish makes this agent the slow one of a pair.
     ...(delay > 0 ? { delayMs: delay } : {}),
   });
@@ -190,14 +200,43 @@ async function asyncExchange(
  * Trains agent `o.agent` with the asynchronous `exchange` and publishes that it leaves once it stops: after the last
  * step, after `o.leaveAfter`, or on a stop request.
  */
-async function trainAsync(cfg: RunConfig, resume: boolean, o: AgentRunOptions, exchange: AsyncExchange): Promise<void> {
-  const stop = new LeaveAfter(exchange, o.leaveAfter ?? Infinity, o.stop);
+async function trainAsync(
+  cfg: RunConfig,
+  resume: boolean,
+  o: AgentRunOptions,
+  exchange: AsyncExchange,
+  manifest: Manifest,
+): Promise<void> {
+  // A replay ends where the replayed agent's manifest does.
+  const after = o.replayFrom === undefined ? (o.leaveAfter ?? Infinity) : manifest.lastStep();
+  const stop = new LeaveAfter(exchange, after, o.stop);
   try {
     await trainRl(cfg, { resume, progress: o.progress, exchange, stop });
   } catch (e) {
     if (!(e instanceof Interrupted) || o.stop?.requested) throw e;
   }
-  await exchange.leave();
+  if (o.replayFrom === undefined) await exchange.leave();
+}
+
+/**
+ * `hacrl train --replay DIR`: every agent of the asynchronous run in DIR (its folders DIR/<agent>) trained again in this
+ * process, one after the other, into `cfg.runDir`, each step taking what the agent's manifest lists from the run's
+ * broker — byte-equal to the run that wrote the manifests. An agent without a folder in DIR is left out.
+ */
+export async function replayRun(cfg: RunConfig, from: string, o: Pick<AgentRunOptions, 'env' | 'progress' | 'broker'>) {
+  for (const a of cfg.agents) {
+    const folder = new RunFolder(join(from, a.name));
+    const saved = await folder.readConfig().catch(() => null);
+    if (saved === null) {
+      o.progress.message(`${from}/${a.name} holds no run of agent ${a.name}: left out of the replay`);
+      continue;
+    }
+    const original = parseSavedRunConfig(saved, folder.path('config'));
+    o.progress.message(`replaying agent ${a.name} from ${folder.dir}`);
+    // Where the broker is and how to log in come from this config; what was trained, from the run's own.
+    const replayed = { ...original, runDir: cfg.runDir, exchange: { ...cfg.exchange, mode: 'async' as const } };
+    await runAgentProcess(replayed, { ...o, agent: a.name, replayFrom: folder.dir });
+  }
 }
 
 /** A stop request that also holds once the exchange has completed step `after` (an agent leaving the run). */

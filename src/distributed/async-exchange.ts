@@ -58,6 +58,8 @@ export interface AsyncExchangeOptions {
   onBadRecord?: BadRecordPolicy;
   fingerprint: Record<string, string>;
   log: (line: string) => void;
+  /** Replaying a finished run: every step must be in the manifest, which is not written; default false. */
+  replay?: boolean;
   /** Milliseconds to sleep after publishing each step: a test hook that makes an agent slow; default 0. */
   delayMs?: number;
 }
@@ -112,7 +114,8 @@ export class AsyncExchange implements StepExchange {
     if (!o.agents.includes(o.self)) throw new Error(`agent ${o.self} is not in the run (${o.agents.join(', ')})`);
     checkAsyncSettings(o);
     this.local = new Set([o.self]);
-    for (const a of o.agents) if (a !== o.self) this.partners.set(a, { greeted: false, last: 0, left: false, joinedAfter: 0 });
+    for (const a of o.agents)
+      if (a !== o.self) this.partners.set(a, { greeted: false, last: 0, left: false, joinedAfter: 0 });
   }
 
   /**
@@ -133,11 +136,12 @@ export class AsyncExchange implements StepExchange {
       );
     });
     await this.refresh(deadline);
-    if (this.o.manifest.joinedAfter === null && this.o.join) {
-      const newest = Math.max(0, ...[...this.partners.values()].map((p) => p.last));
-      await this.o.manifest.join(newest);
+    if (this.o.manifest.header === null) {
+      if (this.o.replay) throw new Error("the manifest to replay has no first line: it is not a finished run's");
+      const newest = this.o.join ? Math.max(0, ...[...this.partners.values()].map((p) => p.last)) : 0;
+      await this.o.manifest.start({ step: 0, run: this.o.run, joinedAfter: newest });
     }
-    this.startStep = this.o.manifest.joinedAfter ?? 0;
+    this.startStep = this.o.manifest.header!.joinedAfter;
     if (this.startStep > 0) {
       const note = new TextEncoder().encode(JSON.stringify({ format: 'hacrl-join', joinedAfter: this.startStep }));
       await this.retry(`publishing where agent ${this.o.self} joins`, deadline, () =>
@@ -176,6 +180,7 @@ export class AsyncExchange implements StepExchange {
     let entry = this.o.manifest.get(step);
     let waited = 0;
     if (entry === undefined) {
+      if (this.o.replay) throw new Error(`the manifest to replay has no line for step ${step}`);
       waited = await this.admit(step);
       entry = await this.choose(step, previous, capability);
       const bytes = await this.o.manifest.append(entry);

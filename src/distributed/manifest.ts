@@ -5,8 +5,8 @@
  * start after a crash before its first checkpoint) and `hacrl train --replay` take exactly what it lists, checked by
  * hash, so they end byte-equal to the run that wrote it.
  */
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, readFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import { appendRows } from '../run/jsonl-log.js';
 
@@ -36,8 +36,10 @@ const EntrySchema = z.strictObject({
   capability: z.array(z.number()),
 });
 
-/** The first line of a manifest of an agent that joined a run already under way: the step it started after. */
-const JoinSchema = z.strictObject({ step: z.literal(0), joinedAfter: z.number().int().min(0) });
+/** The first line: the run's name on the broker, and the step the agent started after (0, or where it joined). */
+const HeaderSchema = z.strictObject({ step: z.literal(0), run: z.string(), joinedAfter: z.number().int().min(0) });
+/** A manifest's first line. */
+export type ManifestHeader = z.output<typeof HeaderSchema>;
 
 /** One partner step a step consumed. */
 export type Consumed = z.output<typeof ConsumedSchema>;
@@ -49,8 +51,8 @@ export class Manifest {
   private constructor(
     private readonly path: string,
     private readonly entries: Map<number, ManifestEntry>,
-    /** The step the agent joined after (0: it started with the run). */
-    public joinedAfter: number | null,
+    /** Its first line; null until the agent first greets its partners. */
+    public header: ManifestHeader | null,
   ) {}
 
   /** The manifest in run folder `dir` (empty when there is none); a last line cut short by a crash is ignored. */
@@ -65,18 +67,18 @@ export class Manifest {
     const lines = text.split('\n');
     lines.pop(); // '' after the last newline, or a torn line
     const entries = new Map<number, ManifestEntry>();
-    let joinedAfter: number | null = null;
+    let header: ManifestHeader | null = null;
     for (const [i, line] of lines.entries()) {
       const json = JSON.parse(line) as unknown;
-      const join = JoinSchema.safeParse(json);
-      if (join.success) joinedAfter = join.data.joinedAfter;
+      const first = HeaderSchema.safeParse(json);
+      if (first.success) header = first.data;
       else {
         const parsed = EntrySchema.safeParse(json);
         if (!parsed.success) throw new Error(`${path} line ${i + 1} is not a manifest line: ${parsed.error.message}`);
         entries.set(parsed.data.step, parsed.data);
       }
     }
-    return new Manifest(path, entries, joinedAfter);
+    return new Manifest(path, entries, header);
   }
 
   /** The line of step `step`, or undefined when it was not written. */
@@ -84,10 +86,16 @@ export class Manifest {
     return this.entries.get(step);
   }
 
-  /** Records that the agent joins after step `step`. */
-  async join(step: number): Promise<void> {
-    this.joinedAfter = step;
-    await appendRows(this.path, [{ step: 0, joinedAfter: step }]);
+  /** Writes the first line: the run's name and the step the agent starts after. */
+  async start(header: ManifestHeader): Promise<void> {
+    this.header = HeaderSchema.parse(header);
+    await mkdir(dirname(this.path), { recursive: true });
+    await appendRows(this.path, [this.header]);
+  }
+
+  /** The newest step it has a line of (0: none). */
+  lastStep(): number {
+    return Math.max(0, ...this.entries.keys());
   }
 
   /** Appends step `e.step`'s line and flushes it; the bytes it wrote. */
