@@ -18,7 +18,8 @@ import { findLatestCheckpoint, RunFolder } from '../run/run-folder.js';
 import type { ProgressDisplay } from '../train/progress.js';
 import { loadTokenizer } from '../tokenizer/load.js';
 import { resolveRun, type ResolvedRun } from '../train/resolved-run.js';
-import { trainRl } from '../train/rl-trainer.js';
+import { trainRl, type StepExchange } from '../train/rl-trainer.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { buildRewards } from '../train/run-source.js';
 import { RolloutExchange, type PartnerCheck } from './exchange.js';
 import { brokerCredentials, NatsTransport } from './nats-transport.js';
@@ -117,11 +118,12 @@ export async function runAgentProcess(cfg: RunConfig, o: AgentRunOptions): Promi
     if (manifest) {
       const exchange = await asyncExchange(transport, resolved, o.agent, manifest, x, common, o);
       await exchange.greet();
-      await trainAsync(mine, resume, o, exchange, manifest);
+      await trainAsync(mine, resume, o, slowed(exchange, o.env), manifest);
     } else {
       const exchange = new RolloutExchange(transport, { ...common, local: [o.agent] });
       await exchange.greet();
-      await trainRl(mine, { resume, progress: o.progress, exchange, ...(o.stop ? { stop: o.stop } : {}) });
+      const slow = slowed(exchange, o.env);
+      await trainRl(mine, { resume, progress: o.progress, exchange: slow, ...(o.stop ? { stop: o.stop } : {}) });
     }
   } finally {
     await transport.close();
@@ -143,6 +145,21 @@ async function partnerCheck(run: ResolvedRun, self: string): Promise<PartnerChec
       });
   return (agent, step, partner, own) =>
     checkPartnerStep(agent, step, partner.records, partner.metrics, own, partners.get(agent)!, rewards);
+}
+
+/**
+ * `exchange` with every step made HACRL_TEST_STEP_DELAY_MS milliseconds slower before it publishes (a test hook: one
+ * agent of a pair made the slow one, in either mode); `exchange` itself when the variable is unset.
+ */
+function slowed<E extends StepExchange>(exchange: E, env: NodeJS.ProcessEnv): E {
+  const ms = Number(env.HACRL_TEST_STEP_DELAY_MS ?? 0);
+  if (!(ms > 0)) return exchange;
+  const complete = exchange.complete.bind(exchange);
+  exchange.complete = async (...args) => {
+    await sleep(ms);
+    return complete(...args);
+  };
+  return exchange;
 }
 
 /** The asynchronous exchange of agent `self` (exchange.mode async), its manifest in `runDir`. */
@@ -172,7 +189,6 @@ async function asyncExchange(
   const me = run.agents.find((a) => a.name === self)!;
   const tokenizer = await loadTokenizer(me.checkpoint);
   const prompt = { template: me.template, ...(me.system === undefined ? {} : { system: me.system }) };
-  const delay = Number(process.env.HACRL_TEST_STEP_DELAY_MS ?? 0);
   return new AsyncExchange(transport, {
     ...common,
     self,
@@ -191,8 +207,6 @@ async function asyncExchange(
     manifest,
     join: o.join ?? false,
     replay: o.replayFrom !== undefined,
-    // A test hook: a delay after each publish makes this agent the slow one of a pair.
-    ...(delay > 0 ? { delayMs: delay } : {}),
   });
 }
 

@@ -60,8 +60,6 @@ export interface AsyncExchangeOptions {
   log: (line: string) => void;
   /** Replaying a finished run: every step must be in the manifest, which is not written; default false. */
   replay?: boolean;
-  /** Milliseconds to sleep after publishing each step: a test hook that makes an agent slow; default 0. */
-  delayMs?: number;
 }
 
 /** The longest pause between two looks at the broker, ms. */
@@ -176,7 +174,6 @@ export class AsyncExchange implements StepExchange {
       this.transport.publish(step, self, payload),
     );
     this.lastStep = step;
-    if (this.o.delayMs) await sleep(this.o.delayMs);
     let entry = this.o.manifest.get(step);
     let waited = 0;
     if (entry === undefined) {

@@ -330,7 +330,7 @@ export function learnerStep(
  * Per table record, the generator index the advantage and the loss see: its agent's team index, or for a partner
  * version of an asynchronous step the team's size plus the version's index (PartnerVersions).
  */
-function generatorSlots(
+export function generatorSlots(
   table: readonly SampleRecord[],
   team: readonly Learner[],
   versions?: PartnerVersions,
