@@ -123,6 +123,20 @@ export class AsyncExchange implements StepExchange {
    */
   async greet(): Promise<void> {
     const deadline = Date.now() + this.o.waitSeconds * 1e3;
+    await this.refresh(deadline);
+    if (this.o.manifest.header === null) {
+      if (this.o.replay) throw new Error("the manifest to replay has no first line: it is not a finished run's");
+      const newest = this.o.join ? Math.max(0, ...[...this.partners.values()].map((p) => p.last)) : 0;
+      await this.o.manifest.start({ step: 0, run: this.o.run, joinedAfter: newest });
+    }
+    this.startStep = this.o.manifest.header!.joinedAfter;
+    // The join note goes first: a partner that sees this agent's fingerprint knows where its steps start.
+    if (this.startStep > 0) {
+      const note = new TextEncoder().encode(JSON.stringify({ format: 'hacrl-join', joinedAfter: this.startStep }));
+      await this.retry(`publishing where agent ${this.o.self} joins`, deadline, () =>
+        this.transport.publish(0, this.o.self, note, 'manifest'),
+      );
+    }
     const hello = encodeHello(this.o.run, this.o.self, this.o.fingerprint);
     await this.retry(`publishing agent ${this.o.self}'s fingerprint`, deadline, () =>
       this.transport.publish(0, this.o.self, hello),
@@ -133,19 +147,6 @@ export class AsyncExchange implements StepExchange {
           'restore them, or start a new run (exchange.runId)',
       );
     });
-    await this.refresh(deadline);
-    if (this.o.manifest.header === null) {
-      if (this.o.replay) throw new Error("the manifest to replay has no first line: it is not a finished run's");
-      const newest = this.o.join ? Math.max(0, ...[...this.partners.values()].map((p) => p.last)) : 0;
-      await this.o.manifest.start({ step: 0, run: this.o.run, joinedAfter: newest });
-    }
-    this.startStep = this.o.manifest.header!.joinedAfter;
-    if (this.startStep > 0) {
-      const note = new TextEncoder().encode(JSON.stringify({ format: 'hacrl-join', joinedAfter: this.startStep }));
-      await this.retry(`publishing where agent ${this.o.self} joins`, deadline, () =>
-        this.transport.publish(0, this.o.self, note, 'manifest'),
-      );
-    }
   }
 
   /** Publishes that this agent left after its last step: partners stop waiting for it and still use its steps. */

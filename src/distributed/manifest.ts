@@ -9,6 +9,7 @@ import { mkdir, readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import { appendRows } from '../run/jsonl-log.js';
+import { writeFileAtomic } from '../util/atomic-write.js';
 
 /** The manifest's file name in an agent's run folder. */
 export const MANIFEST_FILE = 'manifest.jsonl';
@@ -65,7 +66,9 @@ export class Manifest {
       if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
     }
     const lines = text.split('\n');
-    lines.pop(); // '' after the last newline, or a torn line
+    // '' after the last newline, or a line a crash cut short: cut away, so the next line starts on its own.
+    const torn = lines.pop()!;
+    if (torn !== '') await writeFileAtomic(path, text.slice(0, text.length - torn.length));
     const entries = new Map<number, ManifestEntry>();
     let header: ManifestHeader | null = null;
     for (const [i, line] of lines.entries()) {

@@ -124,6 +124,7 @@ export class StepLog {
         reward: own[j]!.reward_mean!,
         accuracy: own[j]!.accuracy!,
         ...(s.capability ? { pHat: s.capability[i]! } : {}),
+        ...partnerSteps(own[j]!),
       })),
       tokensPerS: own.reduce((n, m) => n + m.tokens!, 0) / s.seconds,
     });
@@ -132,6 +133,15 @@ export class StepLog {
   private printValidations(step: number, validations: readonly Validation[]): void {
     for (const v of validations) this.display.message(`step ${step} ${v.label}  ${formatValidation(v.metrics)}`);
   }
+}
+
+/** An asynchronous agent's partners' newest steps (its `partner_<P>_last_step` metrics) for the status line. */
+function partnerSteps(m: StepMetrics): { partners?: Record<string, number> } {
+  const steps = Object.entries(m).flatMap(([k, v]) => {
+    const name = /^partner_(.+)_last_step$/.exec(k)?.[1];
+    return name === undefined ? [] : [[name, v] as const];
+  });
+  return steps.length === 0 ? {} : { partners: Object.fromEntries(steps) };
 }
 
 /** The validation fields (metrics and counts) of policy `name` ({} when none of `validations` covers it). */
