@@ -234,6 +234,20 @@ describe('what an asynchronous step consumes', () => {
     );
   });
 
+  test('a partner step stored before the step its admission waited for is refused as published ahead of its author', async () => {
+    const t = new InProcessTransport();
+    await t.publish(0, 'b', encodeHello('unit', 'b', {}));
+    const x = await exchangeOf(t, { maxAhead: 0, maxStepsPerPartner: 2 });
+    // b's steps 1 and 2 appear after a greeted, before a's step 1: with maxAhead 0 honest b publishes step 2 only
+    // after a's step 1 is stored.
+    await publish(t, 'b', 1, [1, 0], [0.5]);
+    await publish(t, 'b', 2, [1, 0], [0.5, 0.5]);
+    await assert.rejects(
+      x.complete(1, answers('a', 1, [1, 0]), sampled()),
+      /refused agent b's records of step 2: stored before agent a's records of step 1, .*forged\?/,
+    );
+  });
+
   test("a version-3 payload's P_t must be its records' mean reward, and contradictory settings are refused", () => {
     const bytes = encodeStep('unit', 1, 'b', answers('b', 1, [1, 0]), {}, [0.9]);
     assert.throws(

@@ -19,11 +19,17 @@ import type { StepExchange } from '../train/rl-trainer.js';
 import type { StepMetrics } from '../train/sample-sources.js';
 import type { SampleRecord } from '../train/sample-table.js';
 import { mean } from '../util/stats.js';
-import type { BadRecordPolicy, LatePolicy, PartnerCheck } from './exchange.js';
+import {
+  compareFingerprint,
+  retryTransport,
+  type BadRecordPolicy,
+  type LatePolicy,
+  type PartnerCheck,
+} from './exchange.js';
 import { Manifest, type Consumed, type ManifestEntry } from './manifest.js';
 import { BadRecord } from './record-checks.js';
-import { decodeHello, decodeStep, encodeHello, encodeStep, type AgentStep, type StepLimits } from './records.js';
-import { ConflictingPayload, PublishRefused, type RolloutTransport } from './transport.js';
+import { decodeStep, encodeHello, encodeStep, type AgentStep, type StepLimits } from './records.js';
+import { ConflictingPayload, type RolloutTransport } from './transport.js';
 
 /** Settings of an asynchronous exchange (one agent per process). */
 export interface AsyncExchangeOptions {
@@ -234,7 +240,7 @@ export class AsyncExchange implements StepExchange {
           this.transport.fetch(0, name),
         );
         if (hello === null) continue;
-        this.compareFingerprint(name, hello);
+        compareFingerprint(this.o.run, name, hello, this.o.fingerprint);
         const joined = await this.retry(`reading whether agent ${name} joined late`, deadline, () =>
           this.transport.fetch(0, name, 'manifest'),
         );
@@ -253,18 +259,6 @@ export class AsyncExchange implements StepExchange {
             this.transport.fetch(p.last, name, 'leave'),
           )) !== null;
     }
-  }
-
-  /** Refuses partner `name` when its fingerprint (`bytes`) differs from this process's. */
-  private compareFingerprint(name: string, bytes: Uint8Array): void {
-    const theirs = decodeHello(this.o.run, name, bytes);
-    const ours = this.o.fingerprint;
-    const differ = Object.keys({ ...theirs, ...ours }).filter((k) => theirs[k] !== ours[k]);
-    if (differ.length > 0)
-      throw new Error(
-        `agent ${name}'s machine holds other ${differ.join(', ')} than this one: every agent must train on the same ` +
-          'data from the same starting checkpoints; copy the files over and start again',
-      );
   }
 
   /**
@@ -319,6 +313,7 @@ export class AsyncExchange implements StepExchange {
             `the broker holds ${bytes === null ? 'none' : sha256(bytes).slice(0, 12)}: replay against the broker of the run that wrote it`,
         );
       try {
+        await this.checkOrder(c.agent, c.step);
         const partner = decodeStep(this.o.run, c.step, c.agent, bytes, this.o.limits(c.agent));
         if (partner.capability === undefined)
           throw new BadRecord(
@@ -334,6 +329,31 @@ export class AsyncExchange implements StepExchange {
       }
     }
     return out;
+  }
+
+  /**
+   * Refuses partner `name`'s step `s` when it was stored before this agent's step s − 1 − maxAhead although this agent
+   * was live for the partner by then (its fingerprint stored before the partner's step s − 1): the partner's admission
+   * at step s − 1 waited for that step before it could sample step s, so a step stored earlier was published ahead of
+   * its author — by someone else. A run that goes on without late agents (onLate: continue) lets an honest partner do
+   * that, so it is not checked there.
+   */
+  private async checkOrder(name: string, s: number): Promise<void> {
+    const mine = s - 1 - this.o.maxAhead;
+    if (this.o.onLate !== 'stop' || mine <= this.startStep) return;
+    const [theirs, previous, hello, ahead] = await Promise.all([
+      this.transport.storedAt(s, name),
+      this.transport.storedAt(s - 1, name),
+      this.transport.storedAt(0, this.o.self),
+      this.transport.storedAt(mine, this.o.self),
+    ]);
+    if (theirs === null || previous === null || hello === null || ahead === null) return;
+    if (hello < previous && theirs < ahead)
+      throw new BadRecord(
+        `refused agent ${name}'s records of step ${s}: stored before agent ${this.o.self}'s records of step ${mine}, ` +
+          `which its author's admission (exchange.maxAhead ${this.o.maxAhead}) waited for: published ahead of agent ` +
+          `${name}, so not by it (forged?); give each agent its own broker user (docs/distributed.md)`,
+      );
   }
 
   /**
@@ -366,17 +386,7 @@ export class AsyncExchange implements StepExchange {
     return { table, versions: { slot, capability, prompts } };
   }
 
-  /** Runs `f` until it succeeds; a transport that keeps failing past `deadline` stops the run, a conflict at once. */
-  private async retry<T>(what: string, deadline: number, f: () => Promise<T>): Promise<T> {
-    for (let pause = 50; ; pause = Math.min(2 * pause, 1000)) {
-      try {
-        return await f();
-      } catch (e) {
-        if (e instanceof ConflictingPayload || e instanceof PublishRefused) throw e;
-        if (Date.now() >= deadline)
-          throw new Error(`${what}: the transport kept failing for ${this.o.waitSeconds} s: ${(e as Error).message}`);
-        await sleep(pause);
-      }
-    }
+  private retry<T>(what: string, deadline: number, f: () => Promise<T>): Promise<T> {
+    return retryTransport(what, deadline, this.o.waitSeconds, f);
   }
 }
