@@ -92,6 +92,8 @@ export interface AdvantageInput {
   discrepancyCoefficient: boolean;
   /** Which capability-aware μ̂ (hacpo.baseline); default the paper's Eq. 7. */
   baseline?: BaselineSettings;
+  /** Groups without the learner's responses take the partner-only baseline (Eq. 7′) instead of failing; default false. */
+  partnerOnly?: boolean;
 }
 
 /** An estimator's output, in pool order. */
@@ -137,6 +139,7 @@ export const ADVANTAGE_ESTIMATORS = {
         capabilityAware: x.capabilityBaseline,
         baseline: x.baseline,
         capability: x.capability,
+        partnerOnly: x.partnerOnly ?? false,
       });
       const coefficients = x.discrepancyCoefficient ? discrepancyCoefficients(x.capability, x.learner) : null;
       return { advantages: a.advantages, omega, coefficients, fallbackGroups: a.fallbackGroups };

@@ -24,6 +24,10 @@ export interface AgentCliOptions {
   broker?: string;
   /** Run even when the memory plan says this agent's process does not fit. */
   skipMemoryCheck?: boolean;
+  /** exchange.mode async: start after the partners' newest step (join a run under way). */
+  join?: boolean;
+  /** exchange.mode async: leave the run after this step. */
+  leaveAfter?: number;
 }
 
 /** `hacrl agent`: one agent of a run in this process, exchanging rollouts with the others over NATS JetStream. */
@@ -45,6 +49,8 @@ export async function runAgent(o: AgentCliOptions): Promise<void> {
       agent: o.agent,
       ...(o.broker === undefined ? {} : { broker: o.broker }),
       env: process.env,
+      ...(o.join ? { join: true } : {}),
+      ...(o.leaveAfter === undefined ? {} : { leaveAfter: o.leaveAfter }),
       progress: display,
       stop,
     });

@@ -25,7 +25,7 @@ import { runScore, type ScoreOptions } from './score.js';
 import { serveCommand } from './serve.js';
 import { runSft, type SftCliOptions } from './sft.js';
 import { runSmoke } from './smoke.js';
-import { runTrain } from './train.js';
+import { runTrain, type TrainCliOptions } from './train.js';
 import { MAX_TIMEOUT_MS } from '../rewards/worker-pool.js';
 import { surviveClosedStdout } from '../util/closed-output.js';
 import { checkWritableFile } from '../util/fs-errors.js';
@@ -209,7 +209,12 @@ program
   .option('--set <key=value...>', 'overrides, e.g. --set rollout.groupSize=8 agents.0.lr=1e-5', [])
   .option('--resume', "continue the run folder's latest complete checkpoint", false)
   .option('--skip-memory-check', 'train even when the memory plan (hacrl plan) says the run does not fit', false)
-  .action((o: { config?: string; set: string[]; resume: boolean; skipMemoryCheck: boolean }) => runTrain(o));
+  .option(
+    '--replay <dir>',
+    "replay the finished asynchronous run (exchange.mode async) in <dir> from its agents' manifests, every agent in " +
+      "this process, against the run's broker: into the config's runDir, byte-equal to the run",
+  )
+  .action((o: TrainCliOptions) => runTrain(o));
 
 program
   .command('plan')
@@ -244,6 +249,8 @@ program
   .requiredOption('--agent <name>', 'the agent of the configuration this process runs')
   .option('--broker <url>', "NATS server (default: the config's exchange.broker, nats://127.0.0.1:4222)")
   .option('--skip-memory-check', "run even when the memory plan says this agent's process does not fit", false)
+  .option('--join', "exchange.mode async: a fresh agent starts after the partners' newest step (joins a run under way)")
+  .option('--leave-after <step>', 'exchange.mode async: leave the run after this step; the others go on', positiveInt)
   .addHelpText(
     'after',
     '\nCredentials come from the environment (HACRL_NATS_USER, HACRL_NATS_PASSWORD, HACRL_NATS_NKEY_SEED) or from\n' +

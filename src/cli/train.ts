@@ -1,4 +1,5 @@
 import { loadRunConfig } from '../config/load-config.js';
+import { replayRun } from '../distributed/agent-run.js';
 import { closeDefaultPool } from '../rewards/worker-pool.js';
 import { createProgressDisplay } from '../train/progress.js';
 import { resumeCommand, StopRequest } from '../run/interrupt.js';
@@ -19,11 +20,21 @@ export interface TrainCliOptions {
   resume: boolean;
   /** Train even when the memory plan says the run does not fit. */
   skipMemoryCheck?: boolean;
+  /** Replay the finished asynchronous run in this folder from its agents' manifests (into the config's runDir). */
+  replay?: string;
 }
 
 /** `hacrl train`: the training the configuration names (its algorithm's recipe); a live status line on a terminal, plain lines otherwise. */
 export async function runTrain(o: TrainCliOptions): Promise<void> {
   const loaded = await loadRunConfig(o.config, o.set);
+  if (o.replay !== undefined) {
+    try {
+      await replayRun(loaded, o.replay, { env: process.env, progress: createProgressDisplay(process.stdout) });
+    } finally {
+      await closeDefaultPool();
+    }
+    return;
+  }
   const cfg = await settleRunKernels(await settleRunDate(loaded, loaded.runDir, o.resume), loaded.runDir, o.resume);
   const display = createProgressDisplay(process.stdout);
   display.message(

@@ -490,6 +490,30 @@ export const RunConfigObject = z.strictObject({
           "Largest message on the stream, bytes (at most the server's max_payload); larger steps go through the Object Store",
         ),
         maxObjectBytes: field(count(1), 268435456, "Largest step of one agent's records, bytes; larger is refused"),
+        mode: field(
+          z.enum(['lockstep', 'async']),
+          'lockstep',
+          "lockstep: each step waits for every agent's records of the same step (equal to hacrl train); async: each " +
+            "step trains on the agent's own rollouts plus the partner steps published since its last one, waiting " +
+            'only when it runs maxAhead steps ahead (docs/distributed.md, "Agents that do not wait")',
+        ),
+        maxStaleness: field(
+          count(0),
+          4,
+          'async: the oldest partner step a step may use, in steps behind it (t − s); older ones are counted as ' +
+            'expired, never trained on; at least maxAhead',
+        ),
+        maxAhead: field(
+          count(0),
+          2,
+          "async: steps an agent may run beyond the slowest live partner's last published step before it waits for " +
+            'it (admission control: a slow partner is never starved); at most maxStaleness',
+        ),
+        maxStepsPerPartner: field(
+          count(1),
+          2,
+          'async: partner steps one step consumes from each partner at most, oldest first (the rest wait for the next step)',
+        ),
       }),
       user: z.string().min(1).optional().describe('User name on the broker (HACRL_NATS_USER overrides); default none'),
       passwordFile: z

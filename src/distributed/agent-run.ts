@@ -12,12 +12,18 @@ import { join } from 'node:path';
 import { parseSavedRunConfig } from '../config/load-config.js';
 import type { RunConfig } from '../config/rl-config.js';
 import { readHfConfig } from '../model/hf-config.js';
-import type { StopRequest } from '../run/interrupt.js';
+import { Interrupted, StopRequest } from '../run/interrupt.js';
+import { loadDataSpec } from '../tasks/data-spec.js';
+import { renderPrompt } from '../tasks/prompt.js';
+import { problemsOfStep } from '../train/sample-sources.js';
+import { AsyncExchange, type AsyncExchangeOptions } from './async-exchange.js';
+import { Manifest } from './manifest.js';
 import { findLatestCheckpoint, RunFolder } from '../run/run-folder.js';
 import type { ProgressDisplay } from '../train/progress.js';
 import { loadTokenizer } from '../tokenizer/load.js';
 import { resolveRun, type ResolvedRun } from '../train/resolved-run.js';
-import { trainRl } from '../train/rl-trainer.js';
+import { trainRl, type StepExchange } from '../train/rl-trainer.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { buildRewards } from '../train/run-source.js';
 import { RolloutExchange, type PartnerCheck } from './exchange.js';
 import { brokerCredentials, NatsTransport } from './nats-transport.js';
@@ -35,6 +41,15 @@ export interface AgentRunOptions {
   env: NodeJS.ProcessEnv;
   progress: ProgressDisplay;
   stop?: StopRequest;
+  /** exchange.mode async: a fresh agent starts after the partners' newest step (joins a run under way); default false. */
+  join?: boolean;
+  /** exchange.mode async: leave the run after this step (the others go on); default: at the last step. */
+  leaveAfter?: number;
+  /**
+   * exchange.mode async: replay this agent of a finished run from the manifest in this folder (its run folder),
+   * against the run's broker, instead of exchanging; default none.
+   */
+  replayFrom?: string;
 }
 
 /**
@@ -45,7 +60,9 @@ export interface AgentRunOptions {
  */
 export function runIdOf(cfg: RunConfig): string {
   if (cfg.exchange.runId !== '') return cfg.exchange.runId;
-  const trained = JSON.stringify({ ...cfg, exchange: null, data: { ...cfg.data, date: null } });
+  // Async payloads differ from lockstep ones: the mode names another run (lockstep keeps its name).
+  const mode = cfg.exchange.mode === 'async' ? 'async' : null;
+  const trained = JSON.stringify({ ...cfg, exchange: mode, data: { ...cfg.data, date: null } });
   return createHash('sha256').update(trained).digest('hex').slice(0, 16);
 }
 
@@ -75,9 +92,13 @@ export async function runAgentProcess(cfg: RunConfig, o: AgentRunOptions): Promi
   const tls = Object.values(tlsFiles).some((f) => f !== undefined)
     ? Object.fromEntries(Object.entries(tlsFiles).filter(([, f]) => f !== undefined))
     : null;
+  const manifest = x.mode === 'async' ? await Manifest.open(o.replayFrom ?? runDir) : null;
+  const runId = o.replayFrom === undefined ? runIdOf(cfg) : manifest?.header?.run;
+  if (runId === undefined)
+    throw new Error(`--replay: ${o.replayFrom} holds no manifest of an asynchronous run (exchange.mode async)`);
   const transport = await NatsTransport.open({
     broker: o.broker ?? x.broker,
-    run: runIdOf(cfg),
+    run: runId,
     agent: o.agent,
     maxMessageBytes: x.maxMessageBytes,
     maxObjectBytes: x.maxObjectBytes,
@@ -86,10 +107,9 @@ export async function runAgentProcess(cfg: RunConfig, o: AgentRunOptions): Promi
     ...(tls ? { tls } : {}),
   });
   try {
-    const exchange = new RolloutExchange(transport, {
-      run: runIdOf(cfg),
+    const common = {
+      run: runId,
       agents: agents.map((a) => a.name),
-      local: [o.agent],
       limits,
       waitSeconds: x.waitSeconds,
       onLate: x.onLate,
@@ -97,10 +117,18 @@ export async function runAgentProcess(cfg: RunConfig, o: AgentRunOptions): Promi
       onBadRecord: x.onBadRecord,
       // The date chat templates render goes into every prompt: partners must share it as they share the data.
       fingerprint: { ...(await runFingerprint(resolved)), 'data.date': cfg.data.date ?? '' },
-      log: (line) => o.progress.message(line),
-    });
-    await exchange.greet();
-    await trainRl(mine, { resume, progress: o.progress, exchange, ...(o.stop ? { stop: o.stop } : {}) });
+      log: (line: string) => o.progress.message(line),
+    };
+    if (manifest) {
+      const exchange = await asyncExchange(transport, resolved, o.agent, manifest, x, common, o);
+      await exchange.greet();
+      await trainAsync(mine, resume, o, slowed(exchange, o.env), manifest);
+    } else {
+      const exchange = new RolloutExchange(transport, { ...common, local: [o.agent] });
+      await exchange.greet();
+      const slow = slowed(exchange, o.env);
+      await trainRl(mine, { resume, progress: o.progress, exchange: slow, ...(o.stop ? { stop: o.stop } : {}) });
+    }
   } finally {
     await transport.close();
   }
@@ -121,4 +149,125 @@ async function partnerCheck(run: ResolvedRun, self: string): Promise<PartnerChec
       });
   return (agent, step, partner, own) =>
     checkPartnerStep(agent, step, partner.records, partner.metrics, own, partners.get(agent)!, rewards);
+}
+
+/**
+ * `exchange` with every step made HACRL_TEST_STEP_DELAY_MS milliseconds slower before it publishes (a test hook: one
+ * agent of a pair made the slow one, in either mode); `exchange` itself when the variable is unset.
+ */
+function slowed<E extends StepExchange>(exchange: E, env: NodeJS.ProcessEnv): E {
+  const ms = Number(env.HACRL_TEST_STEP_DELAY_MS ?? 0);
+  if (!(ms > 0)) return exchange;
+  const complete = exchange.complete.bind(exchange);
+  exchange.complete = async (...args) => {
+    await sleep(ms);
+    return complete(...args);
+  };
+  return exchange;
+}
+
+/** The asynchronous exchange of agent `self` (exchange.mode async), its manifest in `runDir`. */
+async function asyncExchange(
+  transport: NatsTransport,
+  run: ResolvedRun,
+  self: string,
+  manifest: Manifest,
+  x: RunConfig['exchange'],
+  common: Omit<
+    AsyncExchangeOptions,
+    | 'self'
+    | 'maxStaleness'
+    | 'maxAhead'
+    | 'maxStepsPerPartner'
+    | 'promptsPerStep'
+    | 'capabilityWindow'
+    | 'renderPrompt'
+    | 'drawn'
+    | 'manifest'
+    | 'join'
+  >,
+  o: AgentRunOptions,
+): Promise<AsyncExchange> {
+  if (run.source.kind !== 'rollout') throw new Error('hacrl agent runs single-turn rollouts only');
+  const problems = (await loadDataSpec(run.source.train)).problems;
+  const me = run.agents.find((a) => a.name === self)!;
+  const tokenizer = await loadTokenizer(me.checkpoint);
+  const prompt = { template: me.template, ...(me.system === undefined ? {} : { system: me.system }) };
+  return new AsyncExchange(transport, {
+    ...common,
+    self,
+    maxStaleness: x.maxStaleness,
+    maxAhead: x.maxAhead,
+    maxStepsPerPartner: x.maxStepsPerPartner,
+    promptsPerStep: run.promptsPerStep,
+    capabilityWindow: run.learning.capabilityWindow,
+    renderPrompt: (p) => tokenizer.encode(renderPrompt(tokenizer, p, prompt)),
+    drawn: (step) =>
+      problemsOfStep(problems, run.seed, run.promptsPerStep, step).map((p, group) => ({
+        group,
+        prompt: p.prompt,
+        gold: p.answer,
+      })),
+    manifest,
+    join: o.join ?? false,
+    replay: o.replayFrom !== undefined,
+  });
+}
+
+/**
+ * Trains agent `o.agent` with the asynchronous `exchange` and publishes that it leaves once it stops: after the last
+ * step, after `o.leaveAfter`, or on a stop request.
+ */
+async function trainAsync(
+  cfg: RunConfig,
+  resume: boolean,
+  o: AgentRunOptions,
+  exchange: AsyncExchange,
+  manifest: Manifest,
+): Promise<void> {
+  // A replay ends where the replayed agent's manifest does.
+  const after = o.replayFrom === undefined ? (o.leaveAfter ?? Infinity) : manifest.lastStep();
+  const stop = new LeaveAfter(exchange, after, o.stop);
+  try {
+    await trainRl(cfg, { resume, progress: o.progress, exchange, stop });
+  } catch (e) {
+    if (!(e instanceof Interrupted) || o.stop?.requested) throw e;
+  }
+  if (o.replayFrom === undefined) await exchange.leave();
+}
+
+/**
+ * `hacrl train --replay DIR`: every agent of the asynchronous run in DIR (its folders DIR/<agent>) trained again in this
+ * process, one after the other, into `cfg.runDir`, each step taking what the agent's manifest lists from the run's
+ * broker — byte-equal to the run that wrote the manifests. An agent without a folder in DIR is left out.
+ */
+export async function replayRun(cfg: RunConfig, from: string, o: Pick<AgentRunOptions, 'env' | 'progress' | 'broker'>) {
+  for (const a of cfg.agents) {
+    const folder = new RunFolder(join(from, a.name));
+    const saved = await folder.readConfig().catch(() => null);
+    if (saved === null) {
+      o.progress.message(`${from}/${a.name} holds no run of agent ${a.name}: left out of the replay`);
+      continue;
+    }
+    const original = parseSavedRunConfig(saved, folder.path('config'));
+    o.progress.message(`replaying agent ${a.name} from ${folder.dir}`);
+    // Where the broker is and how to log in come from this config; what was trained, from the run's own.
+    const replayed = { ...original, runDir: cfg.runDir, exchange: { ...cfg.exchange, mode: 'async' as const } };
+    await runAgentProcess(replayed, { ...o, agent: a.name, replayFrom: folder.dir });
+  }
+}
+
+/** A stop request that also holds once the exchange has completed step `after` (an agent leaving the run). */
+class LeaveAfter extends StopRequest {
+  constructor(
+    private readonly exchange: AsyncExchange,
+    private readonly after: number,
+    private readonly outer: StopRequest | undefined,
+  ) {
+    super();
+  }
+
+  override get requested(): boolean {
+    return this.exchange.lastStep >= this.after || (this.outer?.requested ?? false);
+  }
 }

@@ -36,7 +36,8 @@ function jetStreamCalls(run: string): string[] {
 /** The `authorization` block for run `run` (its exchange.runId) and its agents' users, as nats-server reads it. */
 export function brokerPermissions(run: string, users: readonly AgentUser[]): string {
   const entries = users.map((u) => {
-    const allow = [`run.${run}.step.*.agent.${u.agent}`, ...jetStreamCalls(run)];
+    const own = ['step', 'manifest', 'leave'].map((channel) => `run.${run}.${channel}.*.agent.${u.agent}`);
+    const allow = [...own, ...jetStreamCalls(run)];
     const list = allow.map((s) => `      ${JSON.stringify(s)}`).join(',\n');
     const password = u.password.startsWith('$') ? u.password : JSON.stringify(u.password);
     return `  { user: ${JSON.stringify(u.agent)}, password: ${password}, permissions: { publish: { allow: [\n${list}\n    ] } } }`;

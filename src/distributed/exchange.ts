@@ -29,7 +29,7 @@ export type PartnerCheck = (
   agent: string,
   step: number,
   partner: AgentStep,
-  own: readonly SampleRecord[],
+  own: readonly Pick<SampleRecord, 'group' | 'prompt' | 'gold'>[],
 ) => Promise<void>;
 
 /** Settings of an exchange. */
@@ -97,18 +97,7 @@ export class RolloutExchange implements StepExchange {
 
   /** Refuses partner `name` when its fingerprint (`bytes`) differs from this process's, naming what differs. */
   private compareFingerprint(name: string, bytes: Uint8Array): void {
-    const theirs = decodeHello(this.o.run, name, bytes);
-    const ours = this.o.fingerprint;
-    const differ = Object.keys({ ...theirs, ...ours }).filter((k) => theirs[k] !== ours[k]);
-    if (differ.length > 0) {
-      const hashes = differ.map(
-        (k) => `${k}: ${theirs[k]?.slice(0, 12) ?? 'none'} there, ${ours[k]?.slice(0, 12) ?? 'none'} here`,
-      );
-      throw new Error(
-        `agent ${name}'s machine holds other ${differ.join(', ')} than this one (sha256 ${hashes.join('; ')}): every ` +
-          'agent must train on the same data from the same starting checkpoints; copy the files over and start again',
-      );
-    }
+    compareFingerprint(this.o.run, name, bytes, this.o.fingerprint);
     this.greeted.add(name);
   }
 
@@ -230,20 +219,46 @@ export class RolloutExchange implements StepExchange {
     this.o.log(`${what}; step ${step} goes on without it (exchange.onLate: continue)`);
   }
 
-  /**
-   * Runs `f` until it succeeds; a transport that keeps failing (a broker down) past `deadline` stops the run, and so
-   * does a conflict at once (waiting cannot resolve it).
-   */
-  private async retry<T>(what: string, deadline: number, f: () => Promise<T>): Promise<T> {
-    for (let pause = 50; ; pause = Math.min(2 * pause, 1000)) {
-      try {
-        return await f();
-      } catch (e) {
-        if (e instanceof ConflictingPayload || e instanceof PublishRefused) throw e;
-        if (Date.now() >= deadline)
-          throw new Error(`${what}: the transport kept failing for ${this.o.waitSeconds} s: ${(e as Error).message}`);
-        await sleep(pause);
-      }
+  private retry<T>(what: string, deadline: number, f: () => Promise<T>): Promise<T> {
+    return retryTransport(what, deadline, this.o.waitSeconds, f);
+  }
+}
+
+/**
+ * Refuses partner `name` of run `run` when its fingerprint (`bytes`) differs from `ours`, naming what differs.
+ */
+export function compareFingerprint(run: string, name: string, bytes: Uint8Array, ours: Record<string, string>): void {
+  const theirs = decodeHello(run, name, bytes);
+  const differ = Object.keys({ ...theirs, ...ours }).filter((k) => theirs[k] !== ours[k]);
+  if (differ.length > 0) {
+    const hashes = differ.map(
+      (k) => `${k}: ${theirs[k]?.slice(0, 12) ?? 'none'} there, ${ours[k]?.slice(0, 12) ?? 'none'} here`,
+    );
+    throw new Error(
+      `agent ${name}'s machine holds other ${differ.join(', ')} than this one (sha256 ${hashes.join('; ')}): every ` +
+        'agent must train on the same data from the same starting checkpoints; copy the files over and start again',
+    );
+  }
+}
+
+/**
+ * Runs `f` until it succeeds; a transport that keeps failing (a broker down) past `deadline` stops the run (the
+ * message says it failed for `waitSeconds`), and so does a conflict at once (waiting cannot resolve it).
+ */
+export async function retryTransport<T>(
+  what: string,
+  deadline: number,
+  waitSeconds: number,
+  f: () => Promise<T>,
+): Promise<T> {
+  for (let pause = 50; ; pause = Math.min(2 * pause, 1000)) {
+    try {
+      return await f();
+    } catch (e) {
+      if (e instanceof ConflictingPayload || e instanceof PublishRefused) throw e;
+      if (Date.now() >= deadline)
+        throw new Error(`${what}: the transport kept failing for ${waitSeconds} s: ${(e as Error).message}`);
+      await sleep(pause);
     }
   }
 }

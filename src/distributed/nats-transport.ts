@@ -1,6 +1,7 @@
 /**
  * The rollout exchange over NATS JetStream. Agent A's records of step t go on the stream `HACRL_<run>` under
- * `run.<run>.step.<t>.agent.<A>` with the message id `<run>/<t>/<A>`: the server drops a repeated publish of the same
+ * `run.<run>.step.<t>.agent.<A>` with the message id `<run>/<t>/<A>` (an asynchronous run's manifests and leave
+ * notes under `run.<run>.manifest.<t>.agent.<A>` and `run.<run>.leave.<t>.agent.<A>`, ids `<run>/<channel>/<t>/<A>`): the server drops a repeated publish of the same
  * id, and readers take the first message with it on the subject, so a restarted agent's publishes change nothing
  * (and a publisher whose bytes differ from the stored ones learns it is another run under the same name). A step
  * over the message limit goes through the Object Store `hacrl_<run>` and the stream carries a reference (name, size,
@@ -24,7 +25,7 @@ import {
   type NodeConnectionOptions,
 } from '@nats-io/transport-node';
 import { z } from 'zod';
-import { ConflictingPayload, PublishRefused, type RolloutTransport } from './transport.js';
+import { ConflictingPayload, PublishRefused, type Channel, type RolloutTransport } from './transport.js';
 
 /** How to reach the broker and what it may carry. */
 export interface NatsSettings {
@@ -137,16 +138,16 @@ export class NatsTransport implements RolloutTransport {
     return new NatsTransport(nc, jetstream(nc), jsm, objects, { ...s, maxMessageBytes });
   }
 
-  private subject(step: number, agent: string): string {
-    return `run.${this.s.run}.step.${step}.agent.${agent}`;
+  private subject(step: number, agent: string, channel: Channel = 'step'): string {
+    return `run.${this.s.run}.${channel}.${step}.agent.${agent}`;
   }
 
-  private id(step: number, agent: string): string {
-    return `${this.s.run}/${step}/${agent}`;
+  private id(step: number, agent: string, channel: Channel = 'step'): string {
+    return channel === 'step' ? `${this.s.run}/${step}/${agent}` : `${this.s.run}/${channel}/${step}/${agent}`;
   }
 
-  async publish(step: number, agent: string, payload: Uint8Array): Promise<void> {
-    const subject = this.subject(step, agent);
+  async publish(step: number, agent: string, payload: Uint8Array, channel: Channel = 'step'): Promise<void> {
+    const subject = this.subject(step, agent, channel);
     const h = headers();
     let body = payload;
     if (payload.length + ENVELOPE_BYTES <= this.s.maxMessageBytes) h.set(KIND, 'inline');
@@ -165,7 +166,7 @@ export class NatsTransport implements RolloutTransport {
       body = new TextEncoder().encode(JSON.stringify({ object, size: payload.length, digest }));
     }
     const ack = await this.js
-      .publish(subject, body, { msgID: this.id(step, agent), headers: h })
+      .publish(subject, body, { msgID: this.id(step, agent, channel), headers: h })
       .catch((e: unknown) => {
         if (!/Permissions Violation/.test((e as Error).message)) throw e;
         throw new PublishRefused(
@@ -175,7 +176,7 @@ export class NatsTransport implements RolloutTransport {
         );
       });
     if (!ack.duplicate) return;
-    const first = await this.firstWithId(subject, this.id(step, agent));
+    const first = await this.firstWithId(subject, this.id(step, agent, channel));
     if (first !== null && (first.header.get(KIND) !== h.get(KIND) || !Buffer.from(first.data).equals(body)))
       throw new ConflictingPayload(
         `the broker already holds different records of agent ${agent} for step ${step} of run ${this.s.run}: ` +
@@ -187,9 +188,9 @@ export class NatsTransport implements RolloutTransport {
       );
   }
 
-  async fetch(step: number, agent: string): Promise<Uint8Array | null> {
-    const subject = this.subject(step, agent);
-    const msg = await this.firstWithId(subject, this.id(step, agent));
+  async fetch(step: number, agent: string, channel: Channel = 'step'): Promise<Uint8Array | null> {
+    const subject = this.subject(step, agent, channel);
+    const msg = await this.firstWithId(subject, this.id(step, agent, channel));
     if (msg === null) return null;
     if (msg.header.get(KIND) !== 'object') return msg.data;
     const ref = ObjectRefSchema.parse(msg.json());

@@ -54,7 +54,7 @@ export async function checkPartnerStep(
   step: number,
   records: readonly SampleRecord[],
   metrics: StepMetrics,
-  own: readonly SampleRecord[],
+  own: readonly Pick<SampleRecord, 'group' | 'prompt' | 'gold'>[],
   partner: PartnerSettings,
   rewards: readonly WeightedReward[],
 ): Promise<void> {

@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import type { StepMetrics } from '../train/sample-sources.js';
 import { SampleSchema, type SampleRecord } from '../train/sample-table.js';
+import { mean } from '../util/stats.js';
 import { BadRecord } from './record-checks.js';
 
 /**
@@ -32,27 +33,38 @@ const WireRecordSchema = SampleSchema.pick({
 /** The fields that travel, in the schema's order. */
 const WIRE_FIELDS = Object.keys(WireRecordSchema.shape) as (keyof z.output<typeof WireRecordSchema>)[];
 
-/** One agent's step as it travels. */
-const StepPayloadSchema = z.strictObject({
+/** The fields of every version of a step as it travels. */
+const STEP_FIELDS = {
   format: z.literal('hacrl-step'),
-  version: z.literal(2),
   run: z.string(),
   step: z.number().int().min(1),
   agent: z.string(),
   // JSON has no NaN: a metric that was NaN (e.g. a mean over nothing) arrives as null.
   metrics: z.record(z.string(), z.number().nullable()),
   records: z.array(WireRecordSchema),
-});
+};
+
+/**
+ * One agent's step as it travels: version 2 (lockstep), or version 3 (exchange.mode async) that adds the generator's
+ * capability history — its per-step P_t (HACRL Eq. 9) of its last K steps, oldest first, this step's last — so a
+ * reader takes the P̂ of the version that sampled the records, not the partner's latest.
+ */
+const StepPayloadSchema = z.discriminatedUnion('version', [
+  z.strictObject({ ...STEP_FIELDS, version: z.literal(2) }),
+  z.strictObject({ ...STEP_FIELDS, version: z.literal(3), capability: z.array(z.number()).min(1) }),
+]);
 
 /** One agent's records of one step and its sampling metrics. */
 export interface AgentStep {
   records: SampleRecord[];
   metrics: StepMetrics;
+  /** Version 3: its generator's capability history when it sampled them (P_t per step, oldest first). */
+  capability?: number[];
 }
 
 /**
  * The bytes agent `agent` publishes for step `step` of run `run`: its own records (generator === agent) and its
- * sampling metrics without wall times.
+ * sampling metrics without wall times; with `capability` (its P_t history, this step's last) a version-3 payload.
  */
 export function encodeStep(
   run: string,
@@ -60,12 +72,16 @@ export function encodeStep(
   agent: string,
   records: readonly SampleRecord[],
   metrics: StepMetrics,
+  capability?: readonly number[],
 ): Uint8Array {
   const wire = records.map((r) => Object.fromEntries(WIRE_FIELDS.map((k) => [k, r[k]])));
   // Wall times differ between a run and its restart; the rest of a step is a function of the config and seeds, so a
   // republished step is byte-equal to the first (the transport tells a restart from another run by that).
   const steady = Object.fromEntries(Object.entries(metrics).filter(([k]) => !k.startsWith('time_')));
-  const payload = { format: 'hacrl-step', version: 2, run, step, agent, metrics: steady, records: wire };
+  const payload =
+    capability === undefined
+      ? { format: 'hacrl-step', version: 2, run, step, agent, metrics: steady, records: wire }
+      : { format: 'hacrl-step', version: 3, run, step, agent, metrics: steady, records: wire, capability };
   return new TextEncoder().encode(JSON.stringify(payload));
 }
 
@@ -106,7 +122,13 @@ export function decodeStep(run: string, step: number, agent: string, bytes: Uint
     return { id: i, episode: i, ...w };
   });
   const metrics = Object.fromEntries(Object.entries(p.metrics).map(([k, v]) => [k, v ?? NaN]));
-  return { records, metrics };
+  if (p.version === 2) return { records, metrics };
+  // This step's P_t is the mean reward of the records themselves (Eq. 9): recomputed, not trusted.
+  const pT = mean(records.map((r) => r.reward));
+  if (p.capability.at(-1) !== pT)
+    throw reject(`capability ${p.capability.at(-1)} for this step, its records' mean reward is ${pT}`);
+  if (p.capability.some((v) => !Number.isFinite(v))) throw reject('a capability value is not finite');
+  return { records, metrics, capability: p.capability };
 }
 
 /** One agent's fingerprint of the run as it travels (step 0 of its subject). */

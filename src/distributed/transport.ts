@@ -12,15 +12,21 @@ export class ConflictingPayload extends Error {}
 /** The broker refused a publish this agent's credentials do not allow; waiting cannot change that. */
 export class PublishRefused extends Error {}
 
+/**
+ * What a payload is: an agent's records of a step (or its fingerprint, step 0), what an asynchronous step consumed
+ * (its manifest), or that the agent left the run after a step (async).
+ */
+export type Channel = 'step' | 'manifest' | 'leave';
+
 /** Stores and serves each (step, agent) payload; the first one stored for a pair is the one every reader gets. */
 export interface RolloutTransport {
   /**
-   * Stores agent `agent`'s payload of step `step`; publishing the same bytes again changes nothing, and different
-   * bytes throw ConflictingPayload.
+   * Stores agent `agent`'s payload of step `step` on `channel` (default 'step'); publishing the same bytes again
+   * changes nothing, and different bytes throw ConflictingPayload.
    */
-  publish(step: number, agent: string, payload: Uint8Array): Promise<void>;
-  /** The payload agent `agent` published for step `step`, or null while there is none. */
-  fetch(step: number, agent: string): Promise<Uint8Array | null>;
+  publish(step: number, agent: string, payload: Uint8Array, channel?: Channel): Promise<void>;
+  /** The payload agent `agent` published for step `step` on `channel` (default 'step'), or null while there is none. */
+  fetch(step: number, agent: string, channel?: Channel): Promise<Uint8Array | null>;
   /**
    * When agent `agent`'s payload of step `step` was stored, as a position comparable across agents and steps (a
    * later store has a larger one), or null while there is none.
@@ -34,8 +40,8 @@ export class InProcessTransport implements RolloutTransport {
   private readonly payloads = new Map<string, Uint8Array>();
   private readonly order = new Map<string, number>();
 
-  publish(step: number, agent: string, payload: Uint8Array): Promise<void> {
-    const key = `${step}/${agent}`;
+  publish(step: number, agent: string, payload: Uint8Array, channel: Channel = 'step'): Promise<void> {
+    const key = channel === 'step' ? `${step}/${agent}` : `${channel}/${step}/${agent}`;
     const stored = this.payloads.get(key);
     if (stored === undefined) {
       this.payloads.set(key, payload);
@@ -47,8 +53,9 @@ export class InProcessTransport implements RolloutTransport {
     return Promise.resolve();
   }
 
-  fetch(step: number, agent: string): Promise<Uint8Array | null> {
-    return Promise.resolve(this.payloads.get(`${step}/${agent}`) ?? null);
+  fetch(step: number, agent: string, channel: Channel = 'step'): Promise<Uint8Array | null> {
+    const key = channel === 'step' ? `${step}/${agent}` : `${channel}/${step}/${agent}`;
+    return Promise.resolve(this.payloads.get(key) ?? null);
   }
 
   storedAt(step: number, agent: string): Promise<number | null> {

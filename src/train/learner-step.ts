@@ -89,6 +89,20 @@ export interface Learner {
   order: 'shuffled' | 'own-first';
 }
 
+/**
+ * Where the partner records of an asynchronous step come from (src/distributed/async-exchange.ts): each (agent, step)
+ * version of a partner is a generator of its own, with the P̂ (Eq. 9) its agent had when it sampled them, so ω
+ * (Eqs. 8, 10) follows the generator's version rather than the partner's latest.
+ */
+export interface PartnerVersions {
+  /** Per table record: the index of its version in `capability`, or null for this process's own records. */
+  slot: readonly (number | null)[];
+  /** Each version's P̂ when its agent sampled it. */
+  capability: readonly number[];
+  /** Per partner-only group (its learner has no answer to the prompt): the learner's rendering of the prompt. */
+  prompts: ReadonlyMap<number, number[]>;
+}
+
 /** What one learner's update did. */
 export interface LearnerResult {
   metrics: StepMetrics;
@@ -115,22 +129,23 @@ export function groupsWithVariance(table: readonly SampleRecord[], pool: readonl
 function advantages(
   table: readonly SampleRecord[],
   pool: readonly number[],
-  team: readonly string[],
   k: number,
   recipe: UpdateRecipe,
   capability: readonly number[],
+  slots: readonly number[],
+  partnerOnly: boolean,
 ): AdvantageOutput & { values: Float64Array } {
-  const index = generatorIndexOf(team);
   // Under sharing the pool holds every agent's records: the baseline uses foreign rewards the learner cannot train on.
   const out = ADVANTAGE_ESTIMATORS[recipe.advantage].estimate({
     rewards: pool.map((i) => table[i]!.reward),
     groups: pool.map((i) => table[i]!.group),
-    generators: pool.map((i) => index.get(table[i]!.generator)!),
+    generators: pool.map((i) => slots[i]!),
     learner: k,
     capability,
     capabilityBaseline: recipe.capabilityBaseline,
     discrepancyCoefficient: recipe.discrepancyCoefficient,
     baseline: recipe.baseline,
+    partnerOnly,
   });
   const values = new Float64Array(table.length).fill(NaN);
   pool.forEach((i, j) => (values[i] = out.advantages[j]!));
@@ -221,7 +236,7 @@ function sequenceMaker(
   table: readonly SampleRecord[],
   view: LearnerView,
   l: Learner,
-  generatorIndex: ReadonlyMap<string, number>,
+  slots: readonly number[],
   adv: AdvantageOutput & { values: Float64Array },
   ref: ReadonlyMap<number, number[]> | null,
   correction: boolean,
@@ -242,15 +257,16 @@ function sequenceMaker(
       own: false,
       generatorOldMean: generatorOldNormalized(r, view.tokens[i]!, perChar ? 'char' : 'token'),
       ...(perChar ? { ratioCharacters: responseCharacters(r.text) } : {}),
-      coefficient: adv.coefficients ? adv.coefficients[generatorIndex.get(r.generator)!]! : 1,
+      coefficient: adv.coefficients ? adv.coefficients[slots[i]!]! : 1,
     };
   };
 }
 
 /**
  * Updates learner `l` on its `view` of the step's `table`; `team` names every agent in team order (`l` among them),
- * and `capability` holds every agent's P̂ (Eq. 9) in that order when the recipe shares rollouts. Mini-batch order is
- * drawn from `rng`.
+ * `capability` holds every agent's P̂ (Eq. 9) in that order when the recipe shares rollouts, and `versions` the
+ * partner versions of an asynchronous step (default none: every record's generator is its agent as it is now).
+ * Mini-batch order is drawn from `rng`.
  */
 export function learnerStep(
   table: readonly SampleRecord[],
@@ -261,6 +277,7 @@ export function learnerStep(
   capability: readonly number[],
   kernels: Kernels,
   rng: Rng,
+  versions?: PartnerVersions,
 ): LearnerResult {
   const name = l.policy.name;
   const k = team.indexOf(name);
@@ -268,10 +285,12 @@ export function learnerStep(
   const shared = recipe.sharing !== 'none';
   const { pool, signal, batches } = learnerBatches(table, view, name, l.order, recipe, rng);
   const own = view.records.filter((i) => table[i]!.generator === name);
-  const adv = advantages(table, pool, team, k, recipe, capability);
+  const slots = generatorSlots(table, team, versions);
+  const everyCapability = versions ? [...capability, ...versions.capability] : capability;
+  const adv = advantages(table, pool, k, recipe, everyCapability, slots, versions !== undefined);
   const ref = recipe.kl ? referenceLogProbs(l, view, own, kernels) : null;
   const correction = recipe.rolloutCorrection;
-  const sequence = sequenceMaker(table, view, l, generatorIndexOf(team), adv, ref, correction !== undefined);
+  const sequence = sequenceMaker(table, view, l, slots, adv, ref, correction !== undefined);
   const { own: ownTerms, foreign } = lossOptions(recipe, l);
   const stepwiseForeign = shared && SURROGATES[recipe.foreign].stepwise;
   const loss: MiniBatchLoss = (batch, logProbs, entropy, update) => {
@@ -309,9 +328,20 @@ export function learnerStep(
   return { metrics, skippedUpdates: updates.skippedUpdates, updates: batches.length };
 }
 
-/** Each agent's index in the team, by name. */
-function generatorIndexOf(team: readonly string[]): Map<string, number> {
-  return new Map(team.map((t, j) => [t, j]));
+/**
+ * Per table record, the generator index the advantage and the loss see: its agent's team index, or for a partner
+ * version of an asynchronous step the team's size plus the version's index (PartnerVersions).
+ */
+export function generatorSlots(
+  table: readonly SampleRecord[],
+  team: readonly string[],
+  versions?: PartnerVersions,
+): number[] {
+  const index = new Map(team.map((t, j) => [t, j]));
+  return table.map((r, i) => {
+    const v = versions?.slot[i];
+    return v === undefined || v === null ? index.get(r.generator)! : team.length + v;
+  });
 }
 
 /** The frozen reference's log-probs of the learner's own records (its policy's when it keeps no reference). */

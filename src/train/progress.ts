@@ -39,6 +39,8 @@ export interface AgentProgress {
   accuracy: number;
   /** HACPO's capability estimate, when there is one. */
   pHat?: number;
+  /** exchange.mode async: each partner's newest published step when this step was decided; default none. */
+  partners?: Record<string, number>;
 }
 
 /** What the status line shows after a step. */
@@ -91,7 +93,10 @@ export function progressLine(p: StepProgress, eta: number): string {
   const agents = p.agents.map(
     (a) =>
       `${a.name} reward ${a.reward.toFixed(3)} acc ${(100 * a.accuracy).toFixed(1)}%` +
-      (a.pHat === undefined ? '' : ` P̂ ${a.pHat.toFixed(3)}`),
+      (a.pHat === undefined ? '' : ` P̂ ${a.pHat.toFixed(3)}`) +
+      Object.entries(a.partners ?? {})
+        .map(([name, step]) => ` ${name}@${step}`)
+        .join(''),
   );
   const memory = p.rssMiB === undefined ? [] : [`${Math.round(p.rssMiB)} MiB`];
   return [

@@ -29,6 +29,7 @@ import { precisionRefusal } from './run-plan.js';
 import { runSource } from './run-source.js';
 import type { SampleSource, StepMetrics } from './sample-sources.js';
 import type { SampleRecord } from './sample-table.js';
+import type { PartnerVersions } from './learner-step.js';
 import { StepLog } from './step-log.js';
 import { StepWatch } from './step-watch.js';
 import { teamStep } from './team-step.js';
@@ -47,13 +48,17 @@ export interface StepExchange {
   readonly local: ReadonlySet<string>;
   /**
    * Given this process's records of step `step` (from 1; ids from 0, in agent order) and their sampling metrics,
-   * returns every agent's records in agent order, numbered as one process numbers them, and every agent's metrics.
+   * returns every agent's records in agent order, numbered as one process numbers them, and every agent's metrics;
+   * an exchange whose partners' records come from other steps (exchange.mode: async) also says which version of
+   * which partner generated each.
    */
   complete(
     step: number,
     table: SampleRecord[],
     sampled: Map<string, StepMetrics>,
-  ): Promise<{ table: SampleRecord[]; sampled: Map<string, StepMetrics> }>;
+  ): Promise<{ table: SampleRecord[]; sampled: Map<string, StepMetrics>; versions?: PartnerVersions }>;
+  /** The step a run that joins others already under way starts after (0: from the start); default 0. */
+  readonly startStep?: number;
 }
 
 /** Options of a training run. */
@@ -98,6 +103,12 @@ async function trainLocked(r: ResolvedRun, options: TrainOptions): Promise<void>
   // Under an exchange, the agents other processes train are partners: their weights are never loaded here.
   const local = (name: string): boolean => options.exchange?.local.has(name) ?? true;
   const state = await openRun(run, r, options.resume, display, local);
+  // An agent that joins a run under way starts after the partners' newest step, its prompts where theirs are.
+  const joined = options.exchange?.startStep ?? 0;
+  if (state.step < joined) {
+    state.step = joined;
+    state.cursor.position = joined * r.promptsPerStep;
+  }
   const team = await buildLearners(r, state, local);
   const source = await runSource(r, team, state.cursor, k);
   const log = await StepLog.open(run, r.steps, r.health, team, display, options.resume);
@@ -145,12 +156,13 @@ async function stepLoop({ r, options, k, display, run, state, team, source, log,
     watch.startStep(step);
     const here: SampleRecord[] = [];
     const sampledHere = await source.collect({ k, step, phase: watch.phase }, here);
-    const { table, sampled } = (await options.exchange?.complete(step + 1, here, sampledHere)) ?? {
+    const completed = (await options.exchange?.complete(step + 1, here, sampledHere)) ?? {
       table: here,
       sampled: sampledHere,
     };
+    const { table, sampled } = completed;
     const sampleSeconds = (performance.now() - start) / 1e3;
-    const learned = teamStep(table, team, recipe, k, orderRng, step, watch.phase);
+    const learned = teamStep(table, team, recipe, k, orderRng, step, watch.phase, completed.versions);
     const trainSeconds = learned.reduce((t, l) => t + l.seconds, 0);
     // Validation every eval.every steps and always after the last one (eval.every = 0: only then).
     const last = step + 1 === r.steps;

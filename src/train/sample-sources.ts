@@ -114,15 +114,29 @@ export class ProblemStream {
     const c = this.cursor;
     let order = epochOrder(this.problems.length, this.seed, c.epoch);
     while (out.length < count) {
-      if (c.position >= order.length) {
+      // A cursor may start past its epoch (problemsOfStep, a run joined under way): carry the rest into the next ones.
+      while (c.position >= order.length && order.length > 0) {
         c.epoch++;
-        c.position = 0;
+        c.position -= order.length;
         order = epochOrder(this.problems.length, this.seed, c.epoch);
       }
       out.push(this.problems[order[c.position++]!]!);
     }
     return out;
   }
+}
+
+/**
+ * The problems of training step `step` (from 1) of a run of `promptsPerStep` prompts per step over `problems` with
+ * `seed`: what its ProblemStream hands out that step, drawn without its history.
+ */
+export function problemsOfStep(
+  problems: readonly Problem[],
+  seed: number,
+  promptsPerStep: number,
+  step: number,
+): Problem[] {
+  return new ProblemStream(problems, seed, { epoch: 0, position: (step - 1) * promptsPerStep }).next(promptsPerStep);
 }
 
 /** What a single-turn run samples from and validates on. */

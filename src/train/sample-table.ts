@@ -86,15 +86,17 @@ export interface LearnerView {
 
 /**
  * The view of `learner`: its own records in the tokens it sampled, and when `shared` every other agent's it can spell,
- * re-tokenized through text when the tokenizers differ (spec §6) after its own rendering of the same prompt.
+ * re-tokenized through text when the tokenizers differ (spec §6) after its own rendering of the same prompt — taken
+ * from its own records of the group, or from `prompts` (by group) where it has none (an asynchronous step).
  */
 export function learnerView(
   table: readonly SampleRecord[],
   learner: Teammate,
   generators: ReadonlyMap<string, Teammate>,
   shared: boolean,
+  prompts?: ReadonlyMap<number, number[]>,
 ): LearnerView {
-  const promptOf = new Map<number, number[]>();
+  const promptOf = new Map<number, number[]>(prompts);
   for (const r of table) if (r.generator === learner.name) promptOf.set(r.group, r.tokens.prompt);
   const view: LearnerView = { records: [], tokens: new Array<LearnerTokens | undefined>(table.length), dropped: 0 };
   for (const r of table) {

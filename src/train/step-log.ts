@@ -126,6 +126,7 @@ export class StepLog {
         reward: own[j]!.reward_mean!,
         accuracy: own[j]!.accuracy!,
         ...(s.capability ? { pHat: s.capability[i]! } : {}),
+        ...partnerSteps(own[j]!),
       })),
       generateTokensPerS: generationRate(own, s.sampleSeconds),
       trainTokensPerS: s.trainTokensPerS,
@@ -145,6 +146,15 @@ function generationRate(sampled: readonly StepMetrics[], sampleSeconds: number):
   const tokens = sampled.reduce((n, m) => n + m.tokens!, 0);
   const timed = sampled.every((m) => m.time_generate_s !== undefined);
   return tokens / (timed ? sampled.reduce((n, m) => n + m.time_generate_s!, 0) : sampleSeconds);
+}
+
+/** An asynchronous agent's partners' newest steps (its `partner_<P>_last_step` metrics) for the status line. */
+function partnerSteps(m: StepMetrics): { partners?: Record<string, number> } {
+  const steps = Object.entries(m).flatMap(([k, v]) => {
+    const name = /^partner_(.+)_last_step$/.exec(k)?.[1];
+    return name === undefined ? [] : [[name, v] as const];
+  });
+  return steps.length === 0 ? {} : { partners: Object.fromEntries(steps) };
 }
 
 /** The validation fields (metrics and counts) of policy `name` ({} when none of `validations` covers it). */

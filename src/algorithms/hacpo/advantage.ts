@@ -25,6 +25,12 @@ export interface CapabilityAdvantageOptions {
   baseline?: BaselineSettings;
   /** Every agent's P̂ (Eq. 9; NaN before any step); needed by the 'per-question' baseline, default all NaN. */
   capability?: readonly number[];
+  /**
+   * Default false: a group without the learner's responses is an error. True (agents that do not wait for each
+   * other, whose partners answer other steps' prompts): such a group takes the partner-only baseline (Eq. 7′,
+   * partnerOnlyBaseline).
+   */
+  partnerOnly?: boolean;
 }
 
 /** The advantages of one prompt's group for one learner, with what was used to compute them. */
@@ -55,6 +61,7 @@ interface Resolved {
   epsilon: number;
   baseline: BaselineSettings;
   capability: readonly number[] | undefined;
+  partnerOnly: boolean;
 }
 
 /** Fills in defaults and validates. */
@@ -63,7 +70,13 @@ function resolve(options: CapabilityAdvantageOptions): Resolved {
   if (!(epsilon >= 0)) throw new Error(`advantage epsilon must be ≥ 0, got ${epsilon}`);
   const baseline = options.baseline ?? DEFAULT_BASELINE;
   validateBaseline(baseline);
-  return { capabilityAware: options.capabilityAware ?? true, epsilon, baseline, capability: options.capability };
+  return {
+    capabilityAware: options.capabilityAware ?? true,
+    epsilon,
+    baseline,
+    capability: options.capability,
+    partnerOnly: options.partnerOnly ?? false,
+  };
 }
 
 /**
@@ -98,15 +111,16 @@ function validate(
   }
 }
 
-/** The response indices of the learner among `members`; throws when there are none. */
+/** The response indices of the learner among `members`; throws when there are none unless `partnerOnly`. */
 function ownMembers(
   generators: ArrayLike<number>,
   members: readonly number[],
   learner: number,
   where: string,
+  partnerOnly = false,
 ): number[] {
   const own = members.filter((i) => generators[i] === learner);
-  if (own.length === 0) {
+  if (own.length === 0 && !partnerOnly) {
     throw new Error(
       `${where} has no response of learner ${learner}: the capability-aware advantage needs the learner's own ` +
         `responses in every prompt group (its fallback baseline is their mean)`,
@@ -132,6 +146,27 @@ export function capabilityBaseline(
   return paperBaseline(rewards, generators, omega, members);
 }
 
+/**
+ * Eq. 7′, the partner-only baseline of a prompt the learner holds no answer to: μ̂^(k) = (1/|F|) Σ_{i∈F} ω^(k,g(i))·R_i
+ * over the foreign responses F of the group, each generator g(i) with the P̂ it had when it sampled them — Eq. 7 with
+ * the learner's own terms left out, so still an estimate of the learner's expected reward on the prompt (Theorem 4.1
+ * holds term by term). When it exceeds every reward of the group the plain mean of F stands in for Eq. 7's fallback
+ * to the learner's own mean, which does not exist here.
+ */
+export function partnerOnlyBaseline(
+  rewards: ArrayLike<number>,
+  generators: ArrayLike<number>,
+  omega: ArrayLike<number>,
+  members: readonly number[],
+): { baseline: number; fallback: boolean } {
+  const scaled = paperBaseline(rewards, generators, omega, members);
+  let max = -Infinity;
+  for (const i of members) max = Math.max(max, rewards[i]!);
+  return scaled > max
+    ? { baseline: groupMean(rewards, members), fallback: true }
+    : { baseline: scaled, fallback: false };
+}
+
 /** Writes the advantages of the responses at `members` (one prompt's group) into `out`; returns the edge cases. */
 function groupAdvantagesInto(
   rewards: ArrayLike<number>,
@@ -144,7 +179,7 @@ function groupAdvantagesInto(
   out: Float64Array,
   where: string,
 ): Omit<CapabilityAdvantageResult, 'advantages'> {
-  const own = ownMembers(generators, members, learner, where);
+  const own = ownMembers(generators, members, learner, where, o.partnerOnly);
   // Checked first: a constant group carries no signal whatever the baseline, and the exact check avoids ±1e-11 noise
   // from rounding in μ̂ (see advantages.ts).
   if (groupIsConstant(rewards, members)) {
@@ -158,6 +193,14 @@ function groupAdvantagesInto(
     capability: o.capability ?? Array.from(omega, () => NaN),
     beta,
   };
+  const scale = groupStd(rewards, members) + o.epsilon;
+  if (own.length === 0) {
+    const p = o.capabilityAware
+      ? partnerOnlyBaseline(rewards, generators, omega, members)
+      : { baseline: groupMean(rewards, members), fallback: false };
+    for (const i of members) out[i] = (rewards[i]! - p.baseline) / scale;
+    return { ...p, constant: false };
+  }
   let baseline = o.capabilityAware ? groupBaseline(rewards, generators, members, context) : groupMean(rewards, members);
   let max = -Infinity;
   for (const i of members) max = Math.max(max, rewards[i]!);
@@ -165,7 +208,6 @@ function groupAdvantagesInto(
   // use the learner's own mean (spec §2).
   const fallback = baseline > max;
   if (fallback) baseline = groupMean(rewards, own);
-  const scale = groupStd(rewards, members) + o.epsilon;
   for (const i of members) out[i] = (rewards[i]! - baseline) / scale;
   return { baseline, fallback, constant: false };
 }

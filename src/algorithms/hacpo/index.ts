@@ -18,6 +18,7 @@ export {
   capabilityAwareAdvantages,
   capabilityAwareBatchAdvantages,
   capabilityBaseline,
+  partnerOnlyBaseline,
 } from './advantage.js';
 export {
   type BaselineContext,
