@@ -61,12 +61,13 @@ describe('a stop inside a step', () => {
   });
 
   for (const phase of ['sampling', 'training'])
-    test(`SIGTERM while ${phase}: noticed at once, exits within 10 s dropping the step, resumes to the same weights`, async () => {
+    test(`SIGTERM while ${phase}: noticed at once, exits within 10 s dropping the step, resumes to the same weights`, async (t) => {
       const dir = join(root, phase);
       const r = await hacrlSignalledAt(runArgs(dir), new RegExp(`^step 2/2  ${phase} a`, 'm'), ['SIGTERM'], env);
       assert.equal(r.status, 143, r.stderr);
       assert.ok(r.noticeMs < 1000, `notice after ${r.noticeMs} ms`);
       assert.ok(r.exitMs < 10_000, `exit after ${r.exitMs} ms`);
+      t.diagnostic(`notice after ${Math.round(r.noticeMs)} ms, exit after ${Math.round(r.exitMs)} ms`);
       assert.match(r.stderr, /hacrl: SIGTERM received: stopping at the next safe point/);
       const newest = join(dir, 'checkpoints', 'step-000001');
       assert.ok(

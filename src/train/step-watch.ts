@@ -7,7 +7,8 @@
 import { performance } from 'node:perf_hooks';
 import type { StopRequest } from '../run/interrupt.js';
 import type { WorkWatcher } from '../util/work-points.js';
-import { formatDuration, type ProgressDisplay } from './progress.js';
+import { mean } from '../util/stats.js';
+import { etaSeconds, formatDuration, type ProgressDisplay } from './progress.js';
 
 /** The phases of a step the live line names. */
 export type PhaseName = 'sampling' | 'scoring' | 'training' | 'validating';
@@ -134,10 +135,8 @@ export class StepWatch implements WorkWatcher {
   private eta(): string {
     const inStep = (this.now() - this.stepStart) / 1e3;
     const left = this.total - this.step - 1;
-    if (this.stepSeconds.length > 0) {
-      const mean = this.stepSeconds.reduce((a, b) => a + b, 0) / this.stepSeconds.length;
-      return `ETA ${formatDuration(mean * left + Math.max(0, mean - inStep))}`;
-    }
+    if (this.stepSeconds.length > 0)
+      return `ETA ${formatDuration(etaSeconds(this.stepSeconds, left) + Math.max(0, mean(this.stepSeconds) - inStep))}`;
     const phaseSeconds = (this.now() - this.phaseStart) / 1e3;
     const fraction = this.items > 0 ? this.itemsDone / this.items : 0;
     const projected = this.phasesDone + (fraction > 0 ? phaseSeconds / fraction : phaseSeconds);
