@@ -203,8 +203,11 @@ export class AsyncExchange implements StepExchange {
       metrics[`partner_${name}_expired`] = entry.expired[name] ?? 0;
       metrics[`partner_${name}_last_step`] = p.last;
     }
+    const merged = this.merge(step, table, taken);
+    // Oldest first: each partner's entry ends as the P̂ of its newest version taken.
+    taken.forEach((t, v) => (metrics[`partner_${t.agent}_p_hat`] = merged.versions.capability[v]!));
     metrics.time_exchange_s = (performance.now() - t0) / 1e3;
-    return { ...this.merge(step, table, taken), sampled: new Map([[self, metrics]]) };
+    return { ...merged, sampled: new Map([[self, metrics]]) };
   }
 
   /**
