@@ -189,14 +189,16 @@ export class AsyncExchange implements StepExchange {
       waited = await this.admit(step);
       const chosen = await this.choose(step, previous, capability);
       // Checked before it is written: the manifest lists only what the step trains on (not a step skipped as bad).
-      taken = await this.read(chosen, deadline);
+      taken = await this.read(chosen, Date.now() + this.o.waitSeconds * 1e3);
       entry = {
         ...chosen,
         consumed: taken.map((t) => ({ agent: t.agent, step: t.step, seq: t.seq, sha256: t.sha256 })),
       };
       const bytes = await this.o.manifest.append(entry);
-      await this.retry(`publishing agent ${self}'s manifest of step ${step}`, deadline, () =>
-        this.transport.publish(step, self, bytes, 'manifest'),
+      await this.retry(
+        `publishing agent ${self}'s manifest of step ${step}`,
+        Date.now() + this.o.waitSeconds * 1e3,
+        () => this.transport.publish(step, self, bytes, 'manifest'),
       );
     } else taken = await this.read(entry, deadline);
     const metrics: StepMetrics = { ...sampled.get(self)!, time_exchange_wait_s: waited };
