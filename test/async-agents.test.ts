@@ -152,15 +152,15 @@ describe('hacrl agent with exchange.mode async over a real nats-server', () => {
     const lock = join(root, 'lock');
     await Promise.all([
       ok('fast', startAgent(lockConfig, lock, 'fast').done),
-      ok('slow', startAgent(lockConfig, lock, 'slow', 600).done),
+      ok('slow', startAgent(lockConfig, lock, 'slow', 900).done),
     ]);
-    // maxAhead binds at the last step only (it needs the slow agent's step 1), so the fast agent should not wait.
+    // maxAhead 5: the fast agent's step 6 needs the slow agent's step 1.
     const asyncConfig = await runConfig('async', pair, 'waitSeconds: 60, mode: async, maxAhead: 5, maxStaleness: 6');
     const dist = join(root, 'async');
-    await Promise.all([
-      ok('fast', startAgent(asyncConfig, dist, 'fast').done),
-      ok('slow', startAgent(asyncConfig, dist, 'slow', 600, ['--leave-after', '3']).done),
-    ]);
+    // The slow agent first, up to its step 1: process start-up times differ, paces are what is compared.
+    const slow = startAgent(asyncConfig, dist, 'slow', 900, ['--leave-after', '3']);
+    await when('the slow agent decided step 1', () => manifestLines(join(dist, 'slow')) >= 2, slow.done);
+    await Promise.all([ok('fast', startAgent(asyncConfig, dist, 'fast').done), ok('slow', slow.done)]);
     const [lockSeconds, asyncSeconds] = [await pace(lock), await pace(dist)];
     t.diagnostic(
       `fast agent, steps 1→${STEPS}: lockstep ${lockSeconds.toFixed(2)} s, async ${asyncSeconds.toFixed(2)} s`,

@@ -152,6 +152,10 @@ describe('hacrl train: collaborative runs', () => {
     assert.notEqual(perChar[0]!.foreign_ratio_mean, perToken[0]!.foreign_ratio_mean);
     // Both forms' in-band fractions are logged; the one that trains is the loss's own count.
     for (const row of rows) assert.equal(row.foreign_in_band_frac, row.foreign_in_band_frac_char);
+    // With one partner, its own share in the form that trains is the same count.
+    for (const row of rows)
+      if (typeof row.foreign_in_band_frac === 'number')
+        assert.equal(row[`partner_${row.agent === 'base' ? 'model' : 'base'}_in_band_frac`], row.foreign_in_band_frac);
     for (const row of await metrics(join(root, 'model')))
       if (row.step !== 0) assert.equal(row.foreign_in_band_frac, row.foreign_in_band_frac_token);
   });

@@ -54,7 +54,8 @@ export interface AgentRunOptions {
 
 /**
  * The run's name on the broker: exchange.runId, or a hash of the config without its exchange section (where the
- * broker is and how to log in do not change what is trained), so agents given the same file agree without talking.
+ * broker is and how to log in do not change what is trained) but with its mode when async (the payloads differ), so
+ * agents given the same file agree without talking.
  * The run's date (data.date, settled when each agent starts) is left out too: agents started on different days still
  * meet, and their fingerprints name the difference.
  */

@@ -183,16 +183,24 @@ export class AsyncExchange implements StepExchange {
     this.lastStep = step;
     let entry = this.o.manifest.get(step);
     let waited = 0;
+    let taken: (AgentStep & Consumed)[];
     if (entry === undefined) {
       if (this.o.replay) throw new Error(`the manifest to replay has no line for step ${step}`);
       waited = await this.admit(step);
-      entry = await this.choose(step, previous, capability);
+      const chosen = await this.choose(step, previous, capability);
+      // Checked before it is written: the manifest lists only what the step trains on (not a step skipped as bad).
+      taken = await this.read(chosen, Date.now() + this.o.waitSeconds * 1e3);
+      entry = {
+        ...chosen,
+        consumed: taken.map((t) => ({ agent: t.agent, step: t.step, seq: t.seq, sha256: t.sha256 })),
+      };
       const bytes = await this.o.manifest.append(entry);
-      await this.retry(`publishing agent ${self}'s manifest of step ${step}`, deadline, () =>
-        this.transport.publish(step, self, bytes, 'manifest'),
+      await this.retry(
+        `publishing agent ${self}'s manifest of step ${step}`,
+        Date.now() + this.o.waitSeconds * 1e3,
+        () => this.transport.publish(step, self, bytes, 'manifest'),
       );
-    }
-    const taken = await this.read(entry, deadline);
+    } else taken = await this.read(entry, deadline);
     const metrics: StepMetrics = { ...sampled.get(self)!, time_exchange_wait_s: waited };
     for (const [name, p] of this.partners) {
       const mine = entry.consumed.filter((c) => c.agent === name);
@@ -203,8 +211,11 @@ export class AsyncExchange implements StepExchange {
       metrics[`partner_${name}_expired`] = entry.expired[name] ?? 0;
       metrics[`partner_${name}_last_step`] = p.last;
     }
+    const merged = this.merge(step, table, taken);
+    // Oldest first: each partner's entry ends as the P̂ of its newest version taken.
+    taken.forEach((t, v) => (metrics[`partner_${t.agent}_p_hat`] = merged.versions.capability[v]!));
     metrics.time_exchange_s = (performance.now() - t0) / 1e3;
-    return { ...this.merge(step, table, taken), sampled: new Map([[self, metrics]]) };
+    return { ...merged, sampled: new Map([[self, metrics]]) };
   }
 
   /**

@@ -9,6 +9,7 @@ import {
   inBandFraction,
   RATIO_NORMALIZATIONS,
   stepwiseLowerBound,
+  type RatioNormalization,
   type StepwiseClip,
 } from '../algorithms/hacpo/index.js';
 import type { PolicyLossStats } from '../algorithms/policy-loss.js';
@@ -43,7 +44,8 @@ export function lossMetrics(s: PolicyLossStats, sharing: boolean, kl: boolean): 
 
 /**
  * For each ratio normalisation, the share of the mini-batch's foreign responses whose ratio lies in Eq. 14's band at
- * this update, whichever form trains (spec §7: both are reported side by side). NaN without foreign responses.
+ * this update, whichever form trains (spec §7: both are reported side by side), NaN without foreign responses; and
+ * per partner P in the batch the same share in the form that trains (`trained`), `partner_P_in_band_frac`.
  */
 export function inBandByForm(
   table: readonly SampleRecord[],
@@ -53,20 +55,28 @@ export function inBandByForm(
   learner: string,
   band: StepwiseClip,
   update: number,
+  trained: RatioNormalization,
 ): Record<string, number> {
   const foreign = batch.flatMap((i, j) =>
     table[i]!.generator === learner ? [] : [[table[i]!, view.tokens[i]!, logProbs[j]!] as const],
   );
   const lower = stepwiseLowerBound(band, update);
-  return Object.fromEntries(
-    RATIO_NORMALIZATIONS.map((mode) => [
-      `foreign_in_band_frac_${mode}`,
-      inBandFraction(
-        foreign.map(([r, mine, lp]) => crossLogRatio(lp, generatorSpanLogProbs(r, mine), r.text, mode)),
-        lower,
+  const inBand = (of: typeof foreign, mode: RatioNormalization): number =>
+    inBandFraction(
+      of.map(([r, mine, lp]) => crossLogRatio(lp, generatorSpanLogProbs(r, mine), r.text, mode)),
+      lower,
+    );
+  const partners = [...new Set(foreign.map(([r]) => r.generator))];
+  return Object.fromEntries([
+    ...RATIO_NORMALIZATIONS.map((mode) => [`foreign_in_band_frac_${mode}`, inBand(foreign, mode)]),
+    ...partners.map((p) => [
+      `partner_${p}_in_band_frac`,
+      inBand(
+        foreign.filter(([r]) => r.generator === p),
+        trained,
       ),
     ]),
-  );
+  ]);
 }
 
 /** What a learner's step metrics are made of. */

@@ -297,7 +297,11 @@ export function learnerStep(
     const seqs = batch.map((i, j) => ({ ...sequence(i, logProbs[j]!), ...(entropy ? { entropy: entropy[j]! } : {}) }));
     const r = policyLoss(seqs, foreign ? { ...ownTerms, foreign: { ...foreign, update } } : ownTerms);
     const stats = lossMetrics(r.stats, shared, recipe.kl !== null);
-    if (stepwiseForeign) Object.assign(stats, inBandByForm(table, view, batch, logProbs, name, l.stepwise, update));
+    if (stepwiseForeign)
+      Object.assign(
+        stats,
+        inBandByForm(table, view, batch, logProbs, name, l.stepwise, update, l.ratioNormalization ?? 'token'),
+      );
     return { ...r, stats };
   };
   const updates = runUpdates(l.policy.model, l.optimizer, kernels, (i) => view.tokens[i]!, batches, loss, {
