@@ -271,4 +271,9 @@ class LeaveAfter extends StopRequest {
   override get requested(): boolean {
     return this.exchange.lastStep >= this.after || (this.outer?.requested ?? false);
   }
+
+  /** Leaving waits for the step's end; a signal to the process (the outer request's) drops the step as anywhere. */
+  override poll(): void {
+    this.outer?.poll();
+  }
 }

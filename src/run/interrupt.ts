@@ -63,8 +63,13 @@ export class StopRequest {
     this.exit = opts.exit ?? ((code) => process.exit(code));
   }
 
-  /** True once a stop was asked for. */
+  /** True once a stop was asked for (a subclass may ask for one at a step's end without a signal). */
   get requested(): boolean {
+    return this.signalled;
+  }
+
+  /** True once a SIGINT or SIGTERM asked for a stop. */
+  get signalled(): boolean {
     if (this.signal === null && this.native) {
       const n = this.native.pendingStopSignal();
       if (n !== 0) this.signal = n === constants.signals.SIGINT ? 'SIGINT' : 'SIGTERM';
@@ -72,9 +77,9 @@ export class StopRequest {
     return this.signal !== null;
   }
 
-  /** A safe point inside a step: throws StopPoint once a stop was asked for. */
+  /** A safe point inside a step: throws StopPoint once a signal asked for a stop (only a signal drops a step). */
   poll(): void {
-    if (this.requested) throw new StopPoint();
+    if (this.signalled) throw new StopPoint();
   }
 
   /**
