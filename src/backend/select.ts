@@ -32,7 +32,7 @@ export function requireReproducible(on: boolean, what: string): void {
   if (env && flag('HACRL_REPRODUCIBLE') !== on)
     throw new Error(
       `${what} says reproducible: ${on}, but HACRL_REPRODUCIBLE=${env} (or --reproducible, --fast-kernels) asks ` +
-        `for the other kernels: drop one of the two, or set reproducible in the configuration`,
+        'for the other kernels: drop one of the two',
     );
   if (mode !== undefined && mode.on !== on)
     throw new Error('hacrl: the kernel mode was set after the kernels were chosen');
