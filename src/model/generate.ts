@@ -1,6 +1,6 @@
 /**
- * Batched sampling with a KV cache: prompts are left-padded to a common length, prefilled in one forward pass, then
- * decoded one token per step for every sequence still running.
+ * Batched sampling with a KV cache: prompts are left-padded to a common length, prefilled in one forward pass (each
+ * distinct prompt once), then decoded one token per step for every sequence still running.
  */
 import type { Kernels } from '../backend/kernels.js';
 import { trimPool } from '../tensor/grad-pool.js';
@@ -306,7 +306,7 @@ export function generate(
  */
 function distinctPrompts(
   prompts: readonly (readonly number[])[],
-  share = true,
+  share: boolean,
 ): { source: Int32Array; distinct: (readonly number[])[] } {
   if (!share) return { source: Int32Array.from(prompts, (_, b) => b), distinct: [...prompts] };
   const index = new Map<string, number>();
