@@ -109,15 +109,7 @@ stage "export gguf"
 "${peak[@]}" "${hacrl[@]}" export gguf --model "$work/merged" --out "$work/qwen.gguf" --force
 
 stage "llama.cpp on the exported file"
-"${peak[@]}" node --input-type=module -e '
-  import { getLlama, LlamaLogLevel, LlamaCompletion } from "node-llama-cpp";
-  const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error, progressLogs: false });
-  const model = await llama.loadModel({ modelPath: process.argv[1] });
-  const context = await model.createContext({ contextSize: 256 });
-  const text = await new LlamaCompletion({ contextSequence: context.getSequence() })
-    .generateCompletion("What is 6 times 7?", { maxTokens: 8, temperature: 0 });
-  console.log(`  llama.cpp ${llama.llamaCppRelease.release}: ${JSON.stringify(text)}`);
-  await llama.dispose();' "$work/qwen.gguf"
+"${peak[@]}" node scripts/llama-cpp-complete.mjs "$work/qwen.gguf" "What is 6 times 7?" 8
 
 stage "a hacrl agent pair over a local nats-server"
 port="$(node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')"
