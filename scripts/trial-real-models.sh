@@ -131,9 +131,9 @@ for name in qwen llama; do
     import { readSafetensors } from "./dist/src/model/safetensors.js";
     const [a, b, name] = process.argv.slice(1);
     const [x, y] = [(await readSafetensors(a)).tensors, (await readSafetensors(b)).tensors];
-    const same = x.size === y.size && [...x].every(([n, t]) => Buffer.from(t.data.buffer).equals(Buffer.from(y.get(n).data.buffer)));
+    const same = x.size === y.size && [...x].every(([n, t]) => Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength).equals(Buffer.from(y.get(n).data.buffer, y.get(n).data.byteOffset, y.get(n).data.byteLength)));
     if (!same) { console.error(`${name}: the agent process ended with other adapters than hacrl train`); process.exit(1); }
-    console.log(`  ${name}: adapters byte-equal to hacrl train's`);' \
+    console.log(`  ${name}: adapters byte-equal to those of hacrl train`);' \
     "$run/checkpoints/step-000003/agents/$name/adapter_model.safetensors" \
     "$work/agents/$name/checkpoints/step-000003/agents/$name/adapter_model.safetensors" "$name"
 done

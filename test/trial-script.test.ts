@@ -34,6 +34,6 @@ test('the trial path runs as one script, every stage in turn', () => {
   ]);
   assert.match(r.stdout, /stopped by SIGINT after step 2/);
   assert.match(r.stdout, /200: ".*" \(\d+ tokens\)/);
-  assert.match(r.stdout, /qwen: adapters byte-equal to hacrl train's/);
-  assert.match(r.stdout, /llama: adapters byte-equal to hacrl train's/);
+  assert.match(r.stdout, /qwen: adapters byte-equal to those of hacrl train/);
+  assert.match(r.stdout, /llama: adapters byte-equal to those of hacrl train/);
 });
