@@ -34,10 +34,13 @@ stage "Hub-shaped folders in $work/models"
 qwen="$work/models/qwen2.5-0.5b-instruct"
 llama="$work/models/llama-3.2-1b-instruct"
 run="$work/run"
+# Enough steps that the Ctrl-C after the first checkpoint lands before the last one: a signal is seen between steps.
+steps=4
+last="$run/checkpoints/step-$(printf '%06d' $steps)"
 
 # The example with these folders; the small shape takes a small step on generated problems (no data files needed).
 sets=(--set "agents.0.checkpoint=$qwen" --set "agents.1.checkpoint=$llama" --set "runDir=$run"
-  --set "agents.0.precision=$precision" --set "agents.1.precision=$precision" --set checkpoint.every=1 --set steps=3)
+  --set "agents.0.precision=$precision" --set "agents.1.precision=$precision" --set checkpoint.every=1 --set steps=$steps)
 if [ $real = 0 ]; then
   sets+=(--set 'data.train=easy:train:64' --set 'data.validation=[easy:test:2]' --set rollout.promptsPerStep=2
     --set rollout.groupSize=2 --set rollout.maxNewTokens=8 --set eval.every=0 --set eval.problems=2)
@@ -62,14 +65,14 @@ kill -INT "$(pgrep -P "$train" node || echo "$train")"
 status=0
 wait "$train" || status=$?
 tail -3 "$work/train.log"
-# The step running at the signal is finished and checkpointed, the last one is not begun.
-[ -e "$run/checkpoints/step-000003/state.json" ] && fail 'the interrupted run finished every step'
+# The step running when the signal is seen is finished and checkpointed, the last one is not begun.
+[ -e "$last/state.json" ] && fail 'the interrupted run finished every step'
 [ $status -ne 0 ] || fail 'an interrupted run exits non-zero'
 
 stage "resume"
 "${peak[@]}" "${hacrl[@]}" train --config "$config" "${sets[@]}" --resume
-[ -e "$run/checkpoints/step-000003/state.json" ] || fail 'the resumed run wrote no step-3 checkpoint'
-adapter="$run/checkpoints/step-000003/agents/qwen"
+[ -e "$last/state.json" ] || fail "the resumed run wrote no step-$steps checkpoint"
+adapter="$last/agents/qwen"
 
 stage "eval the trained Qwen adapter with the run's prompt"
 "${peak[@]}" "${hacrl[@]}" eval --model "$adapter" --data "$data" --limit 2 --max-new-tokens 8 \
@@ -109,15 +112,7 @@ stage "export gguf"
 "${peak[@]}" "${hacrl[@]}" export gguf --model "$work/merged" --out "$work/qwen.gguf" --force
 
 stage "llama.cpp on the exported file"
-"${peak[@]}" node --input-type=module -e '
-  import { getLlama, LlamaLogLevel, LlamaCompletion } from "node-llama-cpp";
-  const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error, progressLogs: false });
-  const model = await llama.loadModel({ modelPath: process.argv[1] });
-  const context = await model.createContext({ contextSize: 256 });
-  const text = await new LlamaCompletion({ contextSequence: context.getSequence() })
-    .generateCompletion("What is 6 times 7?", { maxTokens: 8, temperature: 0 });
-  console.log(`  llama.cpp ${llama.llamaCppRelease.release}: ${JSON.stringify(text)}`);
-  await llama.dispose();' "$work/qwen.gguf"
+"${peak[@]}" node scripts/llama-cpp-complete.mjs "$work/qwen.gguf" "What is 6 times 7?" 8
 
 stage "a hacrl agent pair over a local nats-server"
 port="$(node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')"
@@ -139,10 +134,10 @@ for name in qwen llama; do
     import { readSafetensors } from "./dist/src/model/safetensors.js";
     const [a, b, name] = process.argv.slice(1);
     const [x, y] = [(await readSafetensors(a)).tensors, (await readSafetensors(b)).tensors];
-    const same = x.size === y.size && [...x].every(([n, t]) => Buffer.from(t.data.buffer).equals(Buffer.from(y.get(n).data.buffer)));
+    const same = x.size === y.size && [...x].every(([n, t]) => Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength).equals(Buffer.from(y.get(n).data.buffer, y.get(n).data.byteOffset, y.get(n).data.byteLength)));
     if (!same) { console.error(`${name}: the agent process ended with other adapters than hacrl train`); process.exit(1); }
-    console.log(`  ${name}: adapters byte-equal to hacrl train's`);' \
-    "$run/checkpoints/step-000003/agents/$name/adapter_model.safetensors" \
-    "$work/agents/$name/checkpoints/step-000003/agents/$name/adapter_model.safetensors" "$name"
+    console.log(`  ${name}: adapters byte-equal to those of hacrl train`);' \
+    "$last/agents/$name/adapter_model.safetensors" \
+    "$work/agents/$name/checkpoints/$(basename "$last")/agents/$name/adapter_model.safetensors" "$name"
 done
 stage "done: $work"
