@@ -4,6 +4,8 @@
 #include <dlfcn.h>
 #include <stdint.h>
 #include <omp.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -293,7 +295,7 @@ static void column_split(const product *p, int nt) {
 }
 
 /* `p` on `threads` threads (0 = chosen from the size; see hx_sgemm). */
-static void run_product(const product *p, int threads) {
+static void compute_product(const product *p, int threads) {
   if (p->m <= 0 || p->n <= 0) return;
   if (p->k <= 0) { /* BLAS leaves C·beta; do it here so every library agrees, including beta = 0 over NaN. */
     for (int i = 0; i < p->m; i++)
@@ -321,6 +323,20 @@ static void run_product(const product *p, int threads) {
   } else
     product_threads(p, threads > 0 ? hx_threads_for(1, 1, threads) : hx_gemm_threads(p->m, p->n, p->k));
   call_library(p);
+}
+
+/* compute_product with SIGINT and SIGTERM held back on the calling thread. A stop signal delivered to a thread inside
+ * oneDNN's sgemm corrupted the heap now and then (glibc aborted in the free at the end of dnnl_sgemm: about 1 run in 8
+ * with a SIGTERM during a step; never with OpenBLAS, never without a signal); held back, the kernel hands the signal
+ * to another thread of the process or delivers it when the product is done. Two sigprocmask calls a product. */
+static void run_product(const product *p, int threads) {
+  sigset_t stops, before;
+  sigemptyset(&stops);
+  sigaddset(&stops, SIGINT);
+  sigaddset(&stops, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stops, &before);
+  compute_product(p, threads);
+  pthread_sigmask(SIG_SETMASK, &before, NULL);
 }
 
 void hx_sgemm(int transA, int transB, int m, int n, int k, float alpha, const float *a, int lda, const float *b,
