@@ -276,4 +276,14 @@ class LeaveAfter extends StopRequest {
   override poll(): void {
     this.outer?.poll();
   }
+
+  /** A stop the process's signal asked for is reported by its request: its signal, exit status and resume hint. */
+  override interrupted(step: number, checkpointDir: string): Interrupted {
+    return this.outer?.requested ? this.outer.interrupted(step, checkpointDir) : super.interrupted(step, checkpointDir);
+  }
+
+  /** A dropped step (only a signal drops one), as the process's request reports it. */
+  override dropped(...args: Parameters<StopRequest['dropped']>): Interrupted {
+    return this.outer ? this.outer.dropped(...args) : super.dropped(...args);
+  }
 }
