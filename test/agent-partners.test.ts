@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { parseRunConfig } from '../src/config/load-config.js';
-import { buildLearners, initialState } from '../src/train/learners.js';
+import { buildLearners, initialState, partnerTokenizers } from '../src/train/learners.js';
 import { resolveRun } from '../src/train/resolved-run.js';
 import { trainRl, type StepExchange } from '../src/train/rl-trainer.js';
 import { saveTinyAgent } from './tiny-agents.js';
@@ -81,7 +81,11 @@ describe('an agent process and its partners', () => {
       state.agents.map((a) => a.name),
       ['a'],
     );
-    const [a, b] = await buildLearners(run, state, local);
+    const partners = await partnerTokenizers(run.agents, local);
+    assert.deepEqual([...partners.keys()], ['b']);
+    const [a, b] = await buildLearners(run, state, local, partners);
+    assert.equal(b!.policy.tokenizer, partners.get('b'), 'the tokenizer given, not another copy');
+    await assert.rejects(buildLearners(run, state, local, new Map()), /agent b: no tokenizer was given/);
     assert.ok(a!.local && a!.policy.model.params.size > 0);
     assert.equal(b!.local, false);
     assert.deepEqual(Object.keys(b!).sort(), ['capability', 'local', 'order', 'policy']);

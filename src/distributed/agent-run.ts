@@ -21,6 +21,8 @@ import { Manifest } from './manifest.js';
 import { findLatestCheckpoint, RunFolder } from '../run/run-folder.js';
 import type { ProgressDisplay } from '../train/progress.js';
 import { loadTokenizer } from '../tokenizer/load.js';
+import type { Tokenizer } from '../tokenizer/tokenizer.js';
+import { partnerTokenizers } from '../train/learners.js';
 import { resolveRun, type ResolvedRun } from '../train/resolved-run.js';
 import { trainRl, type StepExchange } from '../train/rl-trainer.js';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -108,13 +110,15 @@ export async function runAgentProcess(cfg: RunConfig, o: AgentRunOptions): Promi
     ...(tls ? { tls } : {}),
   });
   try {
+    // Read once: the arrival checks and the learners' re-tokenizing share them.
+    const partners = await partnerTokenizers(agents, (name) => name === o.agent);
     const common = {
       run: runId,
       agents: agents.map((a) => a.name),
       limits,
       waitSeconds: x.waitSeconds,
       onLate: x.onLate,
-      check: await partnerCheck(resolved, o.agent),
+      check: await partnerCheck(resolved, partners),
       onBadRecord: x.onBadRecord,
       // The date chat templates render goes into every prompt: partners must share it as they share the data.
       fingerprint: { ...(await runFingerprint(resolved)), 'data.date': cfg.data.date ?? '' },
@@ -123,31 +127,39 @@ export async function runAgentProcess(cfg: RunConfig, o: AgentRunOptions): Promi
     if (manifest) {
       const exchange = await asyncExchange(transport, resolved, o.agent, manifest, x, common, o);
       await exchange.greet();
-      await trainAsync(mine, resume, o, slowed(exchange, o.env), manifest);
+      await trainAsync(mine, resume, o, slowed(exchange, o.env), manifest, partners);
     } else {
       const exchange = new RolloutExchange(transport, { ...common, local: [o.agent] });
       await exchange.greet();
       const slow = slowed(exchange, o.env);
-      await trainRl(mine, { resume, progress: o.progress, exchange: slow, ...(o.stop ? { stop: o.stop } : {}) });
+      await trainRl(mine, {
+        resume,
+        progress: o.progress,
+        exchange: slow,
+        partners,
+        ...(o.stop ? { stop: o.stop } : {}),
+      });
     }
   } finally {
     await transport.close();
   }
 }
 
-/** The arrival checks of every partner of `self` (record-checks.ts): its settings as the run resolves them. */
-async function partnerCheck(run: ResolvedRun, self: string): Promise<PartnerCheck> {
+/** The arrival checks of every partner (record-checks.ts): its settings as the run resolves them, its tokenizer. */
+async function partnerCheck(run: ResolvedRun, tokenizers: ReadonlyMap<string, Tokenizer>): Promise<PartnerCheck> {
   if (run.source.kind !== 'rollout') throw new Error('hacrl agent runs single-turn rollouts only');
   const rewards = await buildRewards(run.source.rewards);
   const partners = new Map<string, PartnerSettings>();
-  for (const a of run.agents)
-    if (a.name !== self)
+  for (const a of run.agents) {
+    const tokenizer = tokenizers.get(a.name);
+    if (tokenizer)
       partners.set(a.name, {
-        tokenizer: await loadTokenizer(a.checkpoint),
+        tokenizer,
         groupSize: a.groupSize,
         maxNewTokens: a.maxNewTokens,
         stopStrings: a.stopStrings,
       });
+  }
   return (agent, step, partner, own) =>
     checkPartnerStep(agent, step, partner.records, partner.metrics, own, partners.get(agent)!, rewards);
 }
@@ -216,8 +228,8 @@ async function asyncExchange(
 }
 
 /**
- * Trains agent `o.agent` with the asynchronous `exchange` and publishes that it leaves once it stops: after the last
- * step, after `o.leaveAfter`, or on a stop request.
+ * Trains agent `o.agent` with the asynchronous `exchange` (its partners' tokenizers: `partners`) and publishes that it
+ * leaves once it stops: after the last step, after `o.leaveAfter`, or on a stop request.
  */
 async function trainAsync(
   cfg: RunConfig,
@@ -225,12 +237,13 @@ async function trainAsync(
   o: AgentRunOptions,
   exchange: AsyncExchange,
   manifest: Manifest,
+  partners: ReadonlyMap<string, Tokenizer>,
 ): Promise<void> {
   // A replay ends where the replayed agent's manifest does.
   const after = o.replayFrom === undefined ? (o.leaveAfter ?? Infinity) : manifest.lastStep();
   const stop = new LeaveAfter(exchange, after, o.stop);
   try {
-    await trainRl(cfg, { resume, progress: o.progress, exchange, stop });
+    await trainRl(cfg, { resume, progress: o.progress, exchange, stop, partners });
   } catch (e) {
     if (!(e instanceof Interrupted) || o.stop?.requested) throw e;
   }

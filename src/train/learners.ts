@@ -15,6 +15,7 @@ import { AdamW } from '../optim/adamw.js';
 import { learningRate } from '../optim/schedule.js';
 import type { AgentTrainState, TrainState } from '../run/train-state.js';
 import { loadTokenizer } from '../tokenizer/load.js';
+import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import { Rng } from '../util/rng.js';
 import type { Learner } from './learner-step.js';
 import type { Teammate } from './sample-table.js';
@@ -131,19 +132,35 @@ export async function withEveryAgent(
   return { ...state, agents: every };
 }
 
-/** A partner's tokenizer: the one loadPretrained would give its checkpoint, read without its weights. */
-async function partnerTokenizer(checkpoint: string): Promise<Teammate['tokenizer']> {
-  return loadTokenizer((await tokenizerFolder(checkpoint)) ?? checkpoint);
+/**
+ * The tokenizers of the agents this process does not train (`local`), by name: each the one loadPretrained would give
+ * its checkpoint, read once without its weights, for everything here that reads a partner's tokens (buildLearners,
+ * an agent process's arrival checks).
+ */
+export async function partnerTokenizers(
+  agents: readonly ResolvedAgent[],
+  local: IsLocal,
+): Promise<Map<string, Tokenizer>> {
+  const partners = agents.filter((a) => !local(a.name));
+  return new Map(
+    await Promise.all(
+      partners.map(
+        async (a) => [a.name, await loadTokenizer((await tokenizerFolder(a.checkpoint)) ?? a.checkpoint)] as const,
+      ),
+    ),
+  );
 }
 
 /**
  * The run's team, in config order: the learners this process trains (`local`) from `state` (fresh or resumed, holding
- * exactly them), the others as partners. A learner keeps a frozen reference when the recipe has a KL penalty.
+ * exactly them), the others as partners with their tokenizers from `partners` (partnerTokenizers). A learner keeps a
+ * frozen reference when the recipe has a KL penalty.
  */
 export async function buildLearners(
   run: Pick<ResolvedRun, 'agents' | 'learning' | 'recipe' | 'steps'>,
   state: TrainState,
   local: IsLocal,
+  partners: ReadonlyMap<string, Tokenizer>,
 ): Promise<TeamMember[]> {
   const { learning, recipe } = run;
   const saved = (state.extra.capability ?? {}) as Record<string, number[]>;
@@ -151,13 +168,11 @@ export async function buildLearners(
   return Promise.all(
     run.agents.map(async (a): Promise<TeamMember> => {
       const capability = CapabilityTracker.fromHistory(learning.capabilityWindow, saved[a.name] ?? []);
-      if (!local(a.name))
-        return {
-          local: false,
-          policy: { name: a.name, tokenizer: await partnerTokenizer(a.checkpoint) },
-          capability,
-          order: a.order,
-        };
+      if (!local(a.name)) {
+        const tokenizer = partners.get(a.name);
+        if (!tokenizer) throw new Error(`agent ${a.name}: no tokenizer was given for this partner (partnerTokenizers)`);
+        return { local: false, policy: { name: a.name, tokenizer }, capability, order: a.order };
+      }
       const s = states.get(a.name);
       if (!s) throw new Error(`agent ${a.name}: the run's state does not hold it, though this process trains it`);
       const model = s.pretrained.model;

@@ -14,10 +14,12 @@ import { RunFolder } from '../run/run-folder.js';
 import { lockRunDir } from '../run/run-lock.js';
 import { StopPoint, type StopRequest } from '../run/interrupt.js';
 import { loadNewestValidState, saveTrainState, type TrainState } from '../run/train-state.js';
+import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import { Rng } from '../util/rng.js';
 import {
   buildLearners,
   initialState,
+  partnerTokenizers,
   saveLearners,
   withEveryAgent,
   type IsLocal,
@@ -77,6 +79,11 @@ export interface TrainOptions {
    * table and before any learner reads it; default none (every agent trains in this process).
    */
   exchange?: StepExchange;
+  /**
+   * The tokenizers of the agents other processes train (partnerTokenizers), when the caller has read them already
+   * (an agent process checks its partners' records with them); default: read here.
+   */
+  partners?: ReadonlyMap<string, Tokenizer>;
 }
 
 /**
@@ -109,7 +116,7 @@ async function trainLocked(r: ResolvedRun, options: TrainOptions): Promise<void>
     state.step = joined;
     state.cursor.position = joined * r.promptsPerStep;
   }
-  const team = await buildLearners(r, state, local);
+  const team = await buildLearners(r, state, local, options.partners ?? (await partnerTokenizers(r.agents, local)));
   const source = await runSource(r, team, state.cursor, k);
   const log = await StepLog.open(run, r.steps, r.health, team, display, options.resume);
   const watch = new StepWatch(display, r.steps, options.stop);
