@@ -24,7 +24,7 @@ export { type SampleRecord, type LearnerTokens, type LearnerView, learnerView } 
 export { RolloutSource, type SampleSource, type StepInputs, type RolloutRole } from './train/sample-sources.js';
 export { learnerStep, type Learner, type UpdateRecipe } from './train/learner-step.js';
 export { teamStep } from './train/team-step.js';
-export { buildLearners, type TeamMember } from './train/learners.js';
+export { buildLearners, partnerTokenizers, type TeamMember } from './train/learners.js';
 export { resolveRun, type ResolvedRun } from './train/resolved-run.js';
 export { ALGORITHM_RECIPES, VARIANT_RECIPES, type Recipe } from './algorithms/recipes.js';
 export { trainRl } from './train/rl-trainer.js';
