@@ -78,7 +78,7 @@ export function asyncBenchTable(
     `Per setting and agent: mean over seeds [95% t interval over seeds; one seed: none, or Wilson over the ` +
       `${plan.evalN} problems for accuracy]. Steps/h: while every agent of the run was training. Waiting: share of ` +
       'step wall time outside generate + score + train (partners, exchange, checkpoint); of it at the maxAhead bound: ' +
-      '`time_exchange_wait_s`. Lead: the largest t − (partner’s newest published step) over the run. Partner age: t − s ' +
+      '`time_exchange_wait_s`. Lead: the largest t − (partner’s newest published step) over the steps decided after the partner’s first. Partner age: t − s ' +
       'of the partner steps trained on (negative: a partner step newer than the learner’s own).',
     '',
     `| setting | agent | steps | steps/h | waiting % | at bound % | lead max | partner age mean / max | expired |` +

@@ -56,7 +56,11 @@ export interface AgentMeasure {
   waitingShare: number;
   /** Share of its step wall time waiting at the maxAhead bound (time_exchange_wait_s; 0 in lockstep). */
   boundWaitShare: number;
-  /** Largest t − (a partner's newest published step when step t was decided); null in lockstep and alone. */
+  /**
+   * Largest t − (a partner's newest published step when step t was decided) over the steps decided once the partner
+   * had published one (before, it may not have joined: an agent not yet greeted is not waited for); null in lockstep,
+   * alone, and when no partner had published a step.
+   */
   maxLead: number | null;
   /** Seconds from the run's start to its last checkpoint. */
   seconds: number;
@@ -219,7 +223,9 @@ async function measureAgent(
       if (v > 0) u.ageMax = Math.max(u.ageMax, m[`partner_${p}_age_max`]!);
       u.consumed += v;
       u.expired += m[`partner_${p}_expired`] ?? 0;
-      maxLead = Math.max(maxLead ?? -Infinity, step - m[`partner_${p}_last_step`]!);
+      // Before a partner's first step it may not have joined yet (an agent not yet greeted is not waited for).
+      const newest = m[`partner_${p}_last_step`]!;
+      if (newest >= 1) maxLead = Math.max(maxLead ?? -Infinity, step - newest);
     }
   for (const u of Object.values(partners)) {
     u.ageMean = u.consumed > 0 ? u.ageMean / u.consumed : NaN;
