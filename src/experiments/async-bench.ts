@@ -18,7 +18,7 @@ import { loadDataSpec } from '../tasks/data-spec.js';
 import { reproducibleMode } from '../backend/select.js';
 import { writeFileAtomic, writeJsonAtomic } from '../util/atomic-write.js';
 import { refuseOverlap } from '../util/output-paths.js';
-import { defaultZooDir, ensurePair } from '../zoo/build.js';
+import { agentOf, defaultZooDir, ensureAgent } from '../zoo/build.js';
 import { ZOO, type PairName, type ZooData } from '../zoo/recipes.js';
 import { asyncBenchPlan, type AsyncBenchMode, type AsyncBenchPlan, type AsyncSetting } from './async-bench-plan.js';
 import { asyncBenchTable } from './async-bench-table.js';
@@ -358,8 +358,12 @@ async function benchAgents(mode: AsyncBenchMode, zooDir: string, out: string, lo
     const extra = { precision: 'bf16', lora: { rank: 16, alpha: 32, targets: ['all-linear'] } };
     return Object.entries(dirs).map(([name, dir]) => ({ name, dir, extra }));
   }
-  const pick = async (pair: PairName, names: string[]) =>
-    (await ensurePair(ZOO[pair], zooDir, log)).filter((a) => names.includes(a.name));
+  // Only the agents named are built, one after the other (a later stage builds its parent first).
+  const pick = async (pair: PairName, names: string[]) => {
+    const built = [];
+    for (const n of names) built.push(await ensureAgent(ZOO[pair], agentOf(ZOO[pair], n), zooDir, log));
+    return built;
+  };
   if (mode === 'test') return pick('tiny', ['small', 'large']);
   const size = await pick('size', ['small', 'large']);
   if (mode === 'pair') return size;
