@@ -75,8 +75,9 @@ export function asyncBenchTable(
   const evaluated = plan.evalN > 0;
   const lines = [...header, ''];
   lines.push(
-    `Per setting and agent: mean over seeds [95% t interval over seeds; one seed: none, or Wilson over the ` +
-      `${plan.evalN} problems for accuracy]. Steps/h: while every agent of the run was training. Waiting: share of ` +
+    `Per setting and agent: mean over seeds [95% t interval over seeds; one seed: none` +
+      `${evaluated ? `, or Wilson over the ${plan.evalN} problems for accuracy` : ''}]. ` +
+      'Steps/h: while every agent of the run was training. Waiting: share of ' +
       'step wall time outside generate + score + train (partners, exchange, checkpoint); of it at the maxAhead bound: ' +
       '`time_exchange_wait_s`. Lead: the largest t − (partner’s newest published step) over the steps decided after the partner’s first. Partner age: t − s ' +
       'of the partner steps trained on (negative: a partner step newer than the learner’s own).',
