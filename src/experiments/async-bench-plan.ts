@@ -66,7 +66,8 @@ export function asyncBenchPlan(
   switch (mode) {
     case 'pair': {
       const settings = [lockstep, bounded(1), bounded(2), bounded(4), bounded(FREE_RUNNING)];
-      return { mode, settings, seeds: seeds(5), steps: o.steps ?? 15, ...zoo, comparisons: versusLockstep(settings) };
+      // 40 steps: about 80 s of the large agent on one quiet core (2.0 CPU-seconds a step at B = 16 × G = 8).
+      return { mode, settings, seeds: seeds(5), steps: o.steps ?? 40, ...zoo, comparisons: versusLockstep(settings) };
     }
     case 'swarm': {
       const settings: AsyncSetting[] = [
@@ -83,7 +84,8 @@ export function asyncBenchPlan(
         ['async-2', 'naive-async-2'],
         ['async-2', 'lockstep'],
       ];
-      return { mode, settings, seeds: seeds(3), steps: o.steps ?? 15, ...zoo, comparisons };
+      // Two agents share each core: 30 steps are about as long as the pair's 40.
+      return { mode, settings, seeds: seeds(3), steps: o.steps ?? 30, ...zoo, comparisons };
     }
     case 'real': {
       const settings = [lockstep, bounded(2)];
