@@ -247,7 +247,7 @@ async function measureAgent(
  * Runs one setting and seed and measures it; `lockWall`: the lockstep run's seconds of the same seed (the checkpoint
  * at equal wall time is each agent's newest written by then), null when the setting is not timed against it.
  */
-export async function runSetting(
+async function runSetting(
   r: AsyncBenchRun,
   s: AsyncSetting,
   seed: number,
@@ -322,7 +322,7 @@ async function heldOutSplit(r: AsyncBenchRun) {
 }
 
 /** Seconds from the start of the lockstep run of a result to its last agent's last checkpoint. */
-export const lockstepSeconds = (lock: AsyncRunResult): number =>
+const lockstepSeconds = (lock: AsyncRunResult): number =>
   Math.max(...Object.values(lock.agents).map((a) => a.seconds));
 
 /** Options of `hacrl bench async`. */
