@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { hacrl, rawMetricRows, TINY_AGENT_FLAGS } from './cli.js';
-import { NatsServer } from './nats-server.js';
+import { NatsServer } from '../src/distributed/nats-server.js';
 
 const root = await mkdtemp(join(tmpdir(), 'hacrl-async-agents-'));
 let broker: NatsServer | null = null;

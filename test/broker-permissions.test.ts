@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test';
 import { brokerPermissions } from '../src/distributed/broker-config.js';
 import { NatsTransport } from '../src/distributed/nats-transport.js';
 import { PublishRefused } from '../src/distributed/transport.js';
-import { NatsServer } from './nats-server.js';
+import { NatsServer } from '../src/distributed/nats-server.js';
 
 const RUN = 'perm';
 let server: NatsServer;

@@ -23,7 +23,7 @@ import { InProcessTransport } from '../src/distributed/transport.js';
 import { loadDataSpec } from '../src/tasks/data-spec.js';
 import type { SampleRecord } from '../src/train/sample-table.js';
 import { hacrl, metricRows, TINY_AGENT_FLAGS } from './cli.js';
-import { NatsServer } from './nats-server.js';
+import { NatsServer } from '../src/distributed/nats-server.js';
 
 /** Record `i` of agent `agent` in a step of 2 prompts × 2 responses. */
 function record(agent: string, i: number, text = `${agent} says ${i}`): SampleRecord {

@@ -14,6 +14,7 @@ import { loraCommand } from './lora.js';
 import { runBenchMas } from '../experiments/mas.js';
 import { ABLATIONS, isAblation } from '../experiments/mas-options.js';
 import { benchMasTable } from '../experiments/mas-table.js';
+import { runBenchAsync, type BenchAsyncCliOptions } from '../experiments/async-bench.js';
 import { runMasEval } from './mas-eval.js';
 import { masCommand, parseModelArgs, workflowOption } from './mas.js';
 import { runMasWarmstart } from './mas-warmstart.js';
@@ -83,7 +84,14 @@ interface BenchCli {
  * The commands whose results the docs record (the zoo, the demo, the benches and the warm starts they build): they
  * compute in the reproducible mode unless asked otherwise, so their numbers are the same on every CPU.
  */
-const REPRODUCIBLE_BY_DEFAULT = new Set(['zoo build', 'demo', 'bench paper', 'bench mas', 'bench baseline']);
+const REPRODUCIBLE_BY_DEFAULT = new Set([
+  'zoo build',
+  'demo',
+  'bench paper',
+  'bench mas',
+  'bench baseline',
+  'bench async',
+]);
 
 const program = new Command();
 program
@@ -527,6 +535,30 @@ bench
   .option('--sweep-only', 'only the learning-rate sweep on the validation split; writes validation.md', false)
   .addOption(new Option('--run-one <id>', 'internal: one run of the plan (a child of --jobs)').hideHelp())
   .action((o: BenchPaperCliOptions) => runBenchPaper(o));
+bench
+  .command('async')
+  .description(
+    'agents of different speeds as pinned `hacrl agent` processes over a local nats-server: lockstep against async',
+  )
+  .option(
+    '--real',
+    'the real shapes Qwen2.5-0.5B + Llama-3.2-1B (random weights, LoRA r16, bf16): steps per hour',
+    false,
+  )
+  .option(
+    '--swarm',
+    'four zoo agents of different sizes: HACPO and naive, lockstep and async, against each alone',
+    false,
+  )
+  .option('--test', 'test-sized: the tiny pair, 1 seed, 3 steps, lockstep and async-2 (for CI)', false)
+  .option('--seeds <n>', 'seeds 1…N (default 5; --swarm 3; --real and --test 1)', positiveInt)
+  .option('--steps <n>', "RL steps per agent instead of the mode's", positiveInt)
+  .option('--eval-n <n>', 'held-out problems for greedy accuracy (default 200; --test 12)', positiveInt)
+  .option('--out <dir>', 'output folder (default runs/bench-async[-real|-swarm|-test]); finished runs are kept')
+  .option('--zoo-dir <dir>', 'zoo folder (default: $HACRL_ZOO_DIR or runs/zoo)')
+  .action(async (o: BenchAsyncCliOptions) => {
+    await runBenchAsync(o);
+  });
 bench
   .command('baseline')
   .description("each HACPO baseline's per-group error against every zoo agent's own per-question success p(q)")

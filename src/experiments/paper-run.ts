@@ -26,7 +26,7 @@ import { renderTables, type RunResult, type TableContext } from './paper-table.j
 import { zooRunConfig } from './run-config.js';
 
 /** Seed of the held-out draws (validation and test share one stream, so they are disjoint). */
-const HELD_OUT_SEED = 99;
+export const HELD_OUT_SEED = 99;
 
 /** Where and how the bench runs. */
 export interface PaperBenchOptions {

@@ -1,5 +1,8 @@
-// A real nats-server (Debian's, installed by scripts/setup.sh) for the tests: JetStream on a free loopback port with a
-// temporary file store, which a test can SIGKILL and start again on the same port and store.
+/**
+ * A local nats-server (Debian's, installed by scripts/setup.sh) with JetStream on a free loopback port and a temporary
+ * file store, which a caller can SIGKILL and start again on the same port and store: what the tests and `hacrl bench
+ * async` run their agents over.
+ */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
