@@ -14,6 +14,7 @@ import { loraCommand } from './lora.js';
 import { runBenchMas } from '../experiments/mas.js';
 import { ABLATIONS, isAblation } from '../experiments/mas-options.js';
 import { benchMasTable } from '../experiments/mas-table.js';
+import { runBenchStaleness, type BenchStalenessCliOptions } from '../experiments/staleness-bench.js';
 import { runMasEval } from './mas-eval.js';
 import { masCommand, parseModelArgs, workflowOption } from './mas.js';
 import { runMasWarmstart } from './mas-warmstart.js';
@@ -83,7 +84,14 @@ interface BenchCli {
  * The commands whose results the docs record (the zoo, the demo, the benches and the warm starts they build): they
  * compute in the reproducible mode unless asked otherwise, so their numbers are the same on every CPU.
  */
-const REPRODUCIBLE_BY_DEFAULT = new Set(['zoo build', 'demo', 'bench paper', 'bench mas', 'bench baseline']);
+const REPRODUCIBLE_BY_DEFAULT = new Set([
+  'zoo build',
+  'demo',
+  'bench paper',
+  'bench mas',
+  'bench baseline',
+  'bench staleness',
+]);
 
 const program = new Command();
 program
@@ -527,6 +535,16 @@ bench
   .option('--sweep-only', 'only the learning-rate sweep on the validation split; writes validation.md', false)
   .addOption(new Option('--run-one <id>', 'internal: one run of the plan (a child of --jobs)').hideHelp())
   .action((o: BenchPaperCliOptions) => runBenchPaper(o));
+bench
+  .command('staleness')
+  .description(
+    "HACPO against naive sharing as partners' rollouts age: the size pair, k = 0, 2, 4 steps stale (resumable)",
+  )
+  .option('--test', 'test-sized: the tiny pair, 1 seed, 2 steps (seconds)', false)
+  .option('--seeds <list>', 'seeds, comma-separated (default 1,2,3,4,5)', (v: string) => list(v).map(positiveInt))
+  .option('--out <dir>', 'output folder (default runs/bench-staleness)')
+  .option('--zoo-dir <dir>', 'zoo folder (default: $HACRL_ZOO_DIR or runs/zoo)')
+  .action((o: BenchStalenessCliOptions) => runBenchStaleness(o));
 bench
   .command('baseline')
   .description("each HACPO baseline's per-group error against every zoo agent's own per-question success p(q)")

@@ -47,7 +47,7 @@ function spawnChild(flags: string[], threads: number) {
 }
 
 /** The commit the bench runs at, or 'unknown' outside a git checkout. */
-function commit(): string {
+export function commit(): string {
   try {
     return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8', stdio: 'pipe' }).trim();
   } catch {
