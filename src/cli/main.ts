@@ -15,6 +15,7 @@ import { runBenchMas } from '../experiments/mas.js';
 import { ABLATIONS, isAblation } from '../experiments/mas-options.js';
 import { benchMasTable } from '../experiments/mas-table.js';
 import { runBenchAsync, type BenchAsyncCliOptions } from '../experiments/async-bench.js';
+import { runBenchStaleness, type BenchStalenessCliOptions } from '../experiments/staleness-bench.js';
 import { runMasEval } from './mas-eval.js';
 import { masCommand, parseModelArgs, workflowOption } from './mas.js';
 import { runMasWarmstart } from './mas-warmstart.js';
@@ -91,6 +92,7 @@ const REPRODUCIBLE_BY_DEFAULT = new Set([
   'bench mas',
   'bench baseline',
   'bench async',
+  'bench staleness',
 ]);
 
 const program = new Command();
@@ -559,6 +561,16 @@ bench
   .action(async (o: BenchAsyncCliOptions) => {
     await runBenchAsync(o);
   });
+bench
+  .command('staleness')
+  .description(
+    "HACPO against naive sharing as partners' rollouts age: the size pair, k = 0, 2, 4 steps stale (resumable)",
+  )
+  .option('--test', 'test-sized: the tiny pair, 1 seed, 2 steps (seconds)', false)
+  .option('--seeds <list>', 'seeds, comma-separated (default 1,2,3,4,5)', (v: string) => list(v).map(positiveInt))
+  .option('--out <dir>', 'output folder (default runs/bench-staleness)')
+  .option('--zoo-dir <dir>', 'zoo folder (default: $HACRL_ZOO_DIR or runs/zoo)')
+  .action((o: BenchStalenessCliOptions) => runBenchStaleness(o));
 bench
   .command('baseline')
   .description("each HACPO baseline's per-group error against every zoo agent's own per-question success p(q)")

@@ -29,6 +29,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { buildRewards } from '../train/run-source.js';
 import { RolloutExchange, type PartnerCheck } from './exchange.js';
 import { brokerCredentials, NatsTransport } from './nats-transport.js';
+import type { RolloutTransport } from './transport.js';
 import { checkPartnerStep, type PartnerSettings } from './record-checks.js';
 import type { StepLimits } from './records.js';
 import { runFingerprint } from './run-fingerprint.js';
@@ -72,7 +73,7 @@ export function runIdOf(cfg: RunConfig): string {
 /** Runs agent `o.agent` of `cfg` until the last step; a restart continues from its newest checkpoint. */
 export async function runAgentProcess(cfg: RunConfig, o: AgentRunOptions): Promise<void> {
   const resolved = resolveRun(cfg);
-  const { agents, exchange: shapes } = resolved;
+  const { agents } = resolved;
   if (!agents.some((a) => a.name === o.agent))
     throw new Error(
       `--agent ${o.agent}: the config has no such agent (it has ${agents.map((a) => a.name).join(', ')})`,
@@ -86,10 +87,7 @@ export async function runAgentProcess(cfg: RunConfig, o: AgentRunOptions): Promi
   const run = new RunFolder(runDir);
   const started = resume ? parseSavedRunConfig(await run.readConfig(), run.path('config')) : null;
   const mine: RunConfig = { ...cfg, runDir, exchange: started?.exchange ?? cfg.exchange };
-  const vocab = new Map(
-    await Promise.all(agents.map(async (a) => [a.name, (await readHfConfig(a.checkpoint)).vocabSize] as const)),
-  );
-  const limits = (name: string): StepLimits => ({ ...shapes.get(name)!, vocabSize: vocab.get(name)! });
+  const limits = await stepLimits(resolved);
   const x = cfg.exchange;
   const tlsFiles = { caFile: x.tlsCaFile, certFile: x.tlsCertFile, keyFile: x.tlsKeyFile };
   const tls = Object.values(tlsFiles).some((f) => f !== undefined)
@@ -145,6 +143,14 @@ export async function runAgentProcess(cfg: RunConfig, o: AgentRunOptions): Promi
   }
 }
 
+/** What each agent's records of a step must satisfy: its groups and group size as the run resolves them, its vocabulary. */
+export async function stepLimits(run: ResolvedRun): Promise<(agent: string) => StepLimits> {
+  const vocab = new Map(
+    await Promise.all(run.agents.map(async (a) => [a.name, (await readHfConfig(a.checkpoint)).vocabSize] as const)),
+  );
+  return (name) => ({ ...run.exchange.get(name)!, vocabSize: vocab.get(name)! });
+}
+
 /** The arrival checks of every partner (record-checks.ts): its settings as the run resolves them, its tokenizer. */
 async function partnerCheck(run: ResolvedRun, tokenizers: ReadonlyMap<string, Tokenizer>): Promise<PartnerCheck> {
   if (run.source.kind !== 'rollout') throw new Error('hacrl agent runs single-turn rollouts only');
@@ -179,13 +185,16 @@ function slowed<E extends StepExchange>(exchange: E, env: NodeJS.ProcessEnv): E 
   return exchange;
 }
 
-/** The asynchronous exchange of agent `self` (exchange.mode async), its manifest in `runDir`. */
-async function asyncExchange(
-  transport: NatsTransport,
+/**
+ * The asynchronous exchange of agent `self` (exchange.mode async) over `transport`, with `manifest`: what each step
+ * consumes as `x` bounds it (maxStaleness, maxAhead, maxStepsPerPartner).
+ */
+export async function asyncExchange(
+  transport: RolloutTransport,
   run: ResolvedRun,
   self: string,
   manifest: Manifest,
-  x: RunConfig['exchange'],
+  x: Pick<RunConfig['exchange'], 'maxStaleness' | 'maxAhead' | 'maxStepsPerPartner'>,
   common: Omit<
     AsyncExchangeOptions,
     | 'self'
@@ -199,7 +208,7 @@ async function asyncExchange(
     | 'manifest'
     | 'join'
   >,
-  o: AgentRunOptions,
+  o: Pick<AgentRunOptions, 'join' | 'replayFrom'>,
 ): Promise<AsyncExchange> {
   if (run.source.kind !== 'rollout') throw new Error('hacrl agent runs single-turn rollouts only');
   const problems = (await loadDataSpec(run.source.train)).problems;

@@ -50,7 +50,7 @@ export interface PaperBenchOptions {
  * 'ood' (one more digit per operand, where every agent scores about 0%) and 'ood-mild' (an operand with a leading
  * zero: same length, never drawn in training).
  */
-export async function heldOut(plan: BenchPlan, pair: PairName) {
+export async function heldOut(plan: Pick<BenchPlan, 'validationN' | 'testN'>, pair: PairName) {
   const d = pairRecipe(pair).data;
   const inDist = await loadDataSpec(`${d.task}:test:${plan.validationN + plan.testN}:${HELD_OUT_SEED}`);
   const ood = await loadDataSpec(`${d.task}:ood:${plan.testN}:${HELD_OUT_SEED}`);
@@ -82,8 +82,16 @@ export function chosenLr(results: readonly RunResult[], plan: BenchPlan, run: Pl
  * form (Eq. 11) and of the per-character form (hacpo.ratioNormalization), and P̂. */
 const MEANS = ['foreign_in_band_frac', 'foreign_in_band_frac_token', 'foreign_in_band_frac_char', 'p_hat'] as const;
 
-/** Means over steps of the mechanisms' statistics per agent, from a run's metrics.jsonl. */
-async function mechanisms(runDir: string): Promise<Record<string, Record<string, number>>> {
+/**
+ * Means over steps of a run's logged statistics per agent, from its metrics.jsonl: each finite value of a metric that
+ * `name` maps to a name (null: left out) counts towards that name's mean; `names` are always present (NaN when none
+ * was logged).
+ */
+export async function stepMeans(
+  runDir: string,
+  names: readonly string[],
+  name: (metric: string) => string | null,
+): Promise<Record<string, Record<string, number>>> {
   const rows = (await readFile(join(runDir, 'metrics.jsonl'), 'utf8'))
     .split('\n')
     .filter((l) => l.trim() !== '')
@@ -91,11 +99,10 @@ async function mechanisms(runDir: string): Promise<Record<string, Record<string,
   const out: Record<string, Record<string, number[]>> = {};
   for (const r of rows) {
     if (r.agent === undefined) continue; // run-level fields (memory)
-    const a = (out[String(r.agent)] ??= Object.fromEntries([...MEANS, 'omega'].map((k) => [k, [] as number[]])));
+    const a = (out[String(r.agent)] ??= Object.fromEntries(names.map((k) => [k, [] as number[]])));
     for (const [k, v] of Object.entries(r)) {
-      if (typeof v !== 'number' || !Number.isFinite(v)) continue;
-      if ((MEANS as readonly string[]).includes(k)) a[k]!.push(v);
-      else if (k.startsWith('omega_')) a.omega!.push(v);
+      const to = typeof v === 'number' && Number.isFinite(v) ? name(k) : null;
+      if (to !== null) (a[to] ??= []).push(v as number);
     }
   }
   return Object.fromEntries(
@@ -105,6 +112,12 @@ async function mechanisms(runDir: string): Promise<Record<string, Record<string,
     ]),
   );
 }
+
+/** Means over steps of the mechanisms' statistics per agent, from a run's metrics.jsonl. */
+const mechanisms = (runDir: string) =>
+  stepMeans(runDir, [...MEANS, 'omega'], (k) =>
+    (MEANS as readonly string[]).includes(k) ? k : k.startsWith('omega_') ? 'omega' : null,
+  );
 
 /** Trains (unless base) and measures one planned run. */
 async function execute(
