@@ -322,8 +322,7 @@ async function heldOutSplit(r: AsyncBenchRun) {
 }
 
 /** Seconds from the start of the lockstep run of a result to its last agent's last checkpoint. */
-const lockstepSeconds = (lock: AsyncRunResult): number =>
-  Math.max(...Object.values(lock.agents).map((a) => a.seconds));
+const lockstepSeconds = (lock: AsyncRunResult): number => Math.max(...Object.values(lock.agents).map((a) => a.seconds));
 
 /** Options of `hacrl bench async`. */
 export interface BenchAsyncCliOptions {
