@@ -3,7 +3,14 @@
  * shares, partners' off-policy ages and expired steps, held-out accuracy at equal steps and at equal wall time), then
  * the plan's comparisons as paired differences by seed (accuracy also paired by problem).
  */
-import { formatDifference, mean, seedMean, seedPairedDifference, wilson, type Difference } from '../util/stats.js';
+import {
+  accuracyOverSeeds,
+  formatDifference,
+  mean,
+  seedMean,
+  seedPairedDifference,
+  type Difference,
+} from '../util/stats.js';
 import type { AsyncBenchPlan } from './async-bench-plan.js';
 import type { AgentMeasure, AsyncRunResult } from './async-bench.js';
 
@@ -24,13 +31,7 @@ const runsOf = (results: readonly AsyncRunResult[], setting: string) =>
 /** Accuracy over seeds with its interval (one seed: Wilson over problems), as "mean [low, high]" in %. */
 function accuracyCell(per: number[][]): string {
   if (per.length === 0) return '—';
-  const m = seedMean(per.map(mean), () => {
-    const w = wilson(
-      per[0]!.reduce((a, b) => a + b, 0),
-      per[0]!.length,
-    );
-    return { low: w.low, high: w.high };
-  });
+  const m = accuracyOverSeeds(per);
   return interval(m, 1, 100);
 }
 

@@ -14,7 +14,7 @@ import { closeDefaultPool } from '../rewards/worker-pool.js';
 import { findLatestCheckpoint } from '../run/run-folder.js';
 import { writeFileAtomic, writeJsonAtomic } from '../util/atomic-write.js';
 import { refuseOverlap } from '../util/output-paths.js';
-import { formatDifference, mean, seedMean, seedPairedDifference, wilson, type Difference } from '../util/stats.js';
+import { accuracyOverSeeds, formatDifference, mean, seedPairedDifference, type Difference } from '../util/stats.js';
 import { defaultZooDir, ensurePair, type ZooAgent } from '../zoo/build.js';
 import { pairRecipe, ZOO, type PairName } from '../zoo/recipes.js';
 import { measureCheckpoint } from './measure.js';
@@ -301,13 +301,7 @@ export function stalenessTables(
       STALENESS_METHODS.map((method) => {
         const per = cellRuns(results, method, lag).map((r) => r.correct[agent]!);
         if (per.length === 0) return '—';
-        const m = seedMean(per.map(mean), () => {
-          const w = wilson(
-            per[0]!.reduce((a, b) => a + b, 0),
-            per[0]!.length,
-          );
-          return { low: w.low, high: w.high };
-        });
+        const m = accuracyOverSeeds(per);
         accuracy.push({ agent, method, lag, ...m });
         return `${pts(m.mean)} [${pts(m.low)}, ${pts(m.high)}] (${m.seeds})`;
       }),

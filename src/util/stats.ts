@@ -122,6 +122,17 @@ export function seedMean(values: readonly number[], fallback: () => { low: numbe
   return { mean, low: mean - half, high: mean + half, seeds: n };
 }
 
+/** Accuracy over seeds from each seed's 0/1 results per problem: a t interval over seeds, Wilson with one seed. */
+export function accuracyOverSeeds(perSeed: readonly (readonly number[])[]): SeedMean {
+  return seedMean(perSeed.map(mean), () => {
+    const w = wilson(
+      perSeed[0]!.reduce((a, b) => a + b, 0),
+      perSeed[0]!.length,
+    );
+    return { low: w.low, high: w.high };
+  });
+}
+
 /**
  * `after − before` paired by seed and item: the mean over seeds of each seed's mean difference, with a Student-t 95%
  * interval over seeds (training randomness dominates at this size); with one seed, the paired interval over items.
