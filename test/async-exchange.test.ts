@@ -12,7 +12,8 @@ import { AsyncExchange, checkAsyncSettings, type AsyncExchangeOptions } from '..
 import { Manifest } from '../src/distributed/manifest.js';
 import { decodeStep, encodeHello, encodeStep } from '../src/distributed/records.js';
 import { InProcessTransport } from '../src/distributed/transport.js';
-import { generatorSlots } from '../src/train/learner-step.js';
+import { learnerMetrics } from '../src/train/learner-metrics.js';
+import { generatorSlots, partnerSlots } from '../src/train/learner-step.js';
 import type { SampleRecord } from '../src/train/sample-table.js';
 import { near } from './helpers.js';
 
@@ -124,6 +125,19 @@ describe('HACPO over stale partner steps (hand-worked)', () => {
     near(out.advantages, [0, 0, 0, -1 / (Math.SQRT1_2 + 1e-6)], 1e-12);
     assert.equal(out.omega![2], 2);
     assert.equal(out.coefficients![2], 0.5);
+    // The step's ω metric for b is the version's, not the 1 of b's team slot (which holds no record here).
+    const partners = partnerSlots(r.table, [0, 1, 2, 3], slots, ['a', 'b'], 0);
+    assert.deepEqual([...partners], [['b', [2]]]);
+    const facts = { shared: true, pHat: 1, advantages: out, partnerSlots: partners, groups: 2, zeroVarianceGroups: 0 };
+    const metrics = learnerMetrics({
+      ...facts,
+      foreignSamples: 2,
+      foreignDropped: 0,
+      mismatch: null,
+      lr: 0,
+      updates: { stats: {}, skippedUpdates: 0 },
+    });
+    assert.equal(metrics.omega_b, 2);
     // The same batch with b's latest P̂: the numbers the hand-worked comment gives for the wrong reading.
     const latest = capabilityAwareBatchAdvantages([1, 0], [1, 1], [1, 1], 0, [1, 1 / 0.75], { partnerOnly: true });
     const scale = Math.SQRT1_2 + 1e-6;

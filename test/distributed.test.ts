@@ -19,7 +19,7 @@ import {
 } from '../src/distributed/nats-transport.js';
 import { decodeStep, encodeHello, encodeStep } from '../src/distributed/records.js';
 import { readSafetensors } from '../src/model/safetensors.js';
-import { InProcessTransport } from '../src/distributed/transport.js';
+import { InProcessTransport, TransportClosed } from '../src/distributed/transport.js';
 import { loadDataSpec } from '../src/tasks/data-spec.js';
 import type { SampleRecord } from '../src/train/sample-table.js';
 import { hacrl, metricRows, TINY_AGENT_FLAGS } from './cli.js';
@@ -128,6 +128,19 @@ describe('the rollout exchange', () => {
       ['a', 'a', 'a', 'a'],
     );
     assert.match(lines.join('\n'), /agent b did not publish records of step 2 .* goes on without it/);
+  });
+
+  test('an agent waiting for a partner stops at once when the transport is closed under it, naming why', async () => {
+    const transport = await greetedTransport();
+    const t0 = Date.now();
+    const waiting = new RolloutExchange(transport, exchangeOptions('a', { waitSeconds: 60 })).complete(
+      1,
+      records('a'),
+      metricsOf('a'),
+    );
+    setTimeout(() => void transport.close('agent b failed: out of memory'), 100);
+    await assert.rejects(waiting, (e: Error) => e instanceof TransportClosed && /agent b failed/.test(e.message));
+    assert.ok(Date.now() - t0 < 5000, `stopped within 5 s of a 60 s wait (${Date.now() - t0} ms)`);
   });
 });
 

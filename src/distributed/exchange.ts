@@ -13,7 +13,7 @@ import type { StepMetrics } from '../train/sample-sources.js';
 import type { SampleRecord } from '../train/sample-table.js';
 import { BadRecord } from './record-checks.js';
 import { decodeHello, decodeStep, encodeHello, encodeStep, type AgentStep, type StepLimits } from './records.js';
-import { ConflictingPayload, PublishRefused, type RolloutTransport } from './transport.js';
+import { ConflictingPayload, PublishRefused, TransportClosed, type RolloutTransport } from './transport.js';
 
 /** What to do when an agent's records of a step have not come within the wait. */
 export type LatePolicy = 'stop' | 'continue';
@@ -243,7 +243,8 @@ export function compareFingerprint(run: string, name: string, bytes: Uint8Array,
 
 /**
  * Runs `f` until it succeeds; a transport that keeps failing (a broker down) past `deadline` stops the run (the
- * message says it failed for `waitSeconds`), and so does a conflict at once (waiting cannot resolve it).
+ * message says it failed for `waitSeconds`), and so do a conflict, a refusal and a closed transport at once (waiting
+ * cannot resolve them).
  */
 export async function retryTransport<T>(
   what: string,
@@ -255,7 +256,7 @@ export async function retryTransport<T>(
     try {
       return await f();
     } catch (e) {
-      if (e instanceof ConflictingPayload || e instanceof PublishRefused) throw e;
+      if (e instanceof ConflictingPayload || e instanceof PublishRefused || e instanceof TransportClosed) throw e;
       if (Date.now() >= deadline)
         throw new Error(`${what}: the transport kept failing for ${waitSeconds} s: ${(e as Error).message}`);
       await sleep(pause);

@@ -12,6 +12,9 @@ export class ConflictingPayload extends Error {}
 /** The broker refused a publish this agent's credentials do not allow; waiting cannot change that. */
 export class PublishRefused extends Error {}
 
+/** The transport was closed while an agent still read or wrote through it; waiting cannot change that either. */
+export class TransportClosed extends Error {}
+
 /**
  * What a payload is: an agent's records of a step (or its fingerprint, step 0), what an asynchronous step consumed
  * (its manifest), or that the agent left the run after a step (async).
@@ -39,8 +42,10 @@ export interface RolloutTransport {
 export class InProcessTransport implements RolloutTransport {
   private readonly payloads = new Map<string, Uint8Array>();
   private readonly order = new Map<string, number>();
+  private closed: string | null = null;
 
   publish(step: number, agent: string, payload: Uint8Array, channel: Channel = 'step'): Promise<void> {
+    if (this.closed !== null) return Promise.reject(new TransportClosed(this.closed));
     const key = channel === 'step' ? `${step}/${agent}` : `${channel}/${step}/${agent}`;
     const stored = this.payloads.get(key);
     if (stored === undefined) {
@@ -54,6 +59,7 @@ export class InProcessTransport implements RolloutTransport {
   }
 
   fetch(step: number, agent: string, channel: Channel = 'step'): Promise<Uint8Array | null> {
+    if (this.closed !== null) return Promise.reject(new TransportClosed(this.closed));
     const key = channel === 'step' ? `${step}/${agent}` : `${channel}/${step}/${agent}`;
     return Promise.resolve(this.payloads.get(key) ?? null);
   }
@@ -62,7 +68,9 @@ export class InProcessTransport implements RolloutTransport {
     return Promise.resolve(this.order.get(`${step}/${agent}`) ?? null);
   }
 
-  close(): Promise<void> {
+  /** Later publishes and fetches reject with TransportClosed carrying `why` (default: the transport was closed). */
+  close(why = 'the in-process transport was closed'): Promise<void> {
+    this.closed = why;
     return Promise.resolve();
   }
 }

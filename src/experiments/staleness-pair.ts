@@ -109,12 +109,20 @@ export async function trainStalePair(cfg: RunConfig, lag: number, progress: Prog
     }),
   );
   await Promise.all(exchanges.map((e) => e.greet()));
-  await Promise.all(
+  // The first agent to fail closes the transport: its partners stop at their next read instead of waiting
+  // WAIT_SECONDS for records that will never come; the first failure is the one reported.
+  let first: unknown = null;
+  await Promise.allSettled(
     names.map((self, i) =>
       trainRl(
         { ...cfg, runDir: join(cfg.runDir, self) },
         { resume: false, progress: (line) => progress(`${self}: ${line}`), exchange: exchanges[i]!.x },
-      ),
+      ).catch(async (e: unknown) => {
+        first ??= e;
+        await transport.close(`agent ${self} failed: ${(e as Error).message}`);
+        throw e;
+      }),
     ),
   );
+  if (first !== null) throw first;
 }

@@ -83,11 +83,11 @@ export function inBandByForm(
 export interface LearnerStepFacts {
   /** Whether rollouts are shared (then P̂, ω and the foreign counts are reported). */
   shared: boolean;
-  /** Its P̂ (Eq. 9) and the advantage estimator's output (ω per agent, baseline fallbacks). */
+  /** Its P̂ (Eq. 9) and the advantage estimator's output (ω per generator slot, baseline fallbacks). */
   pHat: number;
   advantages: AdvantageOutput;
-  /** The other agents' names by team index (ω is reported per partner). */
-  partners: readonly (string | null)[];
+  /** Per partner name, the generator slots of its records this step (its team index; in an asynchronous step, its versions'). */
+  partnerSlots: ReadonlyMap<string, readonly number[]>;
   /** Prompt groups its advantages compared, and how many of them had no reward variance. */
   groups: number;
   zeroVarianceGroups: number;
@@ -103,12 +103,15 @@ export interface LearnerStepFacts {
 /** A learner's metrics for the step. */
 export function learnerMetrics(f: LearnerStepFacts): StepMetrics {
   const omega = f.advantages.omega;
+  // A partner's ω (Eq. 8) as its records met it: in an asynchronous step the mean over the versions used, whose P̂
+  // is what each was sampled at (the partner's own team slot has no records there and would read 1).
+  const mean = (slots: readonly number[]) => slots.reduce((sum, s) => sum + omega![s]!, 0) / slots.length;
   return {
     ...(f.shared
       ? {
           p_hat: f.pHat,
           ...(omega
-            ? Object.fromEntries(f.partners.flatMap((name, j) => (name === null ? [] : [[`omega_${name}`, omega[j]!]])))
+            ? Object.fromEntries([...f.partnerSlots].map(([name, slots]) => [`omega_${name}`, mean(slots)]))
             : {}),
         }
       : {}),

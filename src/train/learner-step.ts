@@ -320,7 +320,7 @@ export function learnerStep(
     shared,
     pHat: capability[k]!,
     advantages: adv,
-    partners: team.map((t, j) => (j === k ? null : t)),
+    partnerSlots: partnerSlots(table, pool, slots, team, k),
     groups: new Set(pool.map((i) => table[i]!.group)).size,
     zeroVarianceGroups: new Set(pool.filter((i) => !signal[i]).map((i) => table[i]!.group)).size,
     foreignSamples: view.records.length - own.length,
@@ -330,6 +330,22 @@ export function learnerStep(
     updates,
   });
   return { metrics, skippedUpdates: updates.skippedUpdates, updates: batches.length };
+}
+
+/**
+ * Per partner of learner `k` (team order), the distinct generator slots of its records in `pool`; a partner with none
+ * there keeps its team index (a lockstep step reports ω for every partner, as the estimator sees it).
+ */
+export function partnerSlots(
+  table: readonly SampleRecord[],
+  pool: readonly number[],
+  slots: readonly number[],
+  team: readonly string[],
+  k: number,
+): Map<string, number[]> {
+  const out = new Map(team.flatMap((t, j) => (j === k ? [] : [[t, new Set<number>()] as const])));
+  for (const i of pool) out.get(table[i]!.generator)?.add(slots[i]!);
+  return new Map([...out].map(([t, s]) => [t, s.size === 0 ? [team.indexOf(t)] : [...s].sort((a, b) => a - b)]));
 }
 
 /**
