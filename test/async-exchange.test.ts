@@ -10,6 +10,7 @@ import { ADVANTAGE_ESTIMATORS } from '../src/algorithms/advantages.js';
 import { capabilityAwareBatchAdvantages, partnerOnlyBaseline } from '../src/algorithms/hacpo/index.js';
 import { AsyncExchange, checkAsyncSettings, type AsyncExchangeOptions } from '../src/distributed/async-exchange.js';
 import { Manifest } from '../src/distributed/manifest.js';
+import { StopPoint } from '../src/run/interrupt.js';
 import { decodeStep, encodeHello, encodeStep } from '../src/distributed/records.js';
 import { InProcessTransport } from '../src/distributed/transport.js';
 import { learnerMetrics } from '../src/train/learner-metrics.js';
@@ -206,6 +207,16 @@ describe('what an asynchronous step consumes', () => {
       y.complete(3, answers('a', 3, [1, 0]), sampled()),
       /agent b published no step after 2 .*stopping/,
     );
+    // A stop request while it waits at the bound: its safe point throws there, long before waitSeconds.
+    let asked = false;
+    setTimeout(() => (asked = true), 200);
+    const poll = () => {
+      if (asked) throw new StopPoint();
+    };
+    const z = await exchangeOf(t, { maxAhead: 0, waitSeconds: 60, poll });
+    const t1 = Date.now();
+    await assert.rejects(z.complete(3, answers('a', 3, [1, 0]), sampled()), StopPoint);
+    assert.ok(Date.now() - t1 < 5000, `stopped ${Date.now() - t1} ms into a 60 s wait`);
   });
 
   test('a partner that left is not waited for; its published steps are still used', async () => {

@@ -20,6 +20,7 @@ import {
 import { decodeStep, encodeHello, encodeStep } from '../src/distributed/records.js';
 import { readSafetensors } from '../src/model/safetensors.js';
 import { InProcessTransport, TransportClosed } from '../src/distributed/transport.js';
+import { StopPoint } from '../src/run/interrupt.js';
 import { loadDataSpec } from '../src/tasks/data-spec.js';
 import type { SampleRecord } from '../src/train/sample-table.js';
 import { hacrl, metricRows, TINY_AGENT_FLAGS } from './cli.js';
@@ -141,6 +142,18 @@ describe('the rollout exchange', () => {
     setTimeout(() => void transport.close('agent b failed: out of memory'), 100);
     await assert.rejects(waiting, (e: Error) => e instanceof TransportClosed && /agent b failed/.test(e.message));
     assert.ok(Date.now() - t0 < 5000, `stopped within 5 s of a 60 s wait (${Date.now() - t0} ms)`);
+  });
+
+  test("a stop request while waiting for a partner's records throws at the wait's safe point, not after it", async () => {
+    let asked = false;
+    const poll = () => {
+      if (asked) throw new StopPoint();
+    };
+    const x = new RolloutExchange(await greetedTransport(), exchangeOptions('a', { waitSeconds: 60, poll }));
+    setTimeout(() => (asked = true), 200);
+    const t0 = Date.now();
+    await assert.rejects(x.complete(1, records('a'), metricsOf('a')), StopPoint);
+    assert.ok(Date.now() - t0 < 5000, `stopped ${Date.now() - t0} ms into a 60 s wait`);
   });
 });
 

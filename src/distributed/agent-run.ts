@@ -121,6 +121,8 @@ export async function runAgentProcess(cfg: RunConfig, o: AgentRunOptions): Promi
       // The date chat templates render goes into every prompt: partners must share it as they share the data.
       fingerprint: { ...(await runFingerprint(resolved)), 'data.date': cfg.data.date ?? '' },
       log: (line: string) => o.progress.message(line),
+      // A signal while waiting for partners drops the step as one during its own work does.
+      ...(o.stop ? { poll: () => o.stop!.poll() } : {}),
     };
     if (manifest) {
       const exchange = await asyncExchange(transport, resolved, o.agent, manifest, x, common, o);

@@ -66,6 +66,8 @@ export interface AsyncExchangeOptions {
   log: (line: string) => void;
   /** Replaying a finished run: every step must be in the manifest, which is not written; default false. */
   replay?: boolean;
+  /** Called at every pause at the maxAhead bound (a stop request's safe point throws there); default none. */
+  poll?: () => void;
 }
 
 /** The longest pause between two looks at the broker, ms. */
@@ -239,6 +241,7 @@ export class AsyncExchange implements StepExchange {
         for (const [, p] of behind) p.left = true;
         return (performance.now() - t0) / 1e3;
       }
+      this.o.poll?.();
       await sleep(pause);
     }
   }

@@ -52,6 +52,8 @@ export interface ExchangeOptions {
   fingerprint: Record<string, string>;
   /** Where the exchange reports an agent left out of a step. */
   log: (line: string) => void;
+  /** Called at every pause of a wait for a step's records (a stop request's safe point throws there); default none. */
+  poll?: () => void;
 }
 
 /** The longest pause between two looks for missing records, ms. */
@@ -189,6 +191,8 @@ export class RolloutExchange implements StepExchange {
         this.late(step, missing);
         break;
       }
+      // Not while greeting (step 0): no step has begun that a stop could drop.
+      if (step > 0) this.o.poll?.();
       await sleep(pause);
     }
   }

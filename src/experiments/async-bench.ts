@@ -380,6 +380,11 @@ export async function runBenchAsync(o: BenchAsyncCliOptions, log: (line: string)
   const zooDir = o.zooDir ?? defaultZooDir();
   await refuseOverlap({ flag: '--out', path: out }, [{ flag: '--zoo-dir', path: zooDir }]);
   await mkdir(join(out, 'results'), { recursive: true });
+  if (mode === 'real' && reproducibleMode().on)
+    log(
+      'bench async: WARNING: --real in the reproducible mode: its portable kernels are many times slower at these ' +
+        'shapes than the ones users train with; `hacrl --fast-kernels bench async --real` times those',
+    );
   const agents = await benchAgents(mode, zooDir, out, log);
   const pinning = pinningCores();
   if ('reason' in pinning) log(`bench async: WARNING: agents run unpinned (${pinning.reason}); paces may interfere`);
