@@ -22,6 +22,7 @@ import { agentOf, defaultZooDir, ensureAgent } from '../zoo/build.js';
 import { ZOO, type PairName, type ZooData } from '../zoo/recipes.js';
 import { asyncBenchPlan, type AsyncBenchMode, type AsyncBenchPlan, type AsyncSetting } from './async-bench-plan.js';
 import { asyncBenchTable } from './async-bench-table.js';
+import { etaSeconds, formatDuration } from '../train/progress.js';
 import { measureCheckpoint } from './measure.js';
 import { commit } from './paper.js';
 import { HELD_OUT_SEED } from './paper-run.js';
@@ -394,6 +395,7 @@ export async function runBenchAsync(o: BenchAsyncCliOptions, log: (line: string)
     throw new Error(`bench async needs nats-server on the PATH (bash scripts/setup.sh installs it): ${e.message}`);
   });
   const results: AsyncRunResult[] = [];
+  const ran: number[] = [];
   const total = plan.settings.length * plan.seeds.length;
   try {
     for (const seed of plan.seeds)
@@ -403,16 +405,21 @@ export async function runBenchAsync(o: BenchAsyncCliOptions, log: (line: string)
         const lock = results.find((r) => r.setting === 'lockstep' && r.seed === seed);
         // The lockstep run is at equal wall time with itself at its last step (Infinity: every checkpoint counts).
         const timed = s.name === 'lockstep' ? Infinity : lock !== undefined && !s.alone ? lockstepSeconds(lock) : null;
-        const result = existsSync(file)
+        const kept = existsSync(file);
+        const result = kept
           ? (JSON.parse(await readFile(file, 'utf8')) as AsyncRunResult)
           : await runSetting({ plan, agents, data: dataOf(mode), out, log }, s, seed, broker, pin, timed);
-        if (!existsSync(file)) await writeJsonAtomic(file, result);
+        if (!kept) {
+          await writeJsonAtomic(file, result);
+          ran.push(result.wallSeconds);
+        }
         results.push(result);
         const done = results.length;
-        const perRun = (performance.now() - started) / 1e3 / done;
+        // From the runs made by this invocation only: a resumed bench's finished runs took no time here.
+        const eta = etaSeconds(ran, total - done);
         log(
-          `[${done}/${total}] ${result.id}: ${result.wallSeconds.toFixed(0)} s; ` +
-            `ETA ${Math.round(perRun * (total - done))} s`,
+          `[${done}/${total}] ${result.id}: ${kept ? 'kept from an earlier start' : `${result.wallSeconds.toFixed(0)} s`}; ` +
+            `ETA ${Number.isNaN(eta) ? '—' : formatDuration(eta)}`,
         );
       }
   } finally {
